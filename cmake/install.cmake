@@ -1,0 +1,17 @@
+include(CMakePackageConfigHelpers)
+set(ET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/edgetensor)
+
+install(DIRECTORY include/edgetensor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT edgetensorTargets NAMESPACE edgetensor:: DESTINATION ${ET_CMAKE_DIR})
+configure_package_config_file(cmake/edgetensorConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake
+                              INSTALL_DESTINATION ${ET_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
+        DESTINATION ${ET_CMAKE_DIR})
+configure_file(cmake/edgetensor.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

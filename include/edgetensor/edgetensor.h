@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+// Umbrella header: the whole public C++ API.
+#pragma once
+
+#include <edgetensor/dtype.h>
+#include <edgetensor/error.h>
+#include <edgetensor/image.h>
+#include <edgetensor/ipc.h>
+#include <edgetensor/log.h>
+#include <edgetensor/map.h>
+#include <edgetensor/memory.h>
+#include <edgetensor/shared_fd.h>
+#include <edgetensor/tensor.h>
+#include <edgetensor/unique_fd.h>
+#include <edgetensor/version.h>

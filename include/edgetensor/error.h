@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Error model: every expected failure is a value, never an exception.
+//
+// A fallible call returns `Result<T>` (= tl::expected<T, Error>, behind one alias so a later switch to
+// std::expected is a one-line change). An Error holds an ErrorCode, the saved errno (0 if none) and one
+// line of context naming the value and the limit that were involved.
+#pragma once
+
+#include <edgetensor/export.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <tl/expected.hpp>
+
+namespace edgetensor {
+
+/// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
+enum class ErrorCode : int {
+  Ok = 0,
+  InvalidArgument = 1,     ///< A broken public contract: bad shape, negative stride, wrong dtype.
+  OutOfRange = 2,          ///< A value past a limit: size overflow, view out of bounds, short fd.
+  NotFound = 3,            ///< A named object does not exist (shm name, device node).
+  AlreadyExists = 4,       ///< A create-exclusive call found the name taken.
+  PermissionDenied = 5,    ///< EACCES/EPERM, or a write map on read-only storage.
+  OutOfMemory = 6,         ///< ENOMEM/ENOSPC: the memory or the filesystem is full.
+  Busy = 7,                ///< Try later: EBUSY/EAGAIN, a PBO already mapped.
+  Unavailable = 8,         ///< Backend not built, device or driver missing, library not loadable.
+  Unsupported = 9,         ///< This backend or object cannot do the operation (export a heap tensor).
+  FailedPrecondition = 10, ///< The object is in the wrong state (empty tensor, GL context gone).
+  Internal = 11,           ///< A bug or an errno we do not classify.
+};
+
+/// Name of an ErrorCode ("InvalidArgument"); "Unknown" for values outside the enum.
+ET_API std::string_view error_code_name(ErrorCode code) noexcept;
+
+/// An error: code, saved errno (0 if none) and one line of context.
+class ET_API Error {
+ public:
+  Error(ErrorCode code, std::string message, int sys_errno = 0)
+      : code_(code), errno_(sys_errno), message_(std::move(message)) {}
+
+  /// Builds an Error from an errno value: the code follows the errno (ENOMEM -> OutOfMemory,
+  /// EACCES/EPERM -> PermissionDenied, ENOENT -> NotFound, ...; see error.cpp), the message is
+  /// "<context>: <strerror> (<ERRNO_NAME>)".
+  static Error from_errno(int sys_errno, std::string_view context);
+
+  ErrorCode code() const noexcept { return code_; }
+  /// The errno saved when the error was made, 0 when none applies.
+  int sys_errno() const noexcept { return errno_; }
+  /// One line of context, e.g. "shape u8 [4611686018427387904, 8]: size overflows 64-bit bytes".
+  const std::string& message() const noexcept { return message_; }
+  /// "<CodeName>: <message>".
+  std::string to_string() const;
+
+ private:
+  ErrorCode code_;
+  int errno_;
+  std::string message_;
+};
+
+/// The result of a fallible call.
+template <class T>
+using Result = tl::expected<T, Error>;
+
+/// The error side of a Result, for `return unexpected(Error(...))`.
+using Unexpected = tl::unexpected<Error>;
+
+/// Shorthand: `return fail(ErrorCode::OutOfRange, "...")`.
+inline Unexpected fail(ErrorCode code, std::string message, int sys_errno = 0) {
+  return Unexpected(Error(code, std::move(message), sys_errno));
+}
+inline Unexpected fail(Error error) { return Unexpected(std::move(error)); }
+
+/// Name of an errno value ("ENOENT"); "E<number>" for unknown values.
+ET_API std::string errno_name(int sys_errno);
+
+}  // namespace edgetensor
+
+/// Propagates the error of a Result<void>-like expression.
+#define ET_TRY(expr)                                              \
+  do {                                                            \
+    auto&& et_try_result_ = (expr);                               \
+    if (!et_try_result_) return ::edgetensor::Unexpected(std::move(et_try_result_).error()); \
+  } while (0)
+
+#define ET_CONCAT_INNER_(a, b) a##b
+#define ET_CONCAT_(a, b) ET_CONCAT_INNER_(a, b)
+/// `ET_TRY_ASSIGN(auto x, expr);` assigns the value of a Result or returns its error.
+#define ET_TRY_ASSIGN(lhs, expr) ET_TRY_ASSIGN_IMPL_(ET_CONCAT_(et_try_tmp_, __LINE__), lhs, expr)
+#define ET_TRY_ASSIGN_IMPL_(tmp, lhs, expr)                                  \
+  auto tmp = (expr);                                                         \
+  if (!tmp) return ::edgetensor::Unexpected(std::move(tmp).error());         \
+  lhs = std::move(*tmp)

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scoped CPU access to a tensor's bytes, typed by direction.
+//
+// A map keeps the tensor's storage alive, so its span can never outlive the memory. Maps of heap and
+// shared-memory storage use the storage's one persistent mapping and make no system call. DMA-BUF maps
+// take part in one DMA_BUF_IOCTL_SYNC bracket per storage (START when the first map opens, END when the
+// last closes). A PBO allows one map at a time. Writing through a ReadMap does not compile.
+#pragma once
+
+#include <edgetensor/error.h>
+#include <edgetensor/export.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <type_traits>
+
+namespace edgetensor {
+
+namespace detail {
+class Storage;
+}
+
+/// Direction of a CPU map. Bit 0 = read, bit 1 = write.
+enum class MapMode : unsigned { Read = 1, Write = 2, ReadWrite = 3 };
+
+/// Untyped map state shared by the three map types. Move-only; `unmap()` is idempotent.
+class ET_API MapBase {
+ public:
+  MapBase() noexcept = default;
+  MapBase(MapBase&& other) noexcept;
+  MapBase& operator=(MapBase&& other) noexcept;
+  MapBase(const MapBase&) = delete;
+  MapBase& operator=(const MapBase&) = delete;
+  ~MapBase();
+
+  /// Ends this map's CPU access (for DMA-BUF the last one closes the sync bracket; for a PBO the GL
+  /// buffer is unmapped). Safe to call twice; after it, the span is empty.
+  void unmap() noexcept;
+  /// Bytes covered by the map: from the tensor's first element to one past its last (its extent).
+  std::size_t size_bytes() const noexcept { return size_; }
+  bool is_mapped() const noexcept { return storage_ != nullptr; }
+  MapMode mode() const noexcept { return mode_; }
+
+  /// Internal: made by TensorDyn.
+  MapBase(std::shared_ptr<detail::Storage> storage, std::byte* data, std::size_t size, MapMode mode) noexcept
+      : storage_(std::move(storage)), data_(data), size_(size), mode_(mode) {}
+
+ protected:
+  std::shared_ptr<detail::Storage> storage_;  // null when empty or unmapped
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  MapMode mode_ = MapMode::Read;
+};
+
+/// Read-only access: `bytes()` is a span of const bytes.
+class ReadMap : public MapBase {
+ public:
+  using MapBase::MapBase;
+  ReadMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+  const std::byte* data() const noexcept { return data_; }
+};
+
+/// Write-only access. Reading through it gives undefined content (the memory may be write-combined,
+/// e.g. a GPU buffer): write every byte you care about.
+class WriteMap : public MapBase {
+ public:
+  using MapBase::MapBase;
+  WriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  std::byte* data() const noexcept { return data_; }
+};
+
+/// Read and write access.
+class ReadWriteMap : public MapBase {
+ public:
+  using MapBase::MapBase;
+  ReadWriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  std::byte* data() const noexcept { return data_; }
+};
+
+/// A map viewed as elements of T (T const-qualified for reads). The span covers the tensor's extent;
+/// for a non-contiguous tensor, index it with the tensor's strides divided by sizeof(T).
+template <class T, class M>
+class TypedMap {
+ public:
+  explicit TypedMap(M map) noexcept : map_(std::move(map)) {}
+  std::span<T> span() const noexcept {
+    return {reinterpret_cast<T*>(const_cast<std::byte*>(reinterpret_cast<const std::byte*>(map_.data()))),
+            map_.size_bytes() / sizeof(T)};
+  }
+  T* data() const noexcept { return span().data(); }
+  std::size_t size() const noexcept { return span().size(); }
+  T& operator[](std::size_t i) const noexcept { return span()[i]; }
+  void unmap() noexcept { map_.unmap(); }
+  const M& untyped() const noexcept { return map_; }
+
+ private:
+  M map_;
+};
+
+}  // namespace edgetensor

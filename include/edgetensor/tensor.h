@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+// TensorDyn (dtype-erased) and Tensor<T> (typed face): storage + dtype + shape + strides + offset.
+//
+// Units: shape in elements; strides and offsets in bytes (DLPack counts elements: convert at that
+// boundary). Strides are non-negative multiples of the element size; a zero stride is allowed only on a
+// dimension of size 1. Rank is 0 to kMaxRank. All size arithmetic is checked: an overflow is an
+// OutOfRange error naming the values, never a wrap.
+//
+// Ownership: a TensorDyn holds a shared reference to its storage; copies, views, batches and maps all
+// share it, so the bytes live until the last of them is gone. Thread rules: a TensorDyn is a value;
+// distinct tensors (also over the same storage) may be used from any threads at once. Maps of the same
+// storage from several threads are safe.
+#pragma once
+
+#include <edgetensor/array_ref.h>
+#include <edgetensor/dtype.h>
+#include <edgetensor/error.h>
+#include <edgetensor/export.h>
+#include <edgetensor/image.h>
+#include <edgetensor/map.h>
+#include <edgetensor/memory.h>
+#include <edgetensor/unique_fd.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace edgetensor {
+
+namespace gl {
+class Context;
+}
+
+inline constexpr std::size_t kMaxRank = 8;
+
+/// Options for TensorDyn::allocate.
+struct AllocateOptions {
+  /// Which backend. Auto: DMA-BUF -> shm -> heap (EDGETENSOR_FORCE_MEM=1: heap); the tensor's
+  /// memory() says which served. An explicit kind never falls back: it fails with that backend's error.
+  MemoryKind memory = MemoryKind::Auto;
+  /// Tensor name; also names the memfd (visible in /proc/<pid>/fd) and, later, the DMA-BUF.
+  std::string name;
+  /// With memory == Shm: create a named POSIX shm object (e.g. "/cam0") with O_EXCL instead of an
+  /// anonymous memfd. Its pages are reserved (posix_fallocate). It stays in /dev/shm until
+  /// TensorDyn::remove_shm(name). Note: such objects cannot be sealed; prefer memfd for sharing.
+  std::string shm_name;
+  /// With DMA-BUF: require this dma-heap by name (no fallback to other heaps). Empty = probe order.
+  std::string dma_heap;
+  /// With memory == GlPbo: the context that owns the buffer.
+  std::shared_ptr<gl::Context> gl_context;
+};
+
+/// Options for importing an fd.
+struct ImportOptions {
+  /// Byte offset of the first element inside the fd's buffer.
+  std::size_t offset_bytes = 0;
+  /// Strides in bytes; empty = C-contiguous.
+  std::vector<std::int64_t> strides_bytes;
+  std::string name;
+};
+
+/// A process-unique id minted per allocation and per import, plus a weak liveness token: caches can key
+/// on it without keeping buffers alive. Importing the same buffer twice gives two identities (compare
+/// the underlying object with TensorDyn::same_buffer).
+class ET_API BufferIdentity {
+ public:
+  BufferIdentity() = default;
+  BufferIdentity(std::uint64_t id, std::weak_ptr<const void> token) : id_(id), token_(std::move(token)) {}
+  /// Never 0 for a tensor's identity.
+  std::uint64_t id() const noexcept { return id_; }
+  /// False once the last holder (tensor, view, map, capsule, device handle) of the storage is gone.
+  bool alive() const noexcept { return !token_.expired(); }
+  friend bool operator==(const BufferIdentity& a, const BufferIdentity& b) noexcept { return a.id_ == b.id_; }
+
+ private:
+  std::uint64_t id_ = 0;
+  std::weak_ptr<const void> token_;
+};
+
+/// A tensor whose element type is known at run time.
+class ET_API TensorDyn {
+ public:
+  /// An empty handle (no storage); most calls on it fail with FailedPrecondition. Use allocate/import.
+  TensorDyn() = default;
+
+  /// Allocates a C-contiguous tensor of `shape` (elements) and `dtype`. Contents read as zeros.
+  /// A tensor with a zero dimension makes no backing allocation whatever memory is asked for.
+  /// Errors: InvalidArgument (rank > kMaxRank, invalid dtype, named shm without Shm),
+  /// OutOfRange (byte size overflows), the backend's error for an explicit kind (Unavailable when not
+  /// built or no device, OutOfMemory, PermissionDenied, AlreadyExists for a taken shm name).
+  [[nodiscard]] static Result<TensorDyn> allocate(ArrayRef<std::size_t> shape, DType dtype,
+                                                  const AllocateOptions& options = {});
+
+  /// Imports a borrowed fd: the library dups it (CLOEXEC); the caller keeps and closes its own fd.
+  /// Recognises the fd from the kernel's answers (fstatfs magic, seals): shared memory (memfd or any
+  /// tmpfs/hugetlbfs file) or a DMA-BUF. Reads the real size without moving the file offset and refuses
+  /// one smaller than offset + extent (OutOfRange, naming both numbers). An fd opened O_RDONLY, or a
+  /// memfd sealed against writes, gives read-only storage (write maps fail with PermissionDenied).
+  /// Errors: InvalidArgument (negative or closed fd; a pipe, socket, directory, or a file on a disk
+  /// filesystem, named), OutOfRange, Unavailable (DMA-BUF backend not built).
+  [[nodiscard]] static Result<TensorDyn> import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape,
+                                                       DType dtype, const ImportOptions& options = {});
+  /// Like import_fd_dup but takes ownership of `fd` (closed on success when the storage goes, and on
+  /// every error path before returning).
+  [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
+                                                  const ImportOptions& options = {});
+  /// Opens an existing named POSIX shm object read-write (or read-only when `read_only`), checking its
+  /// size against the shape. Errors: NotFound, PermissionDenied, OutOfRange, InvalidArgument (bad name).
+  [[nodiscard]] static Result<TensorDyn> open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape,
+                                                  DType dtype, bool read_only = false,
+                                                  const ImportOptions& options = {});
+  /// Removes a named POSIX shm object (shm_unlink). Live mappings stay valid. Errors: NotFound, ...
+  [[nodiscard]] static Result<void> remove_shm(const std::string& shm_name);
+
+  // ---- Description -------------------------------------------------------------------------------
+  DType dtype() const noexcept { return dtype_; }
+  std::size_t element_size() const noexcept { return dtype_size(dtype_); }
+  std::size_t rank() const noexcept { return rank_; }
+  /// Shape in elements.
+  std::span<const std::size_t> shape() const noexcept { return {shape_.data(), rank_}; }
+  /// Strides in bytes.
+  std::span<const std::int64_t> strides() const noexcept { return {strides_.data(), rank_}; }
+  /// Byte offset of the first element inside the storage.
+  std::size_t offset_bytes() const noexcept { return offset_bytes_; }
+  /// Product of the shape (1 for rank 0).
+  std::size_t element_count() const noexcept { return element_count_; }
+  /// element_count() * element_size(): the bytes of the elements themselves.
+  std::size_t size_bytes() const noexcept { return element_count_ * dtype_size(dtype_); }
+  /// Bytes from the first element to one past the last reachable one (0 for an empty tensor).
+  std::size_t extent_bytes() const noexcept { return extent_bytes_; }
+  /// Real size of the backing buffer in bytes (0 for an empty tensor).
+  std::size_t storage_size_bytes() const noexcept;
+  bool is_contiguous() const noexcept;
+  bool is_empty_handle() const noexcept { return storage_ == nullptr; }
+  /// The backend that holds the bytes.
+  MemoryKind memory() const noexcept;
+  /// What exactly serves, e.g. "memfd", "posix shm /cam0", "heap (mmap)", "dma-heap system".
+  std::string memory_detail() const;
+  /// True when write maps are refused (imported O_RDONLY or sealed F_SEAL_WRITE).
+  bool read_only() const noexcept;
+  const std::string& name() const noexcept { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const ImageMeta& image() const noexcept { return image_; }
+  /// Sets the image metadata. Errors: OutOfRange when row stride or plane offset exceed the extent.
+  [[nodiscard]] Result<void> set_image(const ImageMeta& meta);
+  BufferIdentity identity() const;
+  /// True when both tensors reach the same underlying buffer object (same kernel file by device and
+  /// inode, or the same heap block), even through separate imports.
+  bool same_buffer(const TensorDyn& other) const noexcept;
+
+  // ---- Views (share storage and identity; keep the storage alive) --------------------------------
+  /// The n-th sub-tensor along dimension 0 (rank - 1). Errors: FailedPrecondition for rank 0,
+  /// OutOfRange for n >= shape[0].
+  [[nodiscard]] Result<TensorDyn> batch(std::size_t n) const;
+  /// A general view: `offset_bytes` relative to this tensor's first element, shape in elements,
+  /// strides in bytes (empty = C-contiguous). Checked against the storage: out of bounds is an
+  /// OutOfRange error, never a clamp. The offset must be a multiple of the element size.
+  [[nodiscard]] Result<TensorDyn> view(std::size_t offset_bytes, ArrayRef<std::size_t> shape,
+                                       ArrayRef<std::int64_t> strides_bytes = {}) const;
+  /// Same bytes, new shape (same dtype and byte size). Errors: FailedPrecondition when not contiguous,
+  /// InvalidArgument when the element counts differ.
+  [[nodiscard]] Result<TensorDyn> reshape(ArrayRef<std::size_t> shape) const;
+
+  // ---- CPU maps ----------------------------------------------------------------------------------
+  /// Read access to the tensor's extent. Errors: FailedPrecondition (no storage, GL context gone),
+  /// Busy (PBO already mapped), the backend's map/sync error.
+  [[nodiscard]] Result<ReadMap> map_read() const;
+  /// Write access. Errors as map_read, plus PermissionDenied on read-only storage.
+  [[nodiscard]] Result<WriteMap> map_write() const;
+  [[nodiscard]] Result<ReadWriteMap> map_read_write() const;
+
+  // ---- fd export ---------------------------------------------------------------------------------
+  /// A new CLOEXEC fd of the whole backing buffer; the caller owns (closes) it. Pass offset_bytes(),
+  /// shape and strides along so the receiver can import the same view.
+  /// Errors: Unsupported ("heap tensor is not shareable"; PBO), FailedPrecondition ("empty tensor has
+  /// no buffer"), from_errno on dup failure (EMFILE -> Busy).
+  [[nodiscard]] Result<UniqueFd> export_fd() const;
+
+  /// Internal: the storage (for backends, CUDA and GL interop inside the library).
+  const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
+
+ private:
+  friend struct TensorAccess;
+  Result<MapBase> map_impl(MapMode mode) const;
+
+  std::shared_ptr<detail::Storage> storage_;
+  DType dtype_ = DType::U8;
+  std::size_t rank_ = 0;
+  std::array<std::size_t, kMaxRank> shape_{};
+  std::array<std::int64_t, kMaxRank> strides_{};
+  std::size_t offset_bytes_ = 0;
+  std::size_t element_count_ = 0;
+  std::size_t extent_bytes_ = 0;
+  std::string name_;
+  ImageMeta image_;
+};
+
+/// The typed face of a TensorDyn whose dtype is DTypeOf<T>.
+template <class T>
+class Tensor {
+ public:
+  static constexpr DType kDType = DTypeOf<T>::value;
+
+  [[nodiscard]] static Result<Tensor> allocate(ArrayRef<std::size_t> shape, const AllocateOptions& options = {}) {
+    ET_TRY_ASSIGN(auto dyn, TensorDyn::allocate(shape, kDType, options));
+    return Tensor(std::move(dyn));
+  }
+  /// Wraps a TensorDyn. Errors: InvalidArgument when its dtype is not DTypeOf<T>.
+  [[nodiscard]] static Result<Tensor> from(TensorDyn dyn) {
+    if (dyn.dtype() != kDType)
+      return fail(ErrorCode::InvalidArgument, std::string("dtype mismatch: tensor is ") +
+                                                  std::string(dtype_name(dyn.dtype())) + ", Tensor<T> wants " +
+                                                  std::string(dtype_name(kDType)));
+    return Tensor(std::move(dyn));
+  }
+
+  const TensorDyn& dyn() const noexcept { return dyn_; }
+  std::span<const std::size_t> shape() const noexcept { return dyn_.shape(); }
+  std::span<const std::int64_t> strides() const noexcept { return dyn_.strides(); }
+  std::size_t element_count() const noexcept { return dyn_.element_count(); }
+
+  [[nodiscard]] Result<TypedMap<const T, ReadMap>> map_read() const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_read());
+    return TypedMap<const T, ReadMap>(std::move(m));
+  }
+  [[nodiscard]] Result<TypedMap<T, WriteMap>> map_write() const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_write());
+    return TypedMap<T, WriteMap>(std::move(m));
+  }
+  [[nodiscard]] Result<TypedMap<T, ReadWriteMap>> map_read_write() const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_read_write());
+    return TypedMap<T, ReadWriteMap>(std::move(m));
+  }
+  [[nodiscard]] Result<Tensor> batch(std::size_t n) const {
+    ET_TRY_ASSIGN(auto d, dyn_.batch(n));
+    return Tensor(std::move(d));
+  }
+  [[nodiscard]] Result<Tensor> reshape(ArrayRef<std::size_t> shape) const {
+    ET_TRY_ASSIGN(auto d, dyn_.reshape(shape));
+    return Tensor(std::move(d));
+  }
+  [[nodiscard]] Result<UniqueFd> export_fd() const { return dyn_.export_fd(); }
+
+ private:
+  explicit Tensor(TensorDyn dyn) : dyn_(std::move(dyn)) {}
+  TensorDyn dyn_;
+};
+
+}  // namespace edgetensor

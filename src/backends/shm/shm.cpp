@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/shm/shm.h"
+
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "core/log_internal.h"
+#include "core/sys.h"
+
+namespace edgetensor::detail {
+namespace {
+
+class ShmBacking final : public Backing {
+ public:
+  ShmBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
+      : fd_(std::move(fd)), size_(size), read_only_(read_only), key_(key), detail_(std::move(detail)) {}
+  ~ShmBacking() override {
+    if (base_ && sys::munmap(base_, size_) != 0)
+      log(LogLevel::Warning, "munmap of {} ({} B) failed: errno {}", detail_, size_, errno);
+    // fd_ closes after the mapping is gone (member destruction follows this body).
+  }
+  MemoryKind kind() const noexcept override { return MemoryKind::Shm; }
+  std::string detail() const override { return detail_; }
+  std::size_t size_bytes() const noexcept override { return size_; }
+  bool read_only() const noexcept override { return read_only_; }
+  int fd() const noexcept override { return fd_.get(); }
+  ObjectKey object_key() const noexcept override { return key_; }
+
+  // Runs under the storage's map lock: the one persistent mapping is made on the first map only.
+  Result<std::byte*> begin_cpu_access(MapMode) override {
+    if (!base_) {
+      int prot = read_only_ ? PROT_READ : PROT_READ | PROT_WRITE;
+      void* p = sys::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
+      if (p == MAP_FAILED) return fail(Error::from_errno(errno, fmt::format("mmap of {} ({} B)", detail_, size_)));
+      base_ = static_cast<std::byte*>(p);
+    }
+    return base_;
+  }
+  Result<UniqueFd> export_fd() const override { return fd_.dup(); }
+
+ private:
+  UniqueFd fd_;
+  std::size_t size_;
+  bool read_only_;
+  ObjectKey key_;
+  std::string detail_;
+  std::byte* base_ = nullptr;  // persistent mapping, guarded by the storage's map lock
+};
+
+BackendStatus shm_status() {
+  BackendStatus s{MemoryKind::Shm, true, false, {}};
+  int fd = sys::memfd_create("edgetensor-probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    s.detail = Error::from_errno(errno, "memfd_create").message();
+    return s;
+  }
+  sys::close(fd);
+  s.available = true;
+  s.detail = "memfd";
+  return s;
+}
+
+Result<ObjectKey> key_of(int fd) {
+  struct stat st {};
+  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, "fstat of new shm fd"));
+  return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
+Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
+  std::string memfd_name = name.empty() ? "edgetensor" : "edgetensor:" + name.substr(0, 200);
+  UniqueFd fd(sys::memfd_create(memfd_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return fail(Error::from_errno(errno, "memfd_create"));
+  if (sys::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+    return fail(Error::from_errno(errno, fmt::format("ftruncate of memfd to {} B", size)));
+  // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
+  if (sys::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+    return fail(Error::from_errno(errno, "fcntl(F_ADD_SEALS, F_SEAL_SHRINK|F_SEAL_GROW) on memfd"));
+  ET_TRY_ASSIGN(auto key, key_of(fd.get()));
+  return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd");
+}
+
+Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::string& name) {
+  ET_TRY(check_shm_name(name));
+  UniqueFd fd(sys::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) {
+    int e = errno;
+    if (e == EEXIST)
+      return fail(ErrorCode::AlreadyExists,
+                  fmt::format("POSIX shm name '{}' exists; remove it (TensorDyn::remove_shm) or open it", name), e);
+    return fail(Error::from_errno(e, fmt::format("shm_open('{}', O_CREAT|O_EXCL)", name)));
+  }
+  auto undo = [&](Error err) {
+    sys::shm_unlink(name.c_str());
+    return fail(std::move(err));
+  };
+  if (sys::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+    return undo(Error::from_errno(errno, fmt::format("ftruncate of shm '{}' to {} B", name, size)));
+  // Reserve the pages now, so a full /dev/shm is an error here rather than a SIGBUS on first touch.
+  if (int e = sys::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); e != 0) {
+    struct statvfs vfs {};
+    std::string room = ::statvfs("/dev/shm", &vfs) == 0
+                           ? fmt::format("; /dev/shm has {} B free", static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize)
+                           : "";
+    return undo(Error::from_errno(e, fmt::format("reserving {} B for shm '{}' (posix_fallocate){}", size, name, room)));
+  }
+  auto key = key_of(fd.get());
+  if (!key) return undo(key.error());
+  return std::make_unique<ShmBacking>(std::move(fd), size, false, *key, "posix shm " + name);
+}
+
+Result<std::unique_ptr<Backing>> shm_allocate(std::size_t size, const AllocateOptions& options) {
+  if (!options.shm_name.empty()) return allocate_named(size, options.shm_name);
+  return allocate_memfd(size, options.name);
+}
+
+Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
+  return std::make_unique<ShmBacking>(std::move(fd), info.size_bytes, info.read_only, info.key,
+                                      "imported " + info.what);
+}
+
+}  // namespace
+
+Result<void> check_shm_name(const std::string& name) {
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
+                            "without another '/'", name, NAME_MAX - 2));
+  if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
+  return {};
+}
+
+Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out) {
+  ET_TRY(check_shm_name(name));
+  UniqueFd fd(sys::shm_open(name.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC, 0));
+  if (!fd) {
+    int e = errno;
+    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", name), e);
+    return fail(Error::from_errno(e, fmt::format("shm_open('{}')", name)));
+  }
+  ET_TRY_ASSIGN(auto info, probe_fd(fd.get()));
+  *info_out = info;
+  return std::make_unique<ShmBacking>(std::move(fd), info.size_bytes, info.read_only, info.key, "posix shm " + name);
+}
+
+const BackendOps& shm_backend() {
+  static constexpr BackendOps ops{MemoryKind::Shm, &shm_status, &shm_allocate, &shm_import};
+  return ops;
+}
+
+}  // namespace edgetensor::detail

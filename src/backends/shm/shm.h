@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "core/backend.h"
+
+namespace edgetensor::detail {
+/// memfd (default; sealed against shrink and grow) and named POSIX shm (O_EXCL, pages reserved).
+const BackendOps& shm_backend();
+/// Opens an existing named POSIX shm object. Errors: InvalidArgument (bad name), NotFound, PermissionDenied.
+Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out);
+/// Validates a POSIX shm name: "/" + 1..NAME_MAX-1 characters, no further '/'.
+Result<void> check_shm_name(const std::string& name);
+}  // namespace edgetensor::detail

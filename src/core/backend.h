@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// The interface each backend exposes to the core, and fd recognition.
+#pragma once
+
+#include <edgetensor/memory.h>
+#include <edgetensor/tensor.h>
+
+#include <memory>
+#include <string>
+
+#include "core/storage.h"
+
+namespace edgetensor::detail {
+
+/// What the kernel says an fd is.
+struct FdInfo {
+  MemoryKind kind = MemoryKind::Shm;  // Shm (tmpfs/hugetlbfs/memfd) or DmaBuf
+  std::size_t size_bytes = 0;         // real size
+  bool read_only = false;             // O_RDONLY or sealed against writes
+  unsigned seals = 0;                 // F_GET_SEALS (0 where sealing is not supported)
+  ObjectKey key;                      // st_dev, st_ino
+  std::string what;                   // "memfd:name", "tmpfs file", "DMA-BUF"
+};
+
+/// Recognises `fd` from fstat/fstatfs/F_GET_SEALS and reads its real size without moving the file
+/// offset. Errors: InvalidArgument naming what the fd is when it is not shareable memory.
+Result<FdInfo> probe_fd(int fd);
+
+/// Pure classification of fstatfs magic + st_mode: returns the MemoryKind, or an error naming the
+/// object (pipe, socket, directory, "file on ext4 (magic 0xef53)").
+Result<MemoryKind> classify_fd(std::uint64_t fs_magic, unsigned st_mode);
+
+struct BackendOps {
+  MemoryKind kind;
+  BackendStatus (*status)();
+  Result<std::unique_ptr<Backing>> (*allocate)(std::size_t size_bytes, const AllocateOptions& options);
+  /// Imports an fd recognised as this kind. Takes ownership of `fd`.
+  Result<std::unique_ptr<Backing>> (*import_fd)(UniqueFd fd, const FdInfo& info);
+};
+
+/// The backend table entry for `kind` (Heap, Shm, DmaBuf, GlPbo). Backends not built answer
+/// Unavailable from every entry. Defined in backend_registry.cpp.
+const BackendOps& backend_ops(MemoryKind kind);
+
+/// A zero-byte backing: no allocation, empty maps, no fd.
+std::unique_ptr<Backing> make_empty_backing(MemoryKind kind);
+
+}  // namespace edgetensor::detail

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <edgetensor/error.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace edgetensor {
+
+std::string_view error_code_name(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::Ok: return "Ok";
+    case ErrorCode::InvalidArgument: return "InvalidArgument";
+    case ErrorCode::OutOfRange: return "OutOfRange";
+    case ErrorCode::NotFound: return "NotFound";
+    case ErrorCode::AlreadyExists: return "AlreadyExists";
+    case ErrorCode::PermissionDenied: return "PermissionDenied";
+    case ErrorCode::OutOfMemory: return "OutOfMemory";
+    case ErrorCode::Busy: return "Busy";
+    case ErrorCode::Unavailable: return "Unavailable";
+    case ErrorCode::Unsupported: return "Unsupported";
+    case ErrorCode::FailedPrecondition: return "FailedPrecondition";
+    case ErrorCode::Internal: return "Internal";
+  }
+  return "Unknown";
+}
+
+namespace {
+ErrorCode code_from_errno(int e) {
+  switch (e) {
+    case 0: return ErrorCode::Internal;
+    case EINVAL: case EBADF: case ENAMETOOLONG: case ENOTSOCK: case ESPIPE: return ErrorCode::InvalidArgument;
+    case ENOENT: return ErrorCode::NotFound;
+    case EEXIST: return ErrorCode::AlreadyExists;
+    case EACCES: case EPERM: case EROFS: return ErrorCode::PermissionDenied;
+    case ENOMEM: case ENOSPC: case EDQUOT: return ErrorCode::OutOfMemory;
+    case EBUSY: case EAGAIN: case EMFILE: case ENFILE: case EINTR: return ErrorCode::Busy;
+    case ENODEV: case ENXIO: case EPIPE: case ECONNRESET: case ENOTCONN: case ENOSYS: return ErrorCode::Unavailable;
+    case ENOTTY: case EOPNOTSUPP: return ErrorCode::Unsupported;
+    case ERANGE: case EOVERFLOW: case EFBIG: case EMSGSIZE: return ErrorCode::OutOfRange;
+    default: return ErrorCode::Internal;
+  }
+}
+}  // namespace
+
+std::string errno_name(int e) {
+  // strerrorname_np needs glibc >= 2.32 (Debian 12 has 2.36).
+  const char* name = ::strerrorname_np(e);
+  return name ? std::string(name) : fmt::format("E{}", e);
+}
+
+Error Error::from_errno(int e, std::string_view context) {
+  char buf[128];
+  const char* text = ::strerror_r(e, buf, sizeof buf);  // GNU variant returns the text
+  return Error(code_from_errno(e), fmt::format("{}: {} ({})", context, text, errno_name(e)), e);
+}
+
+std::string Error::to_string() const { return fmt::format("{}: {}", error_code_name(code_), message_); }
+
+}  // namespace edgetensor

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal logging: forwards to the user's callback (if any). Used only for what the library swallows.
+#pragma once
+
+#include <edgetensor/log.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace edgetensor::detail {
+
+bool log_enabled() noexcept;
+void log_message(LogLevel level, const std::string& message) noexcept;
+
+template <class... Args>
+void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
+  if (!log_enabled()) return;
+  try {
+    log_message(level, fmt::format(format, std::forward<Args>(args)...));
+  } catch (...) {
+  }
+}
+
+}  // namespace edgetensor::detail

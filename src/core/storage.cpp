@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/storage.h"
+
+#include <fmt/format.h>
+
+#include "core/log_internal.h"
+
+namespace edgetensor::detail {
+
+std::uint64_t next_storage_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+Result<UniqueFd> Backing::export_fd() const {
+  return fail(ErrorCode::Unsupported,
+              fmt::format("{} tensor is not shareable by fd ({})", memory_kind_name(kind()), detail()));
+}
+
+Storage::Storage(std::unique_ptr<Backing> backing) : id_(next_storage_id()), backing_(std::move(backing)) {}
+
+Storage::~Storage() {
+  // Device handles (CUDA) go first, while the memory they point into still exists.
+  std::lock_guard lock(device_mutex_);
+  device_.reset();
+}
+
+Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
+  std::lock_guard lock(map_mutex_);
+  if ((static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && backing_->read_only())
+    return fail(ErrorCode::PermissionDenied,
+                fmt::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
+                            backing_->detail()));
+  if (open_maps_ == 0) {
+    ET_TRY_ASSIGN(base_, backing_->begin_cpu_access(mode));
+    bracket_modes_ = 0;
+  } else if (backing_->single_map()) {
+    return fail(ErrorCode::Busy, fmt::format("{} ({}) is already mapped; it allows one CPU map at a time",
+                                             memory_kind_name(kind()), backing_->detail()));
+  }
+  bracket_modes_ |= static_cast<unsigned>(mode);
+  ++open_maps_;
+  return base_;
+}
+
+void Storage::release_cpu(MapMode mode) noexcept {
+  (void)mode;
+  std::lock_guard lock(map_mutex_);
+  if (open_maps_ <= 0) {
+    log(LogLevel::Error, "release_cpu without an open map on storage {}", id_);
+    return;
+  }
+  if (--open_maps_ == 0) backing_->end_cpu_access(static_cast<MapMode>(bracket_modes_));
+}
+
+int Storage::open_map_count() const {
+  std::lock_guard lock(map_mutex_);
+  return open_maps_;
+}
+
+Result<DeviceHandle*> Storage::device_handle(
+    const std::function<Result<std::unique_ptr<DeviceHandle>>(Storage&)>& make) {
+  std::lock_guard lock(device_mutex_);
+  if (!device_) {
+    ET_TRY_ASSIGN(device_, make(*this));
+  }
+  return device_.get();
+}
+
+DeviceHandle* Storage::existing_device_handle() const {
+  std::lock_guard lock(device_mutex_);
+  return device_.get();
+}
+
+}  // namespace edgetensor::detail

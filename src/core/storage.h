@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// Storage: one allocation or import. The seam every backend plugs into.
+//
+//   Storage ──owns──> Backing (one per backend: heap, shm, dmabuf, gl_pbo, empty)
+//           ──owns──> DeviceHandle slot (CUDA registration/import), torn down BEFORE the Backing
+//
+// CPU access protocol (one bracket per storage): the first open map calls Backing::begin_cpu_access
+// (DMA-BUF: SYNC_START; PBO: glMapBufferRange), later maps reuse the pointer (a single-map backend
+// refuses them with Busy), and the last map to close calls Backing::end_cpu_access with the union of
+// the modes of every map opened in the bracket (DMA-BUF: SYNC_END covering all writers). No begin is
+// ever issued while another map of the same storage is open.
+#pragma once
+
+#include <edgetensor/error.h>
+#include <edgetensor/map.h>
+#include <edgetensor/memory.h>
+#include <edgetensor/unique_fd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace edgetensor::detail {
+
+/// Identity of the underlying kernel object (st_dev, st_ino) or, for heap memory, of the block.
+struct ObjectKey {
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+};
+
+/// A backend's buffer. The destructor frees it (a GL backing posts that to the GL thread; a
+/// disconnected one does nothing). All methods except begin/end may be called from any thread.
+class Backing {
+ public:
+  virtual ~Backing() = default;
+  virtual MemoryKind kind() const noexcept = 0;
+  /// What serves, e.g. "memfd", "posix shm /cam0", "heap (mmap)".
+  virtual std::string detail() const = 0;
+  /// Real size in bytes.
+  virtual std::size_t size_bytes() const noexcept = 0;
+  virtual bool read_only() const noexcept { return false; }
+  /// Borrowed fd of the buffer, -1 when it has none.
+  virtual int fd() const noexcept { return -1; }
+  virtual ObjectKey object_key() const noexcept { return {reinterpret_cast<std::uintptr_t>(this), 0}; }
+  /// A backend that allows one CPU map at a time (PBO).
+  virtual bool single_map() const noexcept { return false; }
+  /// Called under the storage's map lock when the first map opens. Returns the base of the whole buffer.
+  virtual Result<std::byte*> begin_cpu_access(MapMode mode) = 0;
+  /// Called under the storage's map lock when the last map closes; `modes` = union of the bracket.
+  virtual void end_cpu_access(MapMode modes) noexcept { (void)modes; }
+  /// A new CLOEXEC fd the caller owns. Default: Unsupported.
+  virtual Result<UniqueFd> export_fd() const;
+};
+
+/// A device-side handle attached to a storage (e.g. a CUDA external-memory import). Destroyed before
+/// the storage's Backing frees the memory.
+class DeviceHandle {
+ public:
+  virtual ~DeviceHandle() = default;
+};
+
+class Storage {
+ public:
+  explicit Storage(std::unique_ptr<Backing> backing);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  std::uint64_t id() const noexcept { return id_; }
+  Backing& backing() const noexcept { return *backing_; }
+  MemoryKind kind() const noexcept { return backing_->kind(); }
+  std::size_t size_bytes() const noexcept { return backing_->size_bytes(); }
+
+  /// Opens one CPU map: returns the base of the buffer. Thread-safe.
+  Result<std::byte*> acquire_cpu(MapMode mode);
+  /// Closes one CPU map opened with `mode`. Thread-safe, noexcept.
+  void release_cpu(MapMode mode) noexcept;
+  int open_map_count() const;
+
+  /// The device handle, creating it with `make` on first use (under a lock; one per storage).
+  Result<DeviceHandle*> device_handle(const std::function<Result<std::unique_ptr<DeviceHandle>>(Storage&)>& make);
+  /// The device handle if one exists, else null.
+  DeviceHandle* existing_device_handle() const;
+
+ private:
+  const std::uint64_t id_;
+  // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
+  std::unique_ptr<Backing> backing_;
+  mutable std::mutex map_mutex_;
+  int open_maps_ = 0;             // guarded by map_mutex_
+  unsigned bracket_modes_ = 0;    // guarded by map_mutex_
+  std::byte* base_ = nullptr;     // guarded by map_mutex_
+  mutable std::mutex device_mutex_;
+  std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
+};
+
+/// Mints a process-unique, non-zero id.
+std::uint64_t next_storage_id() noexcept;
+
+}  // namespace edgetensor::detail

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The syscall seam: every system call of the backends goes through these wrappers, so tests can count
+// them and make any chosen call fail. Same conventions as libc (-1/MAP_FAILED + errno; posix_fallocate
+// returns the error number). Counting costs one relaxed atomic add; the fault hook is off by default.
+#pragma once
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+namespace edgetensor::sys {
+
+enum class Call : int {
+  Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,
+  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Count
+};
+const char* call_name(Call call) noexcept;
+
+/// What a hook sees of one call. `request`/`arg` are set for Ioctl (and `request` = cmd for Fcntl).
+struct CallInfo {
+  Call call;
+  int fd;                 // -1 where no fd is involved
+  unsigned long request;  // ioctl request / fcntl command
+  const void* arg;        // ioctl argument pointer
+};
+
+/// A hook runs before each call (after it is counted). Return 0 to let the call run, or an errno value
+/// to make it fail with that errno without running. Called from any thread; must be thread-safe.
+using FaultHook = std::function<int(const CallInfo&)>;
+/// Installs a hook (empty = none). Not for use while other threads are inside a wrapper.
+void set_fault_hook(FaultHook hook);
+
+/// Calls made so far through the seam, per kind and in all.
+std::uint64_t call_count(Call call) noexcept;
+std::uint64_t total_calls() noexcept;
+
+int open(const char* path, int flags, mode_t mode = 0);
+int close(int fd);
+int dup_cloexec(int fd);  // fcntl(fd, F_DUPFD_CLOEXEC, 0)
+void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset);
+int munmap(void* addr, size_t length);
+int memfd_create(const char* name, unsigned flags);
+int ftruncate(int fd, off_t length);
+int fcntl(int fd, int cmd, long arg = 0);
+int fstat(int fd, struct stat* st);
+int fstatfs(int fd, struct statfs* st);
+int ioctl(int fd, unsigned long request, void* arg);
+int posix_fallocate(int fd, off_t offset, off_t length);
+int shm_open(const char* name, int flags, mode_t mode);
+int shm_unlink(const char* name);
+off_t lseek(int fd, off_t offset, int whence);
+ssize_t sendmsg(int fd, const struct msghdr* msg, int flags);
+ssize_t recvmsg(int fd, struct msghdr* msg, int flags);
+
+}  // namespace edgetensor::sys

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <edgetensor/tensor.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/shm/shm.h"
+#include "core/backend.h"
+#include "core/layout.h"
+#include "core/log_internal.h"
+#include "core/sys.h"
+
+namespace edgetensor {
+
+using detail::Backing;
+using detail::Storage;
+
+namespace detail {
+namespace {
+class EmptyBacking final : public Backing {
+ public:
+  explicit EmptyBacking(MemoryKind kind) : kind_(kind) {}
+  MemoryKind kind() const noexcept override { return kind_; }
+  std::string detail() const override { return "empty (no buffer)"; }
+  std::size_t size_bytes() const noexcept override { return 0; }
+  Result<std::byte*> begin_cpu_access(MapMode) override { return nullptr; }
+  Result<UniqueFd> export_fd() const override {
+    return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
+  }
+
+ private:
+  MemoryKind kind_;
+};
+}  // namespace
+
+std::unique_ptr<Backing> make_empty_backing(MemoryKind kind) { return std::make_unique<EmptyBacking>(kind); }
+}  // namespace detail
+
+// Builds tensors from validated parts; the one place that fills a TensorDyn's fields.
+struct TensorAccess {
+  static Result<TensorDyn> make(std::shared_ptr<Storage> storage, ArrayRef<std::size_t> shape, DType dtype,
+                                ArrayRef<std::int64_t> strides, std::size_t offset, std::string name,
+                                std::string_view what) {
+    if (!dtype_is_valid(dtype))
+      return fail(ErrorCode::InvalidArgument, fmt::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
+    if (shape.size() > kMaxRank)
+      return fail(ErrorCode::InvalidArgument,
+                  fmt::format("{}: rank {} exceeds the maximum rank {}", what, shape.size(), kMaxRank));
+    if (!strides.empty() && strides.size() != shape.size())
+      return fail(ErrorCode::InvalidArgument,
+                  fmt::format("{}: {} strides given for rank {}", what, strides.size(), shape.size()));
+    const std::size_t esize = dtype_size(dtype);
+    if (offset % esize != 0)
+      return fail(ErrorCode::InvalidArgument,
+                  fmt::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
+    TensorDyn t;
+    t.dtype_ = dtype;
+    t.rank_ = shape.size();
+    std::copy(shape.begin(), shape.end(), t.shape_.begin());
+    std::string label = fmt::format("{} {}", what, dtype_name(dtype));
+    if (strides.empty()) {
+      ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
+    } else {
+      std::copy(strides.begin(), strides.end(), t.strides_.begin());
+    }
+    ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
+    if (layout.element_count > 0)
+      ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->size_bytes(), label));
+    t.element_count_ = layout.element_count;
+    t.extent_bytes_ = layout.extent_bytes;
+    t.offset_bytes_ = layout.element_count > 0 ? offset : 0;
+    t.storage_ = std::move(storage);
+    t.name_ = std::move(name);
+    return t;
+  }
+
+  static Result<TensorDyn> import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
+                                  const ImportOptions& options) {
+    return make(std::make_shared<Storage>(std::move(backing)), shape, dtype, options.strides_bytes,
+                options.offset_bytes, options.name, "import");
+  }
+};
+
+namespace {
+
+bool force_heap() {
+  const char* v = std::getenv("EDGETENSOR_FORCE_MEM");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const AllocateOptions& options) {
+  if (options.memory != MemoryKind::Auto) return detail::backend_ops(options.memory).allocate(bytes, options);
+  if (force_heap()) {
+    detail::log(LogLevel::Debug, "EDGETENSOR_FORCE_MEM=1: heap for {} B", bytes);
+    return detail::backend_ops(MemoryKind::Heap).allocate(bytes, options);
+  }
+  std::string tried;
+  for (MemoryKind k : {MemoryKind::DmaBuf, MemoryKind::Shm}) {
+    auto backing = detail::backend_ops(k).allocate(bytes, options);
+    if (backing) return backing;
+    detail::log(LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back", bytes, memory_kind_name(k),
+                backing.error().message());
+  }
+  return detail::backend_ops(MemoryKind::Heap).allocate(bytes, options);
+}
+
+}  // namespace
+
+Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, const AllocateOptions& options) {
+  if (!dtype_is_valid(dtype))
+    return fail(ErrorCode::InvalidArgument, fmt::format("allocate: invalid dtype {}", static_cast<int>(dtype)));
+  if (shape.size() > kMaxRank)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("allocate: rank {} exceeds the maximum rank {}", shape.size(), kMaxRank));
+  if (!options.shm_name.empty() && options.memory != MemoryKind::Shm)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("allocate: shm_name '{}' needs memory Shm, not {}", options.shm_name,
+                            memory_kind_name(options.memory)));
+  if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
+  std::array<std::int64_t, kMaxRank> strides{};
+  ET_TRY_ASSIGN(std::size_t bytes,
+                detail::contiguous_strides<std::size_t>(shape.span(), dtype_size(dtype), {strides.data(), shape.size()},
+                                                        fmt::format("allocate {}", dtype_name(dtype))));
+  std::unique_ptr<Backing> backing;
+  if (bytes == 0) {
+    // Kernels refuse 0-byte DMA-BUFs and GL buffers: an empty tensor makes no allocation anywhere.
+    backing = detail::make_empty_backing(options.memory == MemoryKind::Auto ? MemoryKind::Heap : options.memory);
+  } else {
+    ET_TRY_ASSIGN(backing, allocate_backing(bytes, options));
+  }
+  return TensorAccess::make(std::make_shared<Storage>(std::move(backing)), shape, dtype, {}, 0, options.name,
+                            "allocate");
+}
+
+Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
+                                      const ImportOptions& options) {
+  ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
+  ET_TRY_ASSIGN(auto backing, detail::backend_ops(info.kind).import_fd(std::move(fd), info));
+  return TensorAccess::import(std::move(backing), shape, dtype, options);
+}
+
+Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape, DType dtype,
+                                           const ImportOptions& options) {
+  // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it.
+  ET_TRY(detail::probe_fd(borrowed_fd));
+  ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
+  return adopt_fd(std::move(fd), shape, dtype, options);
+}
+
+Result<TensorDyn> TensorDyn::open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
+                                      bool read_only, const ImportOptions& options) {
+  detail::FdInfo info;
+  ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
+  return TensorAccess::import(std::move(backing), shape, dtype, options);
+}
+
+Result<void> TensorDyn::remove_shm(const std::string& shm_name) {
+  ET_TRY(detail::check_shm_name(shm_name));
+  if (sys::shm_unlink(shm_name.c_str()) != 0) {
+    int e = errno;
+    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", shm_name), e);
+    return fail(Error::from_errno(e, fmt::format("shm_unlink('{}')", shm_name)));
+  }
+  return {};
+}
+
+std::size_t TensorDyn::storage_size_bytes() const noexcept { return storage_ ? storage_->size_bytes() : 0; }
+
+bool TensorDyn::is_contiguous() const noexcept {
+  std::size_t expected = element_size();
+  for (std::size_t i = rank_; i-- > 0;) {
+    if (shape_[i] != 1 && static_cast<std::size_t>(strides_[i]) != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+MemoryKind TensorDyn::memory() const noexcept { return storage_ ? storage_->kind() : MemoryKind::Auto; }
+std::string TensorDyn::memory_detail() const { return storage_ ? storage_->backing().detail() : "no storage"; }
+bool TensorDyn::read_only() const noexcept { return storage_ && storage_->backing().read_only(); }
+
+Result<void> TensorDyn::set_image(const ImageMeta& meta) {
+  if (meta.row_stride_bytes > extent_bytes_ || meta.plane_offset_bytes > extent_bytes_)
+    return fail(ErrorCode::OutOfRange,
+                fmt::format("image metadata: row stride {} B / plane offset {} B exceed the tensor extent {} B",
+                            meta.row_stride_bytes, meta.plane_offset_bytes, extent_bytes_));
+  image_ = meta;
+  return {};
+}
+
+BufferIdentity TensorDyn::identity() const {
+  if (!storage_) return {};
+  return BufferIdentity(storage_->id(), std::weak_ptr<const void>(storage_));
+}
+
+bool TensorDyn::same_buffer(const TensorDyn& other) const noexcept {
+  if (!storage_ || !other.storage_) return false;
+  if (storage_ == other.storage_) return true;
+  if (storage_->kind() != other.storage_->kind() || storage_->size_bytes() == 0) return false;
+  return storage_->backing().object_key() == other.storage_->backing().object_key();
+}
+
+Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "batch: tensor has no storage");
+  if (rank_ == 0) return fail(ErrorCode::FailedPrecondition, "batch: a rank-0 tensor has no leading dimension");
+  if (n >= shape_[0])
+    return fail(ErrorCode::OutOfRange, fmt::format("batch {} out of range: the leading dimension has {}", n, shape_[0]));
+  // n < shape[0] and the extent fits, so n * stride[0] cannot overflow.
+  TensorDyn t = *this;
+  t.offset_bytes_ = offset_bytes_ + n * static_cast<std::size_t>(strides_[0]);
+  t.rank_ = rank_ - 1;
+  std::copy(shape_.begin() + 1, shape_.begin() + rank_, t.shape_.begin());
+  std::copy(strides_.begin() + 1, strides_.begin() + rank_, t.strides_.begin());
+  t.shape_[t.rank_] = 0;
+  t.strides_[t.rank_] = 0;
+  auto layout = detail::compute_layout<std::size_t>({t.shape_.data(), t.rank_}, {t.strides_.data(), t.rank_},
+                                                    element_size(), "batch");
+  t.element_count_ = layout->element_count;
+  t.extent_bytes_ = layout->extent_bytes;
+  t.image_ = {};
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::view(std::size_t offset, ArrayRef<std::size_t> shape, ArrayRef<std::int64_t> strides) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "view: tensor has no storage");
+  auto abs = detail::checked_add<std::size_t>(offset_bytes_, offset);
+  if (!abs) return fail(ErrorCode::OutOfRange, fmt::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, name_, "view"));
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "reshape: tensor has no storage");
+  if (!is_contiguous())
+    return fail(ErrorCode::FailedPrecondition,
+                fmt::format("reshape: tensor [{}] with strides [{}] is not contiguous", fmt::join(shape_.begin(), shape_.begin() + rank_, ", "),
+                            fmt::join(strides_.begin(), strides_.begin() + rank_, ", ")));
+  std::size_t count = 1;
+  for (std::size_t d : shape) {
+    auto c = detail::checked_mul<std::size_t>(count, d);
+    if (!c) return fail(ErrorCode::OutOfRange, fmt::format("reshape to [{}]: element count overflows", fmt::join(shape, ", ")));
+    count = *c;
+  }
+  if (count != element_count_)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("reshape [{}] ({} elements) to [{}] ({} elements): counts differ",
+                            fmt::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
+                            fmt::join(shape, ", "), count));
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
+  t.image_ = image_;
+  return t;
+}
+
+Result<MapBase> TensorDyn::map_impl(MapMode mode) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "map: tensor has no storage");
+  if (extent_bytes_ == 0) {
+    if ((static_cast<unsigned>(mode) & 2u) && storage_->backing().read_only())
+      return fail(ErrorCode::PermissionDenied, "write map refused: storage is read-only");
+    return MapBase(nullptr, nullptr, 0, mode);  // an empty tensor maps to an empty span
+  }
+  ET_TRY_ASSIGN(std::byte* base, storage_->acquire_cpu(mode));
+  return MapBase(storage_, base + offset_bytes_, extent_bytes_, mode);
+}
+
+Result<ReadMap> TensorDyn::map_read() const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Read));
+  return ReadMap(std::move(m));
+}
+Result<WriteMap> TensorDyn::map_write() const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Write));
+  return WriteMap(std::move(m));
+}
+Result<ReadWriteMap> TensorDyn::map_read_write() const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::ReadWrite));
+  return ReadWriteMap(std::move(m));
+}
+
+Result<UniqueFd> TensorDyn::export_fd() const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "export_fd: tensor has no storage");
+  if (storage_->size_bytes() == 0) return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
+  return storage_->backing().export_fd();
+}
+
+// ---- MapBase ------------------------------------------------------------------------------------
+MapBase::MapBase(MapBase&& o) noexcept
+    : storage_(std::move(o.storage_)), data_(o.data_), size_(o.size_), mode_(o.mode_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+MapBase& MapBase::operator=(MapBase&& o) noexcept {
+  if (this != &o) {
+    unmap();
+    storage_ = std::move(o.storage_);
+    data_ = o.data_;
+    size_ = o.size_;
+    mode_ = o.mode_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+MapBase::~MapBase() { unmap(); }
+void MapBase::unmap() noexcept {
+  if (storage_) storage_->release_cpu(mode_);
+  storage_.reset();
+  data_ = nullptr;
+  size_ = 0;
+}
+
+// ---- Backend status ------------------------------------------------------------------------------
+BackendStatus backend_status(MemoryKind kind) {
+  if (kind == MemoryKind::Auto) {
+    for (MemoryKind k : {MemoryKind::DmaBuf, MemoryKind::Shm}) {
+      auto s = detail::backend_ops(k).status();
+      if (s.available && !force_heap()) return {MemoryKind::Auto, true, true, fmt::format("{} ({})", memory_kind_name(k), s.detail)};
+    }
+    return {MemoryKind::Auto, true, true, force_heap() ? "heap (EDGETENSOR_FORCE_MEM=1)" : "heap"};
+  }
+  return detail::backend_ops(kind).status();
+}
+
+}  // namespace edgetensor

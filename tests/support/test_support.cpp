@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "support/test_support.h"
+
+#include <dirent.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <string>
+
+namespace et_test {
+namespace {
+int count_dir(const char* path) {
+  DIR* d = ::opendir(path);
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") ++n;
+  }
+  ::closedir(d);
+  return n - (std::string(path) == "/proc/self/fd" ? 1 : 0);  // the DIR's own fd
+}
+}  // namespace
+
+int open_fd_count() { return count_dir("/proc/self/fd"); }
+int dev_shm_entry_count() { return count_dir("/dev/shm"); }
+
+int mapping_count() {
+  std::ifstream f("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
+
+long rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) * 1024;
+  return -1;
+}
+
+edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err) {
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  return [=](const edgetensor::sys::CallInfo& info) {
+    if (info.call != call) return 0;
+    return ++*seen == n ? err : 0;
+  };
+}
+
+}  // namespace et_test

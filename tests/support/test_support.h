@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared test helpers: fd and mapping counts, syscall-seam scopes, error assertions.
+#pragma once
+
+#include <edgetensor/edgetensor.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "core/sys.h"
+
+namespace et_test {
+
+/// Entries in /proc/self/fd.
+int open_fd_count();
+/// Lines in /proc/self/maps.
+int mapping_count();
+/// Entries in /dev/shm.
+int dev_shm_entry_count();
+/// Resident set size in bytes (VmRSS).
+long rss_bytes();
+
+/// Installs a fault hook for the scope of this object.
+class ScopedFaultHook {
+ public:
+  explicit ScopedFaultHook(edgetensor::sys::FaultHook hook) { edgetensor::sys::set_fault_hook(std::move(hook)); }
+  ~ScopedFaultHook() { edgetensor::sys::set_fault_hook({}); }
+};
+
+/// Fails the n-th (1-based) call of `call` with `err`.
+edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err);
+
+}  // namespace et_test
+
+/// Asserts that a Result failed with `code` and that its message contains `needle`.
+#define EXPECT_ERROR(result, expected_code, needle)                                              \
+  do {                                                                                           \
+    const auto& et_r_ = (result);                                                                \
+    ASSERT_FALSE(et_r_.has_value()) << "expected an error containing: " << (needle);             \
+    EXPECT_EQ(et_r_.error().code(), (expected_code)) << et_r_.error().to_string();               \
+    EXPECT_NE(et_r_.error().message().find(needle), std::string::npos) << et_r_.error().to_string(); \
+  } while (0)
+
+#define ASSERT_OK(result)                                                                    \
+  do {                                                                                       \
+    const auto& et_r_ = (result);                                                            \
+    ASSERT_TRUE(et_r_.has_value()) << et_r_.error().to_string();                              \
+  } while (0)

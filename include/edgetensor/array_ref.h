@@ -3,6 +3,7 @@
 // and std::span alike. Borrowed for the call only: never store one.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <span>
@@ -26,6 +27,8 @@ class ArrayRef {
   ArrayRef(const std::vector<T>& v) noexcept : data_(v.data()), size_(v.size()) {}
   template <std::size_t N>
   constexpr ArrayRef(const std::array<T, N>& a) noexcept : data_(a.data()), size_(N) {}
+  template <std::size_t N>
+  constexpr ArrayRef(const T (&a)[N]) noexcept : data_(a), size_(N) {}
   constexpr ArrayRef(const T* data, std::size_t size) noexcept : data_(data), size_(size) {}
 
   constexpr const T* data() const noexcept { return data_; }

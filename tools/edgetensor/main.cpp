@@ -1,1 +1,53 @@
-int main(){}
+// SPDX-License-Identifier: Apache-2.0
+// edgetensor CLI: `info [--json]` probes this machine for real; `peer` is the exec'd side of the
+// cross-process round trips (not for direct use).
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "probes.h"
+#include "round_trip.h"
+
+namespace {
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "/proc/self/exe";
+  buf[n] = '\0';
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"edgetensor: zero-copy tensor memory for edge-AI pipelines"};
+  app.require_subcommand(1);
+
+  bool json_out = false;
+  auto* info = app.add_subcommand("info", "Probe this machine: backends, devices, cross-process round trips");
+  info->add_flag("--json", json_out, "Print JSON (schema in the 'schema' field) instead of a table");
+
+  int socket_fd = -1;
+  auto* peer = app.add_subcommand("peer", "Internal: serve one round-trip request on an inherited socket");
+  peer->add_option("--socket-fd", socket_fd, "Inherited Unix socket fd")->required();
+  peer->group("");  // hidden from --help
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*peer) return edgetensor_cli::run_peer(socket_fd);
+
+  auto report = edgetensor_cli::run_info(self_exe());
+  if (json_out)
+    std::cout << edgetensor_cli::to_json(report).dump(2) << "\n";
+  else
+    std::cout << edgetensor_cli::to_table(report);
+  return report.heap_ok ? 0 : 1;
+}

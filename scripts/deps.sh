@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what edgetensor needs to build and test on Debian 12 (as root, or with sudo). Idempotent:
+# apt runs only when a package is missing. Every package comes from Debian's own archive.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libexpected-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # GL backend: headers to build it; Mesa's EGL/GLES (llvmpipe) to run it headless.
+  libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
+  # Kernel lane / tests: drop privileges, inspect fds.
+  util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

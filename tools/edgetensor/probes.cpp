@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "probes.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <edgetensor/edgetensor.h>
+
+#include <fmt/format.h>
+
+#include "round_trip.h"
+
+namespace edgetensor_cli {
+
+using nlohmann::json;
+namespace et = edgetensor;
+
+namespace {
+
+constexpr std::size_t kProbeShape[] = {480, 640, 4};  // a VGA RGBA frame
+
+std::string mode_string(mode_t m) {
+  std::string s = "---------";
+  const char* rwx = "rwxrwxrwx";
+  for (int i = 0; i < 9; ++i)
+    if (m & (1u << (8 - i))) s[i] = rwx[i];
+  return s;
+}
+
+json node_info(const std::string& path) {
+  json j = {{"path", path}};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    j["present"] = false;
+    return j;
+  }
+  j["present"] = true;
+  j["mode"] = mode_string(st.st_mode);
+  j["uid"] = st.st_uid;
+  j["gid"] = st.st_gid;
+  j["readable"] = ::access(path.c_str(), R_OK) == 0;
+  j["writable"] = ::access(path.c_str(), W_OK) == 0;
+  return j;
+}
+
+json system_info() {
+  json sys;
+  utsname u{};
+  if (::uname(&u) == 0) sys["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  struct statvfs v {};
+  if (::statvfs("/dev/shm", &v) == 0) {
+    sys["dev_shm"] = {{"size_bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize},
+                      {"free_bytes", static_cast<unsigned long long>(v.f_bavail) * v.f_frsize}};
+  } else {
+    sys["dev_shm"] = {{"error", "statvfs(/dev/shm) failed"}};
+  }
+  json heaps = json::array();
+  if (DIR* d = ::opendir("/dev/dma_heap")) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") heaps.push_back(node_info("/dev/dma_heap/" + n));
+    }
+    ::closedir(d);
+  }
+  sys["dma_heap_nodes"] = heaps;
+  sys["udmabuf"] = node_info("/dev/udmabuf");
+  return sys;
+}
+
+Section status_only(et::MemoryKind kind, const std::string& name) {
+  auto s = et::backend_status(kind);
+  return Section{name, s.available ? "ok" : "unavailable", s.detail, {{"built", s.built}}};
+}
+
+Section probe_heap() {
+  Section s{"heap", "failed", "", {}};
+  auto t = et::TensorDyn::allocate(kProbeShape, et::DType::U8, {.memory = et::MemoryKind::Heap});
+  if (!t) {
+    s.detail = t.error().to_string();
+    return s;
+  }
+  for (std::uint32_t seed : {1u, 2u}) {
+    if (auto ok = write_pattern(*t, seed); !ok) {
+      s.detail = "write: " + ok.error().to_string();
+      return s;
+    }
+    if (auto ok = check_pattern(*t, seed); !ok) {
+      s.detail = "read back: " + ok.error().to_string();
+      return s;
+    }
+  }
+  s.status = "ok";
+  s.detail = fmt::format("{}: allocated {} B, pattern written and read back through maps", t->memory_detail(),
+                         t->size_bytes());
+  return s;
+}
+
+// Allocates with `options` and runs the cross-process round trip.
+Section probe_shared(const std::string& name, const et::AllocateOptions& options, const std::string& self_exe) {
+  Section s{name, "failed", "", {}};
+  auto status = et::backend_status(options.memory);
+  s.fields["built"] = status.built;
+  if (!status.available) {
+    s.status = "unavailable";
+    s.detail = status.detail;
+    return s;
+  }
+  auto t = et::TensorDyn::allocate(kProbeShape, et::DType::U8, options);
+  if (!t) {
+    s.detail = t.error().to_string();
+    return s;
+  }
+  s.fields["served_by"] = t->memory_detail();
+  auto rt = cross_process_round_trip(*t, self_exe);
+  if (!rt) {
+    s.detail = fmt::format("{}: round trip failed: {}", t->memory_detail(), rt.error().to_string());
+    s.fields["round_trip"] = false;
+    return s;
+  }
+  s.status = "ok";
+  s.fields["round_trip"] = true;
+  s.detail = fmt::format("{}: {}", t->memory_detail(), *rt);
+  return s;
+}
+
+Section probe_named_shm(const std::string& self_exe) {
+  std::string name = fmt::format("/edgetensor-info-{}", ::getpid());
+  et::AllocateOptions o{.memory = et::MemoryKind::Shm, .shm_name = name};
+  Section s = probe_shared("shm (named POSIX)", o, self_exe);
+  if (s.status != "unavailable") {
+    if (auto rm = et::TensorDyn::remove_shm(name); !rm && s.status == "ok") {
+      s.status = "failed";
+      s.detail += "; remove: " + rm.error().to_string();
+    }
+  }
+  return s;
+}
+
+// A dlopen probe: whether the library can be found and loaded (details come from the CUDA/GL modules).
+Section probe_dlopen(const std::string& name, std::initializer_list<const char*> sonames) {
+  std::string tried;
+  for (const char* so : sonames) {
+    if (void* h = ::dlopen(so, RTLD_NOW | RTLD_LOCAL)) {
+      char path[4096] = "";
+      if (::dlinfo(h, RTLD_DI_ORIGIN, path) != 0) path[0] = '\0';
+      // Never dlclose CUDA or EGL: their libraries do not support being unloaded safely.
+      return Section{name, "ok", fmt::format("{} loads (from {})", so, path[0] ? path : "?"), {{"library", so}}};
+    }
+    const char* err = ::dlerror();
+    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", so, err ? err : "unknown error");
+  }
+  return Section{name, "unavailable", "not loadable: " + tried, {}};
+}
+
+}  // namespace
+
+Report run_info(const std::string& self_exe) {
+  Report r;
+  r.system = system_info();
+  Section heap = probe_heap();
+  r.heap_ok = heap.status == "ok";
+  r.sections.push_back(heap);
+  r.sections.push_back(probe_shared("shm (memfd)", {.memory = et::MemoryKind::Shm}, self_exe));
+  r.sections.push_back(probe_named_shm(self_exe));
+  r.sections.push_back(probe_shared("dmabuf", {.memory = et::MemoryKind::DmaBuf}, self_exe));
+  r.sections.push_back(status_only(et::MemoryKind::GlPbo, "gl_pbo"));
+  r.sections.push_back(probe_dlopen("cuda runtime", {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}));
+  r.sections.push_back(probe_dlopen("egl", {"libEGL.so.1"}));
+  auto automatic = et::backend_status(et::MemoryKind::Auto);
+  r.system["auto_selection"] = automatic.detail;
+  return r;
+}
+
+json to_json(const Report& report) {
+  json j = {{"schema", kInfoSchema}, {"version", std::string(et::version())}, {"system", report.system}};
+  json secs = json::array();
+  for (const auto& s : report.sections) {
+    json o = s.fields;
+    o["name"] = s.name;
+    o["status"] = s.status;
+    o["detail"] = s.detail;
+    secs.push_back(o);
+  }
+  j["sections"] = secs;
+  return j;
+}
+
+std::string to_table(const Report& report) {
+  std::string out = fmt::format("edgetensor {} — {}\n\n", et::version(), report.system.value("kernel", std::string("?")));
+  out += fmt::format("{:<20} {:<12} {}\n", "backend", "status", "detail");
+  out += fmt::format("{:-<20} {:-<12} {:-<50}\n", "", "", "");
+  for (const auto& s : report.sections) out += fmt::format("{:<20} {:<12} {}\n", s.name, s.status, s.detail);
+  out += "\nsystem\n";
+  const json& sys = report.system;
+  if (sys.contains("dev_shm") && sys["dev_shm"].contains("size_bytes"))
+    out += fmt::format("  /dev/shm           {:.1f} MiB total, {:.1f} MiB free\n",
+                       sys["dev_shm"]["size_bytes"].get<double>() / 1048576.0,
+                       sys["dev_shm"]["free_bytes"].get<double>() / 1048576.0);
+  if (sys["dma_heap_nodes"].empty()) out += "  /dev/dma_heap      no heap nodes\n";
+  for (const auto& h : sys["dma_heap_nodes"])
+    out += fmt::format("  {:<18} {} uid {} gid {} {}{}\n", h["path"].get<std::string>(), h["mode"].get<std::string>(),
+                       h["uid"].get<int>(), h["gid"].get<int>(), h["readable"].get<bool>() ? "r" : "-",
+                       h["writable"].get<bool>() ? "w" : "-");
+  const json& u = sys["udmabuf"];
+  out += u["present"].get<bool>()
+             ? fmt::format("  /dev/udmabuf       present, {} {}{}\n", u["mode"].get<std::string>(),
+                           u["readable"].get<bool>() ? "r" : "-", u["writable"].get<bool>() ? "w" : "-")
+             : "  /dev/udmabuf       absent\n";
+  out += fmt::format("  auto selection     {}\n", sys.value("auto_selection", std::string("?")));
+  return out;
+}
+
+}  // namespace edgetensor_cli

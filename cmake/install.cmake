@@ -13,5 +13,8 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVer
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
         DESTINATION ${ET_CMAKE_DIR})
+# The .pc file finds its prefix relative to itself, so `cmake --install --prefix X` works anywhere.
+file(RELATIVE_PATH ET_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" ET_PC_TO_PREFIX "${ET_PC_TO_PREFIX}")
 configure_file(cmake/edgetensor.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -16,6 +16,8 @@ std::atomic<std::uint64_t> g_counts[static_cast<int>(Call::Count)];
 std::atomic<bool> g_has_hook{false};
 std::mutex g_hook_mutex;
 std::shared_ptr<const FaultHook> g_hook;  // guarded by g_hook_mutex
+std::atomic<bool> g_has_emulator{false};
+std::shared_ptr<const IoctlEmulator> g_emulator;  // guarded by g_hook_mutex
 
 // Counts the call and asks the hook; returns the errno to fail with, or 0.
 int before(Call call, int fd = -1, unsigned long request = 0, const void* arg = nullptr) {
@@ -45,6 +47,12 @@ void set_fault_hook(FaultHook hook) {
   std::lock_guard lock(g_hook_mutex);
   g_hook = hook ? std::make_shared<const FaultHook>(std::move(hook)) : nullptr;
   g_has_hook.store(g_hook != nullptr, std::memory_order_release);
+}
+
+void set_ioctl_emulator(IoctlEmulator emulator) {
+  std::lock_guard lock(g_hook_mutex);
+  g_emulator = emulator ? std::make_shared<const IoctlEmulator>(std::move(emulator)) : nullptr;
+  g_has_emulator.store(g_emulator != nullptr, std::memory_order_release);
 }
 
 std::uint64_t call_count(Call call) noexcept {
@@ -105,6 +113,15 @@ int fstatfs(int fd, struct statfs* st) {
 }
 int ioctl(int fd, unsigned long request, void* arg) {
   ET_SYS_FAIL_IF(before(Call::Ioctl, fd, request, arg), -1);
+  if (g_has_emulator.load(std::memory_order_acquire)) {
+    std::shared_ptr<const IoctlEmulator> emulator;
+    {
+      std::lock_guard lock(g_hook_mutex);
+      emulator = g_emulator;
+    }
+    if (emulator && *emulator)
+      if (auto r = (*emulator)(fd, request, arg)) return *r;
+  }
   return ::ioctl(fd, request, arg);
 }
 int posix_fallocate(int fd, off_t offset, off_t length) {

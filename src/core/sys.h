@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace edgetensor::sys {
 
@@ -35,6 +36,14 @@ struct CallInfo {
 using FaultHook = std::function<int(const CallInfo&)>;
 /// Installs a hook (empty = none). Not for use while other threads are inside a wrapper.
 void set_fault_hook(FaultHook hook);
+
+/// Test-only ioctl emulation: runs after the fault hook let an ioctl through. Returning a value makes
+/// sys::ioctl return it without calling the kernel (-1 with errno set by the emulator to fail); the
+/// emulator may write the ioctl's result through `arg` (e.g. a new fd). std::nullopt = call the kernel.
+/// Lets tests drive device ioctls (dma-heap, udmabuf, DMA-BUF sync) on machines without the device.
+using IoctlEmulator = std::function<std::optional<int>(int fd, unsigned long request, void* arg)>;
+/// Installs an emulator (empty = none). Not for use while other threads are inside a wrapper.
+void set_ioctl_emulator(IoctlEmulator emulator);
 
 /// Calls made so far through the seam, per kind and in all.
 std::uint64_t call_count(Call call) noexcept;

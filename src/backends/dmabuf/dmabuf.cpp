@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/dmabuf/dmabuf.h"
+
+#include <edgetensor/dmabuf.h>
+
+#include <fcntl.h>
+#include <linux/dma-buf.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/dmabuf/dma_heap.h"
+#include "backends/dmabuf/dma_heap_plan.h"
+#include "backends/dmabuf/dmabuf_sync.h"
+#include "backends/dmabuf/udmabuf.h"
+#include "core/log_internal.h"
+#include "core/sys.h"
+
+namespace edgetensor::detail {
+
+static_assert(kSyncRead == DMA_BUF_SYNC_READ && kSyncWrite == DMA_BUF_SYNC_WRITE &&
+              kSyncStart == DMA_BUF_SYNC_START && kSyncEnd == DMA_BUF_SYNC_END);
+static_assert(kDmaBufNameLen == DMA_BUF_NAME_LEN);
+
+namespace {
+
+std::string sync_flags_name(std::uint64_t flags) {
+  std::string dir = (flags & kSyncRead) && (flags & kSyncWrite) ? "RW" : (flags & kSyncWrite) ? "WRITE" : "READ";
+  return fmt::format("{}|{}", (flags & kSyncEnd) ? "END" : "START", dir);
+}
+
+// DMA_BUF_IOCTL_SYNC through the seam, retried on EINTR/EAGAIN. Returns the outcome (err 0 = done).
+SyncOutcome dmabuf_sync(int fd, std::uint64_t flags) {
+  return run_sync_with_retry([&] {
+    dma_buf_sync sync{};
+    sync.flags = flags;
+    return sys::ioctl(fd, DMA_BUF_IOCTL_SYNC, &sync) == 0 ? 0 : errno;
+  });
+}
+
+class DmaBufBacking final : public Backing {
+ public:
+  DmaBufBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
+      : fd_(std::move(fd)), size_(size), read_only_(read_only), key_(key), detail_(std::move(detail)) {}
+  ~DmaBufBacking() override {
+    if (base_ && sys::munmap(base_, size_) != 0)
+      log(LogLevel::Warning, "munmap of {} ({} B) failed: errno {}", detail_, size_, errno_name(errno));
+    // fd_ closes after the mapping is gone (member destruction follows this body).
+  }
+  MemoryKind kind() const noexcept override { return MemoryKind::DmaBuf; }
+  std::string detail() const override { return detail_; }
+  std::size_t size_bytes() const noexcept override { return size_; }
+  bool read_only() const noexcept override { return read_only_; }
+  int fd() const noexcept override { return fd_.get(); }
+  ObjectKey object_key() const noexcept override { return key_; }
+
+  // Under the storage's map lock, for the first map of a bracket only: no START while a map is open.
+  Result<std::byte*> begin_cpu_access(MapMode mode) override {
+    if (!base_) {
+      int prot = read_only_ ? PROT_READ : PROT_READ | PROT_WRITE;
+      void* p = sys::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
+      if (p == MAP_FAILED) {
+        int e = errno;
+        return fail(ErrorCode::Unsupported,
+                    fmt::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
+                                "use still work",
+                                detail_, size_, fd_.get(), std::strerror(e), errno_name(e)),
+                    e);
+      }
+      base_ = static_cast<std::byte*>(p);
+    }
+    const std::uint64_t flags = sync_start_flags(read_only_ ? MapMode::Read : mode);
+    if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)
+      return fail(Error::from_errno(out.err, fmt::format("DMA_BUF_IOCTL_SYNC {} on {} (fd {}, {} attempt{})",
+                                                         sync_flags_name(flags), detail_, fd_.get(), out.attempts,
+                                                         out.attempts == 1 ? "" : "s")));
+    return base_;
+  }
+
+  void end_cpu_access(MapMode modes) noexcept override {
+    const std::uint64_t flags = sync_end_flags(modes);
+    if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)
+      log(LogLevel::Warning, "DMA_BUF_IOCTL_SYNC {} on {} (fd {}) failed after {} attempt(s): {}",
+          sync_flags_name(flags), detail_, fd_.get(), out.attempts, errno_name(out.err));
+  }
+
+  Result<UniqueFd> export_fd() const override { return fd_.dup(); }
+
+ private:
+  // Member order is teardown order in reverse: base_ is unmapped in the destructor body, then fd_ closes.
+  UniqueFd fd_;
+  std::size_t size_;
+  bool read_only_;
+  ObjectKey key_;
+  std::string detail_;
+  std::byte* base_ = nullptr;  // persistent mapping, guarded by the storage's map lock
+};
+
+Result<ObjectKey> key_of(int fd) {
+  struct stat st {};
+  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, fmt::format("fstat of DMA-BUF fd {}", fd)));
+  return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
+// The real size of a DMA-BUF (lseek SEEK_END, then back to 0 as dma_buf_llseek allows).
+Result<std::size_t> real_size(int fd) {
+  off_t end = sys::lseek(fd, 0, SEEK_END);
+  if (end < 0) return fail(Error::from_errno(errno, fmt::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
+  (void)sys::lseek(fd, 0, SEEK_SET);
+  return static_cast<std::size_t>(end);
+}
+
+Result<std::unique_ptr<Backing>> finish(UniqueFd fd, std::size_t requested, const std::string& tensor_name,
+                                        std::string detail) {
+  name_dmabuf(fd.get(), tensor_name);
+  ET_TRY_ASSIGN(auto key, key_of(fd.get()));
+  ET_TRY_ASSIGN(std::size_t size, real_size(fd.get()));
+  if (size < requested)
+    return fail(ErrorCode::Internal, fmt::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,
+                                                 requested));
+  return make_dmabuf_backing(std::move(fd), size, false, key, std::move(detail));
+}
+
+std::string requested_heap(const AllocateOptions& options) {
+  if (!options.dma_heap.empty()) return options.dma_heap;
+  const char* env = std::getenv(dmabuf::kHeapEnvVar);
+  return env ? std::string(env) : std::string();
+}
+
+ErrorCode rank_code(ErrorCode a, ErrorCode b) {
+  // The most actionable code wins: permissions, then memory/size, then "not here".
+  auto rank = [](ErrorCode c) {
+    switch (c) {
+      case ErrorCode::PermissionDenied: return 3;
+      case ErrorCode::OutOfMemory: case ErrorCode::OutOfRange: return 2;
+      case ErrorCode::Unavailable: return 0;
+      default: return 1;
+    }
+  };
+  return rank(b) > rank(a) ? b : a;
+}
+
+Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const AllocateOptions& options) {
+  const std::string requested = requested_heap(options);
+  auto plan = make_heap_plan(requested);
+  if (!plan)
+    return fail(plan.error().code(), fmt::format("{}{}", plan.error().message(),
+                                                 options.dma_heap.empty() ? fmt::format(" (from {})", dmabuf::kHeapEnvVar) : ""));
+  std::vector<std::string> missing;
+  std::vector<Error> failures;
+  for (const auto& heap : plan->heaps) {
+    auto fd = dma_heap_allocate(heap, size);
+    if (fd) {
+      if (!failures.empty())
+        log(LogLevel::Info, "dma-heap {} serves {} B after: {}", heap, size, failures.front().message());
+      return finish(std::move(*fd), size, options.name, "dma-heap " + heap);
+    }
+    if (plan->required) return fail(std::move(fd).error());
+    if (fd.error().sys_errno() == ENOENT)
+      missing.push_back(heap);
+    else
+      failures.push_back(std::move(fd).error());
+  }
+  if (plan->use_udmabuf) {
+    std::size_t rounded = 0;
+    auto fd = udmabuf_allocate(size, options.name, &rounded);
+    if (fd) {
+      if (!plan->heaps.empty())
+        log(LogLevel::Info, "no dma-heap served {} B ({} missing, {} failed): udmabuf serves", size, missing.size(),
+            failures.size());
+      return finish(std::move(*fd), size, options.name, "udmabuf");
+    }
+    if (plan->heaps.empty()) return fail(std::move(fd).error());
+    failures.push_back(std::move(fd).error());
+  }
+  ErrorCode code = ErrorCode::Unavailable;
+  int err = 0;
+  std::vector<std::string> parts;
+  if (!missing.empty()) {
+    auto kernel = list_dir_names(dmabuf_paths().kernel_heap_dir);
+    parts.push_back(fmt::format("no node {}/{{{}}} (kernel heaps: {})", dmabuf_paths().heap_dir, fmt::join(missing, ","),
+                                kernel.empty() ? std::string("none") : fmt::format("{}", fmt::join(kernel, ", "))));
+    err = ENOENT;
+  }
+  for (const auto& f : failures) {
+    code = rank_code(code, f.code());
+    if (f.code() == code) err = f.sys_errno();
+    parts.push_back(f.message());
+  }
+  return fail(code, fmt::format("no DMA-BUF allocator served {} B: {}", size, fmt::join(parts, "; ")), err);
+}
+
+// The exporter's name from /proc/self/fdinfo ("exp_name:"), so memory_detail() says where it came from.
+std::string exporter_name(int fd) {
+  std::ifstream f(fmt::format("/proc/self/fdinfo/{}", fd));
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("exp_name:", 0) == 0) {
+      auto v = line.substr(9);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return {};
+}
+
+Result<std::unique_ptr<Backing>> dmabuf_import(UniqueFd fd, const FdInfo& info) {
+  std::string exporter = exporter_name(fd.get());
+  std::string detail = exporter.empty() ? "imported DMA-BUF" : fmt::format("imported DMA-BUF ({})", exporter);
+  if (info.read_only) detail += ", read-only";
+  return make_dmabuf_backing(std::move(fd), info.size_bytes, info.read_only, info.key, std::move(detail));
+}
+
+BackendStatus dmabuf_status() {
+  auto st = dmabuf::probe();
+  BackendStatus s{MemoryKind::DmaBuf, true, !st.serving.empty(), {}};
+  std::vector<std::string> heaps;
+  for (const auto& h : st.heaps)
+    if (h.present) heaps.push_back(fmt::format("{} ({})", h.name, h.accessible ? "rw" : "no access"));
+  std::string udmabuf = st.udmabuf.present ? (st.udmabuf.accessible ? "present" : "no access") : "absent";
+  if (st.udmabuf.size_limit_mb) udmabuf += fmt::format(", limit {} MiB", *st.udmabuf.size_limit_mb);
+  std::string found = fmt::format("heaps: {}; udmabuf: {}", heaps.empty() ? std::string("none") : fmt::format("{}", fmt::join(heaps, ", ")), udmabuf);
+  s.detail = s.available ? fmt::format("{} ({})", st.serving, found) : fmt::format("{} ({})", st.why_none, found);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Backing> make_dmabuf_backing(UniqueFd fd, std::size_t size_bytes, bool read_only, ObjectKey key,
+                                             std::string detail) {
+  return std::make_unique<DmaBufBacking>(std::move(fd), size_bytes, read_only, key, std::move(detail));
+}
+
+void name_dmabuf(int fd, std::string_view tensor_name) noexcept {
+  try {
+    std::string name = dmabuf_buffer_name(tensor_name);
+    if (sys::ioctl(fd, DMA_BUF_SET_NAME, name.data()) != 0)
+      log(LogLevel::Info, "DMA_BUF_SET_NAME '{}' on fd {} refused: {}", name, fd, errno_name(errno));
+  } catch (...) {
+  }
+}
+
+const BackendOps& dmabuf_backend() {
+  static constexpr BackendOps ops{MemoryKind::DmaBuf, &dmabuf_status, &dmabuf_allocate, &dmabuf_import};
+  return ops;
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::dmabuf {
+namespace {
+
+void fill_access(const std::string& path, bool& present, bool& accessible, std::string& permissions,
+                 std::string& open_error) {
+  int fd = sys::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    sys::close(fd);
+    present = accessible = true;
+  } else {
+    int e = errno;
+    present = e != ENOENT;
+    if (present) open_error = Error::from_errno(e, "open").message();
+  }
+  permissions = detail::node_permissions(path);
+}
+
+}  // namespace
+
+Status probe() {
+  using namespace detail;
+  Status st;
+  const auto& paths = dmabuf_paths();
+  st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);
+  auto nodes = list_dir_names(paths.heap_dir);
+  auto add = [&](std::string_view name, bool contiguous, bool in_order) {
+    HeapNode h;
+    h.name = std::string(name);
+    h.path = paths.heap_dir + "/" + h.name;
+    h.contiguous = contiguous;
+    h.in_probe_order = in_order;
+    fill_access(h.path, h.present, h.accessible, h.permissions, h.open_error);
+    st.heaps.push_back(std::move(h));
+  };
+  for (const auto& c : heap_probe_table()) add(c.name, c.contiguous, true);
+  for (const auto& n : nodes) {
+    bool known = false;
+    for (const auto& c : heap_probe_table()) known = known || c.name == n;
+    if (!known) add(n, false, false);
+  }
+  st.udmabuf.path = paths.udmabuf_dev;
+  fill_access(st.udmabuf.path, st.udmabuf.present, st.udmabuf.accessible, st.udmabuf.permissions,
+              st.udmabuf.open_error);
+  st.udmabuf.size_limit_mb = udmabuf_size_limit_mb();
+  if (const char* env = std::getenv(kHeapEnvVar)) st.requested = env;
+
+  auto heap = [&](std::string_view name) -> const HeapNode* {
+    for (const auto& h : st.heaps)
+      if (h.name == name) return &h;
+    return nullptr;
+  };
+  if (!st.requested.empty() && st.requested != kUdmabufName) {
+    const HeapNode* h = heap(st.requested);
+    if (h && h->accessible) {
+      st.serving = "dma-heap " + h->name;
+    } else {
+      st.why_none = fmt::format("{}={} is required but {}", kHeapEnvVar, st.requested,
+                                !h || !h->present ? "its node is missing" : "it cannot be opened (" + h->open_error + ")");
+    }
+    return st;
+  }
+  if (st.requested.empty()) {
+    for (const auto& c : heap_probe_table()) {
+      const HeapNode* h = heap(c.name);
+      if (h && h->accessible) {
+        st.serving = "dma-heap " + h->name;
+        return st;
+      }
+    }
+  }
+  if (st.udmabuf.accessible) {
+    st.serving = "udmabuf";
+    return st;
+  }
+  std::vector<std::string> why;
+  for (const auto& h : st.heaps)
+    if (h.present && h.in_probe_order) why.push_back(fmt::format("{}: {}", h.path, h.open_error));
+  if (why.empty()) why.push_back(fmt::format("no dma-heap node in {}", paths.heap_dir));
+  why.push_back(st.udmabuf.present ? fmt::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
+                                   : fmt::format("no {}", st.udmabuf.path));
+  st.why_none = fmt::format("no DMA-BUF allocator usable: {}", fmt::join(why, "; "));
+  return st;
+}
+
+}  // namespace edgetensor::dmabuf

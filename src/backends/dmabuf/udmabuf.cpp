@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/dmabuf/udmabuf.h"
+
+#include <edgetensor/dmabuf.h>
+
+#include <fcntl.h>
+#include <linux/udmabuf.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backends/dmabuf/dma_heap.h"
+#include "backends/dmabuf/dma_heap_plan.h"
+#include "core/sys.h"
+
+namespace edgetensor::detail {
+namespace {
+
+Result<UniqueFd> open_udmabuf_device() {
+  const std::string& path = dmabuf_paths().udmabuf_dev;
+  UniqueFd dev(sys::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!dev) {
+    int e = errno;
+    return fail(device_open_error(path, e, "", {}, e == ENOENT ? "" : node_permissions(path)));
+  }
+  return dev;
+}
+
+Result<void> check_limit(std::size_t size_bytes) {
+  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > *limit * std::size_t{1024} * 1024)
+    return fail(udmabuf_size_limit_error(size_bytes, *limit));
+  return {};
+}
+
+// UDMABUF_CREATE on an open /dev/udmabuf; the ioctl's return value is the new fd.
+Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size) {
+  udmabuf_create args{};
+  args.memfd = static_cast<__u32>(memfd);
+  args.flags = UDMABUF_FLAGS_CLOEXEC;
+  args.offset = offset;
+  args.size = size;
+  int fd = sys::ioctl(dev, UDMABUF_CREATE, &args);
+  if (fd < 0) {
+    int e = errno;
+    // The kernel answers EINVAL for every refusal (size cap, seals, alignment); name the cap when it applies.
+    if (e == EINVAL) {
+      if (auto limit = udmabuf_size_limit_mb(); limit && size > *limit * std::size_t{1024} * 1024)
+        return fail(udmabuf_size_limit_error(size, *limit));
+    }
+    return fail(Error::from_errno(e, fmt::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));
+  }
+  return UniqueFd(fd);
+}
+
+}  // namespace
+
+std::size_t page_size() noexcept {
+  static const std::size_t page = [] {
+    long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<std::size_t>(p) : std::size_t{4096};
+  }();
+  return page;
+}
+
+std::optional<std::size_t> udmabuf_size_limit_mb() {
+  std::ifstream f(dmabuf_paths().udmabuf_limit);
+  unsigned long long v = 0;
+  if (!(f >> v)) return std::nullopt;
+  return static_cast<std::size_t>(v);
+}
+
+Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view memfd_name, std::size_t* rounded_out) {
+  ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, page_size()));
+  ET_TRY(check_limit(rounded));
+  ET_TRY_ASSIGN(UniqueFd dev, open_udmabuf_device());
+  std::string name = memfd_name.empty() ? std::string("edgetensor-udmabuf")
+                                        : fmt::format("edgetensor-udmabuf:{}", memfd_name.substr(0, 200));
+  UniqueFd memfd(sys::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!memfd) return fail(Error::from_errno(errno, "memfd_create for udmabuf"));
+  if (sys::ftruncate(memfd.get(), static_cast<off_t>(rounded)) != 0)
+    return fail(Error::from_errno(errno, fmt::format("ftruncate of the udmabuf memfd to {} B", rounded)));
+  // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF).
+  if (sys::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0)
+    return fail(Error::from_errno(errno, "fcntl(F_ADD_SEALS, F_SEAL_SHRINK) on the udmabuf memfd"));
+  ET_TRY_ASSIGN(UniqueFd buf, create(dev.get(), memfd.get(), 0, rounded));
+  if (rounded_out) *rounded_out = rounded;
+  return buf;
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::dmabuf {
+
+Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
+  using detail::page_size;
+  if (memfd < 0) return fail(ErrorCode::InvalidArgument, fmt::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
+  if (size_bytes == 0) return fail(ErrorCode::InvalidArgument, "udmabuf_from_memfd: size is 0 B; the kernel refuses empty udmabufs");
+  const std::size_t page = page_size();
+  if (offset_bytes % page != 0 || size_bytes % page != 0)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("udmabuf_from_memfd: offset {} B and size {} B must be multiples of the page size {} B",
+                            offset_bytes, size_bytes, page));
+  int seals = sys::fcntl(memfd, F_GET_SEALS);
+  if (seals < 0) {
+    int e = errno;
+    if (e == EBADF) return fail(ErrorCode::InvalidArgument, fmt::format("udmabuf_from_memfd: fd {} is not open", memfd), e);
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("udmabuf_from_memfd: fd {} is not a memfd (F_GET_SEALS: {}); udmabuf needs a memfd "
+                            "sealed with F_SEAL_SHRINK", memfd, errno_name(e)), e);
+  }
+  if (!(seals & F_SEAL_SHRINK))
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("udmabuf_from_memfd: memfd {} is not sealed with F_SEAL_SHRINK (seals {:#x}); the kernel "
+                            "requires it: fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) (create it with MFD_ALLOW_SEALING)",
+                            memfd, static_cast<unsigned>(seals)));
+  if (seals & F_SEAL_WRITE)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("udmabuf_from_memfd: memfd {} is sealed with F_SEAL_WRITE; the kernel refuses such memfds",
+                            memfd));
+  struct stat st {};
+  if (sys::fstat(memfd, &st) != 0) return fail(Error::from_errno(errno, fmt::format("fstat(memfd {})", memfd)));
+  const auto file_size = static_cast<std::size_t>(st.st_size);
+  if (offset_bytes > file_size || size_bytes > file_size - offset_bytes)
+    return fail(ErrorCode::OutOfRange,
+                fmt::format("udmabuf_from_memfd: range [{}, +{}) B passes the end of memfd {} ({} B)", offset_bytes,
+                            size_bytes, memfd, file_size));
+  ET_TRY(detail::check_limit(size_bytes));
+  ET_TRY_ASSIGN(UniqueFd dev, detail::open_udmabuf_device());
+  return detail::create(dev.get(), memfd, offset_bytes, size_bytes);
+}
+
+}  // namespace edgetensor::dmabuf

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// udmabuf: a DMA-BUF made from memfd pages (include/uapi/linux/udmabuf.h, drivers/dma-buf/udmabuf.c).
+#pragma once
+
+#include <edgetensor/error.h>
+#include <edgetensor/unique_fd.h>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace edgetensor::detail {
+
+/// The system page size in bytes.
+std::size_t page_size() noexcept;
+
+/// The kernel's cap in MiB (udmabuf.size_limit_mb), nullopt when the parameter file is unreadable.
+std::optional<std::size_t> udmabuf_size_limit_mb();
+
+/// A new udmabuf of `size_bytes` rounded up to the page size: opens /dev/udmabuf, makes a memfd of the
+/// rounded size sealed with F_SEAL_SHRINK (the kernel refuses unsealed memfds), and UDMABUF_CREATE with
+/// UDMABUF_FLAGS_CLOEXEC. The memfd is closed before returning (the DMA-BUF holds the pages).
+/// `rounded_out` receives the real size. Errors: OutOfRange over size_limit_mb (naming it), the device
+/// open errors, from_errno of memfd_create / ftruncate / F_ADD_SEALS / UDMABUF_CREATE.
+Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view memfd_name, std::size_t* rounded_out);
+
+}  // namespace edgetensor::detail

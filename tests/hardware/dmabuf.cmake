@@ -1,0 +1,11 @@
+# Real-kernel DMA-BUF tests (label hardware;dmabuf): skip with the reason where /dev/dma_heap/system or
+# /dev/udmabuf are missing; with ET_DMABUF_REQUIRE_DEVICES=1 (the kernel lane) they fail instead.
+# Included from tests/CMakeLists.txt.
+if(ET_WITH_DMABUF)
+  add_executable(edgetensor_dmabuf_peer ${CMAKE_CURRENT_LIST_DIR}/dmabuf_peer.cpp)
+  target_link_libraries(edgetensor_dmabuf_peer PRIVATE edgetensor_static et_warnings)
+  add_executable(edgetensor_dmabuf_hw_tests ${CMAKE_CURRENT_LIST_DIR}/dmabuf_test.cpp)
+  target_link_libraries(edgetensor_dmabuf_hw_tests PRIVATE et_test_support GTest::gtest_main)
+  add_dependencies(edgetensor_dmabuf_hw_tests edgetensor_dmabuf_peer)
+  gtest_discover_tests(edgetensor_dmabuf_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "hardware;dmabuf")
+endif()

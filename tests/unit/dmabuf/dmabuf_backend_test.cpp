@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: Apache-2.0
+// The DMA-BUF backend against fake devices: heap nodes are regular files in a temporary directory, and
+// the ioctls (DMA_HEAP_IOCTL_ALLOC, UDMABUF_CREATE, DMA_BUF_SET_NAME, DMA_BUF_IOCTL_SYNC) are emulated
+// through the syscall seam, with "DMA-BUFs" that are memfds. Every ioctl is recorded, so the tests
+// prove the exact sequences. The real kernel runs the same paths in tests/hardware/dmabuf_test.cpp.
+#include <edgetensor/dmabuf.h>
+#include <edgetensor/edgetensor.h>
+
+#include <fcntl.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/dmabuf/dma_heap.h"
+#include "backends/dmabuf/dmabuf.h"
+#include "core/backend.h"
+#include "core/sys.h"
+#include "support/test_support.h"
+
+namespace edgetensor {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::dmabuf_paths;
+using detail::DmaBufPaths;
+
+struct IoctlRecord {
+  unsigned long request;
+  std::string target;       // basename of the fd's path ("system", "memfd:...")
+  std::uint64_t value = 0;  // ALLOC: len; SYNC: flags; UDMABUF_CREATE: size
+  std::uint64_t extra = 0;  // ALLOC: fd_flags; UDMABUF_CREATE: flags
+  std::string name;         // SET_NAME
+};
+
+std::string fd_target(int fd) {
+  char buf[512];
+  ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
+  if (n < 0) return "?";
+  std::string p(buf, static_cast<std::size_t>(n));
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+class FakeDmaBuf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_paths_ = dmabuf_paths();
+    char tmpl[] = "/tmp/et-dmabuf-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ / "dev/dma_heap");
+    fs::create_directories(root_ / "sys/dma_heap");
+    dmabuf_paths().heap_dir = root_ / "dev/dma_heap";
+    dmabuf_paths().kernel_heap_dir = root_ / "sys/dma_heap";
+    dmabuf_paths().udmabuf_dev = root_ / "dev/udmabuf";
+    dmabuf_paths().udmabuf_limit = root_ / "size_limit_mb";
+    ::unsetenv(dmabuf::kHeapEnvVar);
+    fds_before_ = et_test::open_fd_count();
+    sys::set_fault_hook([this](const sys::CallInfo& c) { return on_call(c); });
+    sys::set_ioctl_emulator([this](int fd, unsigned long req, void* arg) { return emulate(fd, req, arg); });
+  }
+  void TearDown() override {
+    sys::set_ioctl_emulator({});
+    sys::set_fault_hook({});
+    ::unsetenv(dmabuf::kHeapEnvVar);
+    dmabuf_paths() = saved_paths_;
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+    EXPECT_EQ(et_test::open_fd_count(), fds_before_) << "fd leak";
+  }
+
+  void add_heap(const std::string& name, bool kernel_lists = true) {
+    std::ofstream(root_ / "dev/dma_heap" / name).put('\0');
+    if (kernel_lists) fs::create_directories(root_ / "sys/dma_heap" / name);
+  }
+  void add_udmabuf(std::size_t limit_mb = 64) {
+    std::ofstream(root_ / "dev/udmabuf").put('\0');
+    std::ofstream(root_ / "size_limit_mb") << limit_mb << "\n";
+  }
+
+  // Fault hook: records ioctls (before any emulation) and injects the configured errors.
+  int on_call(const sys::CallInfo& c) {
+    if (c.call == sys::Call::Ioctl) {
+      IoctlRecord r{c.request, fd_target(c.fd), 0, 0, {}};
+      if (c.request == DMA_HEAP_IOCTL_ALLOC) {
+        auto* d = static_cast<const dma_heap_allocation_data*>(c.arg);
+        r.value = d->len;
+        r.extra = d->fd_flags | (d->heap_flags << 32);
+      } else if (c.request == DMA_BUF_IOCTL_SYNC) {
+        r.value = static_cast<const dma_buf_sync*>(c.arg)->flags;
+      } else if (c.request == UDMABUF_CREATE) {
+        auto* u = static_cast<const udmabuf_create*>(c.arg);
+        r.value = u->size;
+        r.extra = u->flags;
+      } else if (c.request == DMA_BUF_SET_NAME) {
+        r.name = static_cast<const char*>(c.arg);
+      }
+      std::lock_guard lock(mutex_);
+      ioctls_.push_back(r);
+      if (c.request == DMA_BUF_IOCTL_SYNC && sync_errors_ > 0) {
+        --sync_errors_;
+        return sync_errno_;
+      }
+    }
+    return extra_hook_ ? extra_hook_(c) : 0;
+  }
+
+  std::optional<int> emulate(int fd, unsigned long req, void* arg) {
+    std::string target = fd_target(fd);
+    if (req == DMA_HEAP_IOCTL_ALLOC) {
+      if (auto it = alloc_errno_.find(target); it != alloc_errno_.end()) {
+        errno = it->second;
+        return -1;
+      }
+      auto* d = static_cast<dma_heap_allocation_data*>(arg);
+      int m = ::memfd_create("fake-dmabuf", MFD_CLOEXEC);
+      std::size_t len = (d->len + 4095) & ~std::size_t{4095};
+      if (m < 0 || ::ftruncate(m, static_cast<off_t>(len)) != 0) return -1;
+      d->fd = static_cast<__u32>(m);
+      return 0;
+    }
+    if (req == UDMABUF_CREATE) {
+      auto* u = static_cast<udmabuf_create*>(arg);
+      int seals = ::fcntl(static_cast<int>(u->memfd), F_GET_SEALS);
+      if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(u->flags & UDMABUF_FLAGS_CLOEXEC)) {
+        errno = EINVAL;  // what drivers/dma-buf/udmabuf.c answers
+        return -1;
+      }
+      return ::fcntl(static_cast<int>(u->memfd), F_DUPFD_CLOEXEC, 0);
+    }
+    if (req == DMA_BUF_SET_NAME || req == DMA_BUF_IOCTL_SYNC) {
+      if (target.rfind("memfd:", 0) != 0) return std::nullopt;  // a real fd: let the kernel answer
+      if (req == DMA_BUF_SET_NAME && set_name_errno_) {
+        errno = set_name_errno_;
+        return -1;
+      }
+      return 0;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<IoctlRecord> ioctls(unsigned long request) {
+    std::lock_guard lock(mutex_);
+    std::vector<IoctlRecord> out;
+    for (const auto& r : ioctls_)
+      if (r.request == request) out.push_back(r);
+    return out;
+  }
+  std::vector<std::uint64_t> syncs() {
+    std::vector<std::uint64_t> out;
+    for (const auto& r : ioctls(DMA_BUF_IOCTL_SYNC)) out.push_back(r.value);
+    return out;
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    ioctls_.clear();
+  }
+
+  Result<TensorDyn> alloc(std::size_t bytes, std::string heap = {}, std::string name = "frame") {
+    AllocateOptions o;
+    o.memory = MemoryKind::DmaBuf;
+    o.dma_heap = std::move(heap);
+    o.name = std::move(name);
+    return TensorDyn::allocate({bytes}, DType::U8, o);
+  }
+
+  fs::path root_;
+  DmaBufPaths saved_paths_;
+  int fds_before_ = 0;
+  std::mutex mutex_;
+  std::vector<IoctlRecord> ioctls_;
+  std::map<std::string, int> alloc_errno_;
+  int sync_errors_ = 0;
+  int sync_errno_ = 0;
+  int set_name_errno_ = 0;
+  sys::FaultHook extra_hook_;
+};
+
+constexpr std::uint64_t kStartRead = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ;
+constexpr std::uint64_t kStartWrite = DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE;
+constexpr std::uint64_t kEndRead = DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ;
+constexpr std::uint64_t kEndRw = DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW;
+
+TEST_F(FakeDmaBuf, CmaExhaustedFallsBackToSystemAndNamesTheBuffer) {
+  add_heap("linux,cma");
+  add_heap("system");
+  alloc_errno_["linux,cma"] = ENOMEM;
+  auto t = alloc(10000);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
+  EXPECT_EQ(t->memory_detail(), "dma-heap system");
+  EXPECT_EQ(t->storage_size_bytes(), 12288u);  // the kernel's page-rounded size, read back with lseek
+  auto allocs = ioctls(DMA_HEAP_IOCTL_ALLOC);
+  ASSERT_EQ(allocs.size(), 2u);
+  EXPECT_EQ(allocs[0].target, "linux,cma");
+  EXPECT_EQ(allocs[1].target, "system");
+  for (const auto& a : allocs) {
+    EXPECT_EQ(a.value, 10000u);
+    EXPECT_EQ(a.extra, static_cast<std::uint64_t>(O_RDWR | O_CLOEXEC));  // fd_flags, heap_flags 0
+  }
+  auto names = ioctls(DMA_BUF_SET_NAME);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].name, "et:frame");
+  EXPECT_TRUE(syncs().empty()) << "allocation issues no sync";
+}
+
+TEST_F(FakeDmaBuf, ProbeOrderIsCmaNamesThenSystem) {
+  for (const char* h : {"system", "reserved", "default_cma_region", "vendor,secure"}) add_heap(h);
+  alloc_errno_["default_cma_region"] = ENOMEM;
+  alloc_errno_["reserved"] = ENOMEM;
+  ASSERT_OK(alloc(4096));
+  std::vector<std::string> order;
+  for (const auto& a : ioctls(DMA_HEAP_IOCTL_ALLOC)) order.push_back(a.target);
+  EXPECT_EQ(order, (std::vector<std::string>{"default_cma_region", "reserved", "system"}))
+      << "vendor heaps are never probed";
+}
+
+TEST_F(FakeDmaBuf, RequiredHeapDoesNotFallBack) {
+  add_heap("linux,cma");
+  add_heap("system");
+  alloc_errno_["linux,cma"] = ENOMEM;
+  auto t = alloc(4096, "linux,cma");
+  EXPECT_ERROR(t, ErrorCode::OutOfMemory, "DMA_HEAP_IOCTL_ALLOC of 4096 B on");
+  EXPECT_NE(t.error().message().find("linux,cma"), std::string::npos);
+  EXPECT_EQ(t.error().sys_errno(), ENOMEM);
+  EXPECT_EQ(ioctls(DMA_HEAP_IOCTL_ALLOC).size(), 1u);
+}
+
+TEST_F(FakeDmaBuf, EnvironmentSelectsAHeapByName) {
+  add_heap("system");
+  add_heap("vendor,uncached");
+  ::setenv(dmabuf::kHeapEnvVar, "vendor,uncached", 1);
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory_detail(), "dma-heap vendor,uncached");
+  ASSERT_EQ(ioctls(DMA_HEAP_IOCTL_ALLOC).size(), 1u);
+  // The API option wins over the environment.
+  auto t2 = alloc(4096, "system");
+  ASSERT_OK(t2);
+  EXPECT_EQ(t2->memory_detail(), "dma-heap system");
+  ::setenv(dmabuf::kHeapEnvVar, "../x", 1);
+  EXPECT_ERROR(alloc(4096), ErrorCode::InvalidArgument, "EDGETENSOR_DMA_HEAP");
+}
+
+TEST_F(FakeDmaBuf, MissingRequiredHeapNodeIsNamed) {
+  fs::create_directories(root_ / "sys/dma_heap/system");  // the kernel has it, /dev lacks it
+  auto t = alloc(4096, "system");
+  EXPECT_ERROR(t, ErrorCode::Unavailable, "device node is missing");
+  EXPECT_NE(t.error().message().find((root_ / "dev/dma_heap/system").string()), std::string::npos);
+  EXPECT_EQ(t.error().sys_errno(), ENOENT);
+  EXPECT_ERROR(alloc(4096, "linux,cma"), ErrorCode::Unavailable, "no heap 'linux,cma'; its heaps: system");
+}
+
+TEST_F(FakeDmaBuf, OpenEaccesAndEnomemAreTellable) {
+  add_heap("system");
+  extra_hook_ = et_test::fail_nth(sys::Call::Open, 1, EACCES);
+  auto t = alloc(4096, "system");
+  EXPECT_ERROR(t, ErrorCode::PermissionDenied, "video");
+  EXPECT_NE(t.error().message().find("udev rule"), std::string::npos);
+  EXPECT_NE(t.error().message().find("/dev/dma_heap/system"), std::string::npos);
+  EXPECT_EQ(t.error().sys_errno(), EACCES);
+  extra_hook_ = et_test::fail_nth(sys::Call::Open, 1, ENOMEM);
+  EXPECT_ERROR(alloc(4096, "system"), ErrorCode::OutOfMemory, "ENOMEM");
+}
+
+TEST_F(FakeDmaBuf, AutoProbeReportsEveryFailureWhenNothingServes) {
+  add_heap("system");
+  extra_hook_ = [](const sys::CallInfo& c) { return c.call == sys::Call::Open ? EACCES : 0; };
+  auto t = alloc(4096);
+  EXPECT_ERROR(t, ErrorCode::PermissionDenied, "no DMA-BUF allocator served 4096 B");
+  EXPECT_NE(t.error().message().find("default_cma_region"), std::string::npos) << t.error().message();
+  EXPECT_NE(t.error().message().find("EACCES"), std::string::npos) << t.error().message();
+  EXPECT_NE(t.error().message().find("udmabuf"), std::string::npos) << t.error().message();
+}
+
+TEST_F(FakeDmaBuf, AutoSelectionPrefersDmaBufThenShm) {
+  add_heap("system");
+  auto t = TensorDyn::allocate({64}, DType::F32);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
+  fs::remove(root_ / "dev/dma_heap/system");
+  auto t2 = TensorDyn::allocate({64}, DType::F32);
+  ASSERT_OK(t2);
+  EXPECT_EQ(t2->memory(), MemoryKind::Shm);
+}
+
+TEST_F(FakeDmaBuf, UdmabufServesWhenNoHeapExists) {
+  add_udmabuf();
+  auto t = alloc(5000);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory_detail(), "udmabuf");
+  EXPECT_EQ(t->storage_size_bytes(), 8192u);
+  auto creates = ioctls(UDMABUF_CREATE);
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].target, "udmabuf");
+  EXPECT_EQ(creates[0].value, 8192u);  // page-rounded
+  EXPECT_EQ(creates[0].extra, static_cast<std::uint64_t>(UDMABUF_FLAGS_CLOEXEC));
+  ASSERT_EQ(ioctls(DMA_BUF_SET_NAME).size(), 1u);
+}
+
+TEST_F(FakeDmaBuf, UdmabufOverTheLimitNamesIt) {
+  add_udmabuf(1);
+  auto t = alloc((1u << 20) + 1, "udmabuf");
+  EXPECT_ERROR(t, ErrorCode::OutOfRange, "udmabuf.size_limit_mb=1");
+  EXPECT_NE(t.error().message().find("1 MiB"), std::string::npos);
+  EXPECT_TRUE(ioctls(UDMABUF_CREATE).empty());
+  ASSERT_OK(alloc(1u << 20, "udmabuf"));  // exactly at the limit is fine
+}
+
+TEST_F(FakeDmaBuf, UdmabufFromMemfdChecksSealsAlignmentAndRange) {
+  add_udmabuf();
+  UniqueFd m(::memfd_create("caller", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_EQ(::ftruncate(m.get(), 16384), 0);
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, 8192), ErrorCode::InvalidArgument, "F_SEAL_SHRINK");
+  ASSERT_EQ(::fcntl(m.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 100, 4096), ErrorCode::InvalidArgument, "page size");
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 8192, 12288), ErrorCode::OutOfRange, "passes the end");
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, 0), ErrorCode::InvalidArgument, "0 B");
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(p[0], 0, 4096), ErrorCode::InvalidArgument, "not a memfd");
+  ::close(p[0]);
+  ::close(p[1]);
+  auto fd = dmabuf::udmabuf_from_memfd(m.get(), 4096, 8192);
+  ASSERT_OK(fd);
+  auto creates = ioctls(UDMABUF_CREATE);
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].value, 8192u);
+  EXPECT_TRUE(ioctls(DMA_BUF_SET_NAME).empty()) << "the caller's buffer is not renamed";
+}
+
+TEST_F(FakeDmaBuf, SetNameRefusalIsNotFatal) {
+  add_heap("system");
+  set_name_errno_ = EBUSY;
+  std::vector<std::string> logged;
+  auto old = set_log_callback([&](LogLevel, std::string_view m) { logged.emplace_back(m); });
+  auto t = alloc(4096, "", std::string(80, 'n'));
+  set_log_callback(old);
+  ASSERT_OK(t);
+  auto names = ioctls(DMA_BUF_SET_NAME);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].name.size(), 31u);  // DMA_BUF_NAME_LEN - 1
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("EBUSY"), std::string::npos);
+}
+
+TEST_F(FakeDmaBuf, OneBracketCoversConcurrentMapsWithUnionOfDirections) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  clear();
+  {
+    auto r = t->map_read();
+    ASSERT_OK(r);
+    EXPECT_EQ(syncs(), std::vector<std::uint64_t>{kStartRead});
+    {
+      auto w = t->map_write();
+      ASSERT_OK(w);
+      w->bytes()[0] = std::byte{42};
+      EXPECT_EQ(syncs().size(), 1u) << "no START while another map is open";
+    }
+    EXPECT_EQ(syncs().size(), 1u) << "no END while a map is still open";
+    EXPECT_EQ(r->bytes()[0], std::byte{42});
+  }
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{kStartRead, kEndRw}));
+  clear();
+  { auto w = t->map_write(); }
+  { auto r = t->map_read(); }
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{kStartWrite, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE, kStartRead, kEndRead}));
+  // Views share the storage and so the bracket.
+  clear();
+  auto v = t->view(1024, {16});
+  ASSERT_OK(v);
+  {
+    auto a = t->map_read();
+    auto b = v->map_read_write();
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+  }
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{kStartRead, kEndRw}));
+}
+
+TEST_F(FakeDmaBuf, ConcurrentReadersAndWritersKeepOneBracket) {
+  add_heap("system");
+  auto t = alloc(1 << 16);
+  ASSERT_OK(t);
+  clear();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < 300; ++n) {
+        if ((i + n) % 3 == 0) {
+          auto w = t->map_write();
+          if (!w) ++failures;
+          else w->bytes()[static_cast<std::size_t>(i)] = std::byte(n);
+        } else {
+          auto r = t->map_read();
+          if (!r) ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto s = syncs();
+  ASSERT_FALSE(s.empty());
+  ASSERT_EQ(s.size() % 2, 0u);
+  for (std::size_t k = 0; k < s.size(); k += 2) {
+    EXPECT_EQ(s[k] & DMA_BUF_SYNC_END, 0u) << "entry " << k << " must be a START";
+    EXPECT_EQ(s[k + 1] & DMA_BUF_SYNC_END, DMA_BUF_SYNC_END) << "entry " << k + 1 << " must be an END";
+    // The END covers at least the START's direction.
+    EXPECT_EQ(s[k + 1] & s[k] & DMA_BUF_SYNC_RW, s[k] & DMA_BUF_SYNC_RW);
+  }
+  bool any_write_end = false;
+  for (std::size_t k = 1; k < s.size(); k += 2) any_write_end |= (s[k] & DMA_BUF_SYNC_WRITE) != 0;
+  EXPECT_TRUE(any_write_end);
+  EXPECT_EQ(t->storage()->open_map_count(), 0);
+}
+
+TEST_F(FakeDmaBuf, FailedStartFailsTheMapAndKeepsErrno) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  clear();
+  sync_errors_ = 1;
+  sync_errno_ = EIO;
+  auto m = t->map_read();
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().sys_errno(), EIO);
+  EXPECT_NE(m.error().message().find("DMA_BUF_IOCTL_SYNC START|READ"), std::string::npos) << m.error().message();
+  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(syncs(), std::vector<std::uint64_t>{kStartRead}) << "no END for a bracket that never opened";
+  auto again = t->map_read();
+  ASSERT_OK(again);
+}
+
+TEST_F(FakeDmaBuf, SyncRetriesEintrAndEagain) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  clear();
+  sync_errors_ = 2;
+  sync_errno_ = EINTR;
+  {
+    auto m = t->map_write();
+    ASSERT_OK(m);
+  }
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{kStartWrite, kStartWrite, kStartWrite, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE}));
+  clear();
+  sync_errors_ = 1000;
+  sync_errno_ = EAGAIN;
+  auto m = t->map_read();
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().sys_errno(), EAGAIN);
+  EXPECT_NE(m.error().message().find("64 attempts"), std::string::npos) << m.error().message();
+  sync_errors_ = 0;
+}
+
+TEST_F(FakeDmaBuf, EndRunsWhenTheHolderThrows) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  clear();
+  try {
+    auto m = t->map_read_write();
+    ASSERT_OK(m);
+    throw std::runtime_error("user code failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW, kEndRw}));
+}
+
+TEST_F(FakeDmaBuf, UnmappableBufferStillExports) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  extra_hook_ = [](const sys::CallInfo& c) { return c.call == sys::Call::Mmap ? ENODEV : 0; };
+  auto m = t->map_read();
+  EXPECT_ERROR(m, ErrorCode::Unsupported, "not CPU-mappable");
+  EXPECT_EQ(m.error().sys_errno(), ENODEV);
+  EXPECT_TRUE(syncs().empty()) << "no sync for a map that could not be made";
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  EXPECT_GE(t->storage()->backing().fd(), 0);
+  extra_hook_ = {};
+  ASSERT_OK(t->map_read());  // the mapping is made lazily: a later map may succeed
+}
+
+TEST_F(FakeDmaBuf, PersistentMappingIsMadeOnce) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  auto mmaps = sys::call_count(sys::Call::Mmap);
+  for (int i = 0; i < 5; ++i) ASSERT_OK(t->map_read());
+  EXPECT_EQ(sys::call_count(sys::Call::Mmap) - mmaps, 1u);
+}
+
+TEST_F(FakeDmaBuf, ExportIsACloexecDupOfTheSameBuffer) {
+  add_heap("system");
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  EXPECT_NE(fd->get(), t->storage()->backing().fd());
+  EXPECT_TRUE(::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC);
+  struct stat a {}, b {};
+  ASSERT_EQ(::fstat(fd->get(), &a), 0);
+  ASSERT_EQ(::fstat(t->storage()->backing().fd(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+}
+
+TEST_F(FakeDmaBuf, ImportedReadOnlyMapsReadOnlyAndIsNeverRenamed) {
+  UniqueFd m(::memfd_create("imported", MFD_CLOEXEC));
+  ASSERT_EQ(::ftruncate(m.get(), 8192), 0);
+  UniqueFd ro(::open(("/proc/self/fd/" + std::to_string(m.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(ro);
+  detail::FdInfo info;
+  info.kind = MemoryKind::DmaBuf;
+  info.size_bytes = 8192;
+  info.read_only = true;
+  struct stat st {};
+  ASSERT_EQ(::fstat(ro.get(), &st), 0);
+  info.key = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+  auto b = detail::dmabuf_backend().import_fd(std::move(ro), info);
+  ASSERT_OK(b);
+  EXPECT_TRUE((*b)->read_only());
+  EXPECT_NE((*b)->detail().find("imported DMA-BUF"), std::string::npos);
+  detail::Storage s(std::move(*b));
+  EXPECT_ERROR(s.acquire_cpu(MapMode::Write), ErrorCode::PermissionDenied, "read-only");
+  auto p = s.acquire_cpu(MapMode::Read);
+  ASSERT_OK(p);
+  s.release_cpu(MapMode::Read);
+  EXPECT_TRUE(ioctls(DMA_BUF_SET_NAME).empty());
+  EXPECT_EQ(syncs(), (std::vector<std::uint64_t>{kStartRead, kEndRead}));
+  // Two imports of one buffer are the same object.
+  auto b2 = detail::dmabuf_backend().import_fd(UniqueFd(::fcntl(m.get(), F_DUPFD_CLOEXEC, 0)), info);
+  ASSERT_OK(b2);
+  EXPECT_EQ((*b2)->object_key(), s.backing().object_key());
+}
+
+TEST_F(FakeDmaBuf, NothingLeaksOnAnyFailingCall) {
+  add_heap("linux,cma");
+  add_heap("system");
+  add_udmabuf();
+  for (auto call : {sys::Call::Open, sys::Call::Ioctl, sys::Call::Fstat, sys::Call::Lseek, sys::Call::MemfdCreate,
+                    sys::Call::Ftruncate, sys::Call::Fcntl}) {
+    for (int n = 1; n <= 6; ++n) {
+      for (const char* heap : {"", "system", "udmabuf"}) {
+        int fds = et_test::open_fd_count();
+        int maps = et_test::mapping_count();
+        extra_hook_ = et_test::fail_nth(call, n, ENOMEM);
+        {
+          auto t = alloc(4096, heap);
+          if (t) {
+            auto m = t->map_write();
+            (void)m;
+          }
+        }
+        extra_hook_ = {};
+        EXPECT_EQ(et_test::open_fd_count(), fds) << sys::call_name(call) << " #" << n << " heap '" << heap << "'";
+        EXPECT_EQ(et_test::mapping_count(), maps) << sys::call_name(call) << " #" << n;
+      }
+    }
+  }
+}
+
+TEST_F(FakeDmaBuf, StatusAndProbeReportHeapsAndWhatServes) {
+  add_heap("system");
+  add_heap("vendor,secure", false);
+  add_udmabuf(32);
+  auto st = dmabuf::probe();
+  EXPECT_EQ(st.serving, "dma-heap system");
+  EXPECT_EQ(st.kernel_heaps, std::vector<std::string>{"system"});
+  ASSERT_EQ(st.heaps.size(), 6u);
+  EXPECT_EQ(st.heaps[0].name, "default_cma_region");
+  EXPECT_FALSE(st.heaps[0].present);
+  EXPECT_EQ(st.heaps[4].name, "system");
+  EXPECT_TRUE(st.heaps[4].present);
+  EXPECT_TRUE(st.heaps[4].accessible);
+  EXPECT_EQ(st.heaps[5].name, "vendor,secure");
+  EXPECT_FALSE(st.heaps[5].in_probe_order);
+  EXPECT_TRUE(st.udmabuf.accessible);
+  EXPECT_EQ(st.udmabuf.size_limit_mb, std::optional<std::size_t>(32));
+  auto bs = backend_status(MemoryKind::DmaBuf);
+  EXPECT_TRUE(bs.built);
+  EXPECT_TRUE(bs.available);
+  EXPECT_NE(bs.detail.find("dma-heap system"), std::string::npos) << bs.detail;
+  EXPECT_NE(bs.detail.find("limit 32 MiB"), std::string::npos) << bs.detail;
+  EXPECT_NE(backend_status(MemoryKind::Auto).detail.find("dmabuf"), std::string::npos);
+  fs::remove(root_ / "dev/dma_heap/system");
+  EXPECT_EQ(dmabuf::probe().serving, "udmabuf");
+  fs::remove(root_ / "dev/udmabuf");
+  auto none = dmabuf::probe();
+  EXPECT_TRUE(none.serving.empty());
+  EXPECT_NE(none.why_none.find("no DMA-BUF allocator usable"), std::string::npos) << none.why_none;
+  EXPECT_FALSE(backend_status(MemoryKind::DmaBuf).available);
+}
+
+TEST(DmaBufHost, ThisMachineWithoutDevicesFallsBackToShm) {
+  if (::access("/dev/dma_heap", F_OK) == 0 || ::access("/dev/udmabuf", F_OK) == 0)
+    GTEST_SKIP() << "this machine has DMA-BUF devices; the fallback is covered by FakeDmaBuf";
+  int fds = et_test::open_fd_count();
+  {
+    auto t = TensorDyn::allocate({100}, DType::U8);
+    ASSERT_OK(t);
+    EXPECT_EQ(t->memory(), MemoryKind::Shm);
+    AllocateOptions o;
+    o.memory = MemoryKind::DmaBuf;
+    auto d = TensorDyn::allocate({100}, DType::U8, o);
+    EXPECT_ERROR(d, ErrorCode::Unavailable, "no DMA-BUF allocator served 100 B");
+    EXPECT_FALSE(backend_status(MemoryKind::DmaBuf).available);
+  }
+  EXPECT_EQ(et_test::open_fd_count(), fds);
+}
+
+}  // namespace
+}  // namespace edgetensor

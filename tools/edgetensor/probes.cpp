@@ -156,6 +156,26 @@ Section probe_dlopen(const std::string& name, std::initializer_list<const char*>
   return Section{name, "unavailable", "not loadable: " + tried, {}};
 }
 
+// DMA-BUF: every heap node and udmabuf as the kernel shows them, which one serves, and a real
+// cross-process round trip when one works.
+Section probe_dmabuf(const std::string& self_exe) {
+  auto st = et::dmabuf::probe();
+  Section s = probe_shared("dmabuf", {.memory = et::MemoryKind::DmaBuf}, self_exe);
+  json heaps = json::array();
+  for (const auto& h : st.heaps)
+    heaps.push_back({{"name", h.name}, {"path", h.path}, {"present", h.present}, {"accessible", h.accessible},
+                     {"contiguous", h.contiguous}, {"permissions", h.permissions}, {"open_error", h.open_error}});
+  s.fields["heaps"] = heaps;
+  s.fields["kernel_heaps"] = st.kernel_heaps;
+  s.fields["udmabuf"] = {{"path", st.udmabuf.path}, {"present", st.udmabuf.present},
+                         {"accessible", st.udmabuf.accessible}, {"permissions", st.udmabuf.permissions},
+                         {"open_error", st.udmabuf.open_error}};
+  if (st.udmabuf.size_limit_mb) s.fields["udmabuf"]["size_limit_mb"] = *st.udmabuf.size_limit_mb;
+  s.fields["serving"] = st.serving;
+  if (!st.why_none.empty()) s.fields["why_none"] = st.why_none;
+  return s;
+}
+
 }  // namespace
 
 Report run_info(const std::string& self_exe) {
@@ -166,7 +186,7 @@ Report run_info(const std::string& self_exe) {
   r.sections.push_back(heap);
   r.sections.push_back(probe_shared("shm (memfd)", {.memory = et::MemoryKind::Shm}, self_exe));
   r.sections.push_back(probe_named_shm(self_exe));
-  r.sections.push_back(probe_shared("dmabuf", {.memory = et::MemoryKind::DmaBuf}, self_exe));
+  r.sections.push_back(probe_dmabuf(self_exe));
   r.sections.push_back(status_only(et::MemoryKind::GlPbo, "gl_pbo"));
   r.sections.push_back(probe_dlopen("cuda runtime", {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}));
   r.sections.push_back(probe_dlopen("egl", {"libEGL.so.1"}));

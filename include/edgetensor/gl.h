@@ -109,8 +109,9 @@ class ET_API Context {
   /// context current on that thread. Errors: Unavailable "GL unavailable: <reason>" (no libEGL, no
   /// headless platform, no device gives a GLES 3 context; each attempt's EGL error is named),
   /// OutOfRange (device_index >= the number of devices, both named), InvalidArgument (bad options),
-  /// Busy (the worker did not finish initialising within `timeout`), FailedPrecondition (called in a
-  /// forked child while a parent context existed is fine; this fails only if threads cannot start).
+  /// Busy (the worker did not finish initialising within `timeout`; it cleans up on its own).
+  /// A forked child may try to create its own context; whether the EGL implementation allows that
+  /// after its parent used EGL is up to the implementation (not tested).
   [[nodiscard]] static Result<std::shared_ptr<Context>> create(const ContextOptions& options = {});
 
   /// Shuts the context down (see the header comment). Blocks until the worker thread has deleted every

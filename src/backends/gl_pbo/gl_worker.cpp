@@ -60,6 +60,38 @@ void clear_gl_errors(const GlApi& gl) noexcept {
   }
 }
 
+// Worker threads that are still running. A thread is detached when its Context is dropped on the GL
+// thread itself or while a mapped orphan keeps it alive; if the process exits meanwhile, EGL's own exit
+// handlers would run under it. The guard (a static made after EGL's first initialisation, so destroyed
+// before EGL's atexit handlers run) waits a bounded time for those threads at exit.
+struct ThreadCensus {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int running = 0;
+};
+ThreadCensus& census() {
+  static auto* c = new ThreadCensus();  // never destroyed: late threads may still signal it
+  return *c;
+}
+void census_enter() {
+  std::lock_guard lock(census().mutex);
+  ++census().running;
+}
+void census_leave() noexcept {
+  {
+    std::lock_guard lock(census().mutex);
+    --census().running;
+  }
+  census().cv.notify_all();
+}
+struct ExitGuard {
+  ~ExitGuard() {
+    std::unique_lock lock(census().mutex);
+    census().cv.wait_for(lock, std::chrono::seconds(2), [] { return census().running == 0; });
+  }
+};
+void arm_exit_guard() { static ExitGuard guard; }
+
 ErrorCode code_of_gl_error(GLenum e) { return e == GL_OUT_OF_MEMORY ? ErrorCode::OutOfMemory : ErrorCode::Internal; }
 
 struct DeviceCandidate {
@@ -121,9 +153,11 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
 
   std::shared_ptr<GlWorker> worker(new GlWorker(options));
   auto init = std::make_shared<Init>();
+  census_enter();
   try {
     worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), worker, init, options);
   } catch (const std::system_error& e) {
+    census_leave();
     return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
   }
   std::unique_lock lock(init->mutex);
@@ -140,6 +174,7 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
     worker->thread_->join();
     return fail(std::move(error));
   }
+  arm_exit_guard();
   return worker;
 }
 
@@ -185,7 +220,8 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
     state_ = State::Stopped;
   }
   thread_id_.store(std::thread::id{});  // thread ids are reused: a later thread must not look like ours
-  self.reset();
+  self.reset();                          // may destroy *this: touch no member below
+  census_leave();
 }
 
 // ---- EGL setup ----------------------------------------------------------------------------------

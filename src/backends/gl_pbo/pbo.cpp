@@ -38,17 +38,11 @@ Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
 void PboBacking::end_cpu_access(MapMode) noexcept {
   auto worker = worker_;
   auto state = state_;
-  try {
-    auto r = worker_->call<void>(
-        [worker, state]() -> Result<void> {
-          worker->unmap_buffer(*state);
-          return {};
-        },
-        worker_->timeout(), {}, /*drain_ok=*/true);
-    if (!r) log(LogLevel::Warning, "glUnmapBuffer of GL PBO {}: {}", state_->name, r.error().message());
-  } catch (...) {
-    log(LogLevel::Error, "glUnmapBuffer of GL PBO {}: out of memory posting to the GL thread", state_->name);
-  }
+  // Fire and forget, never cancelled by a timeout: the queue is FIFO, so any later map, with_buffer or
+  // delete of this buffer runs after the unmap. drain_ok: an orphan's unmap is what deletes it.
+  if (!worker_->post_detached([worker, state] { worker->unmap_buffer(*state); }, /*drain_ok=*/true) &&
+      !state_->disconnected.load())
+    log(LogLevel::Warning, "glUnmapBuffer of GL PBO {} could not be posted to the GL thread", state_->name);
 }
 
 Result<UniqueFd> PboBacking::export_fd() const {

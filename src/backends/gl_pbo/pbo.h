@@ -35,7 +35,7 @@ class PboBacking final : public Backing {
   /// glMapBufferRange on the GL thread. Errors: FailedPrecondition (context gone, fork), Busy (timeout,
   /// an attachment refuses), OutOfMemory / Internal (GL error, named).
   Result<std::byte*> begin_cpu_access(MapMode mode) override;
-  /// glUnmapBuffer on the GL thread; failures are logged.
+  /// Posts glUnmapBuffer to the GL thread without waiting (inline there); failures are logged.
   void end_cpu_access(MapMode modes) noexcept override;
   Result<UniqueFd> export_fd() const override;
 

@@ -105,7 +105,9 @@ TEST(GlContext, ANonEglLibraryIsUnavailableNamingTheMissingSymbol) {
 TEST(GlPboAllocate, WithoutAContextIsAClearError) {
   auto t = et::TensorDyn::allocate({4, 4}, et::DType::F32, mem(MemoryKind::GlPbo));
   EXPECT_ERROR(t, ErrorCode::InvalidArgument, "AllocateOptions::gl_context is null");
-  EXPECT_ERROR(t, ErrorCode::InvalidArgument, "64 B");
+  // Also for a zero-element tensor, which makes no buffer at all.
+  EXPECT_ERROR(et::TensorDyn::allocate({0, 4}, et::DType::F32, mem(MemoryKind::GlPbo)), ErrorCode::InvalidArgument,
+               "AllocateOptions::gl_context is null");
 }
 
 TEST(GlPboStatus, BuiltAndNamesTheEglLibrary) {
@@ -126,8 +128,7 @@ TEST(GlWithBuffer, RefusesANonPboTensor) {
 TEST(GlNotBuilt, EveryEntryAnswersUnavailable) {
   EXPECT_ERROR(et::gl::Context::create(), ErrorCode::Unavailable, "GL backend was not built");
   EXPECT_FALSE(et::gl::probe().available);
-  EXPECT_ERROR(et::TensorDyn::allocate({4}, et::DType::U8, mem(MemoryKind::GlPbo)), ErrorCode::Unavailable,
-               "not built");
+  EXPECT_FALSE(et::backend_status(MemoryKind::GlPbo).built);
 }
 #endif
 

@@ -87,6 +87,7 @@ TEST(GlContextHw, ReportsAHeadlessPlatformAndGles3) {
 }
 
 TEST(GlContextHw, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
+  ET_GL_CONTEXT_OR_SKIP(any, gl::ContextOptions{});
   for (gl::Platform p : {gl::Platform::Device, gl::Platform::Surfaceless}) {
     gl::ContextOptions o;
     o.platform = p;

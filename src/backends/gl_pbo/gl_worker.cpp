@@ -23,6 +23,7 @@ constexpr GLenum kTarget = GL_COPY_WRITE_BUFFER;
 
 std::atomic<unsigned> g_fork_generation{0};
 void on_fork_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
+unsigned fork_generation_now() noexcept { return g_fork_generation.load(std::memory_order_relaxed); }
 
 // EGLDisplays are per-process singletons per (platform, native display): two contexts on the same
 // device share one, and eglTerminate would break the other. We count our users and terminate at zero.
@@ -60,10 +61,11 @@ void clear_gl_errors(const GlApi& gl) noexcept {
   }
 }
 
-// Worker threads that are still running. A thread is detached when its Context is dropped on the GL
-// thread itself or while a mapped orphan keeps it alive; if the process exits meanwhile, EGL's own exit
-// handlers would run under it. The guard (a static made after EGL's first initialisation, so destroyed
-// before EGL's atexit handlers run) waits a bounded time for those threads at exit.
+// Worker threads that have been told to finish (shutdown decided, or creation abandoned) and have not
+// yet finished tearing EGL down. Such a thread may be detached (Context dropped on the GL thread, a
+// mapped orphan, an abandoned creation); if the process exits meanwhile, EGL's exit handlers would run
+// under it. The guard (a static made after EGL's first initialisation, so destroyed before EGL's atexit
+// handlers run) waits a bounded time for them. Idle threads of leaked contexts are not counted.
 struct ThreadCensus {
   std::mutex mutex;
   std::condition_variable cv;
@@ -85,7 +87,9 @@ void census_leave() noexcept {
   census().cv.notify_all();
 }
 struct ExitGuard {
+  unsigned generation = fork_generation_now();
   ~ExitGuard() {
+    if (fork_generation_now() != generation) return;  // a forked child has none of the parent's threads
     std::unique_lock lock(census().mutex);
     census().cv.wait_for(lock, std::chrono::seconds(2), [] { return census().running == 0; });
   }
@@ -103,7 +107,7 @@ struct DeviceCandidate {
 
 }  // namespace
 
-unsigned fork_generation() noexcept { return g_fork_generation.load(std::memory_order_relaxed); }
+unsigned fork_generation() noexcept { return fork_generation_now(); }
 
 std::vector<int> device_try_order(const std::vector<bool>& software) {
   std::vector<int> order;
@@ -153,16 +157,19 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
 
   std::shared_ptr<GlWorker> worker(new GlWorker(options));
   auto init = std::make_shared<Init>();
-  census_enter();
   try {
     worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), worker, init, options);
   } catch (const std::system_error& e) {
-    census_leave();
     return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
   }
   std::unique_lock lock(init->mutex);
   if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; })) {
     init->abandoned = true;  // the thread tears down whatever it made and exits on its own
+    {
+      std::lock_guard q(worker->mutex_);
+      worker->finishing_ = true;  // under init->mutex: the thread reads both only after it
+      census_enter();
+    }
     lock.unlock();
     worker->thread_->detach();
     return fail(ErrorCode::Busy, fmt::format("gl::Context: EGL initialisation did not finish within {} ms",
@@ -220,8 +227,13 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
     state_ = State::Stopped;
   }
   thread_id_.store(std::thread::id{});  // thread ids are reused: a later thread must not look like ours
-  self.reset();                          // may destroy *this: touch no member below
-  census_leave();
+  bool counted = false;
+  {
+    std::lock_guard lock(mutex_);
+    counted = finishing_;
+  }
+  self.reset();  // may destroy *this: touch no member below
+  if (counted) census_leave();
 }
 
 // ---- EGL setup ----------------------------------------------------------------------------------
@@ -485,8 +497,16 @@ void GlWorker::shutdown_on_thread() noexcept {
       release_buffer(*state);
     }
   }
-  if (orphans_ == 0) {
+  if (orphans_ == 0) request_exit();
+}
+
+void GlWorker::request_exit() noexcept {
+  {
     std::lock_guard lock(mutex_);
+    if (!finishing_) {
+      finishing_ = true;
+      census_enter();
+    }
     exit_ = true;
   }
   cv_.notify_all();
@@ -562,11 +582,7 @@ void GlWorker::unmap_buffer(PboState& state) noexcept {
   if (state.orphan) {
     state.orphan = false;
     release_buffer(state);
-    if (--orphans_ == 0) {
-      std::lock_guard lock(mutex_);
-      exit_ = true;
-    }
-    cv_.notify_all();
+    if (--orphans_ == 0) request_exit();
   }
 }
 

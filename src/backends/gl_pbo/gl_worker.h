@@ -116,6 +116,7 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   Result<void> init_egl(const gl::ContextOptions& options);
   void teardown_egl() noexcept;
   void shutdown_on_thread() noexcept;
+  void request_exit() noexcept;  // the loop ends once the queue is empty
   bool enqueue(std::function<void()> job, bool drain_ok);
   Error refused_error() const;
 
@@ -131,6 +132,7 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   std::deque<std::function<void()>> queue_;  // guarded by mutex_
   State state_ = State::Starting;            // guarded by mutex_
   bool exit_ = false;                        // guarded by mutex_: leave the loop once the queue is empty
+  bool finishing_ = false;                   // guarded by mutex_: counted in the exit census
 
   // Set during init on the GL thread, read-only afterwards.
   const EglApi* egl_ = nullptr;

@@ -18,7 +18,7 @@ using et::ErrorCode;
 using et::MemoryKind;
 
 namespace {
-et::AllocateOptions mem(MemoryKind kind) {
+[[maybe_unused]] et::AllocateOptions mem(MemoryKind kind) {
   et::AllocateOptions o;
   o.memory = kind;
   return o;

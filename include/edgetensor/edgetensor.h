@@ -5,6 +5,7 @@
 #include <edgetensor/dtype.h>
 #include <edgetensor/error.h>
 #include <edgetensor/dmabuf.h>
+#include <edgetensor/gl.h>
 #include <edgetensor/image.h>
 #include <edgetensor/ipc.h>
 #include <edgetensor/log.h>

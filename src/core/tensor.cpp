@@ -119,6 +119,10 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
     return fail(ErrorCode::InvalidArgument,
                 fmt::format("allocate: shm_name '{}' needs memory Shm, not {}", options.shm_name,
                             memory_kind_name(options.memory)));
+  // Checked here too (not only in the backend): a zero-element tensor never reaches the backend.
+  if (options.memory == MemoryKind::GlPbo && !options.gl_context)
+    return fail(ErrorCode::InvalidArgument,
+                "allocate with memory gl_pbo: AllocateOptions::gl_context is null; create one with gl::Context::create()");
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
                 fmt::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));

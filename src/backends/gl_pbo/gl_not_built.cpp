@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gl:: API of a library built without the GL backend (ET_WITH_EGL=OFF): the same public header,
+// every entry answers Unavailable. Compiled instead of the backend's sources (see src/CMakeLists.txt).
+#include <edgetensor/gl.h>
+
+namespace edgetensor::gl {
+namespace {
+constexpr const char* kWhy = "GL unavailable: the GL backend was not built into this library (ET_WITH_EGL=OFF)";
+}
+
+std::string_view platform_name(Platform platform) noexcept {
+  switch (platform) {
+    case Platform::Auto: return "auto";
+    case Platform::Device: return "device";
+    case Platform::Surfaceless: return "surfaceless";
+  }
+  return "unknown";
+}
+
+// No Context can exist in this build (create() never makes one), so the members below are never
+// reached through a live object; they exist so that programs link identically in every build.
+Context::Context(std::shared_ptr<detail::GlWorker> worker) noexcept : worker_(std::move(worker)) {}
+Context::~Context() = default;
+Result<std::shared_ptr<Context>> Context::create(const ContextOptions&) { return fail(ErrorCode::Unavailable, kWhy); }
+const ContextInfo& Context::info() const noexcept {
+  static const ContextInfo none;
+  return none;
+}
+std::chrono::milliseconds Context::timeout() const noexcept { return {}; }
+bool Context::on_gl_thread() const noexcept { return false; }
+Result<void> Context::run(std::function<Result<void>()>) const { return fail(ErrorCode::Unavailable, kWhy); }
+Result<void> Context::run(std::function<Result<void>()>, std::chrono::milliseconds) const {
+  return fail(ErrorCode::Unavailable, kWhy);
+}
+void* Context::proc_address(const char*) const noexcept { return nullptr; }
+std::size_t Context::live_buffer_count() const noexcept { return 0; }
+
+Result<void> with_buffer(const TensorDyn&, std::function<Result<void>(const GlBuffer&)>) {
+  return fail(ErrorCode::Unavailable, kWhy);
+}
+Result<void> with_buffer(const TensorDyn&, std::function<Result<void>(const GlBuffer&)>, std::chrono::milliseconds) {
+  return fail(ErrorCode::Unavailable, kWhy);
+}
+
+ProbeResult probe(const ContextOptions&) {
+  ProbeResult r;
+  r.reason = std::string("Unavailable: ") + kWhy;
+  r.pbo_detail = "not attempted";
+  return r;
+}
+
+}  // namespace edgetensor::gl

@@ -71,11 +71,6 @@ json system_info() {
   return sys;
 }
 
-Section status_only(et::MemoryKind kind, const std::string& name) {
-  auto s = et::backend_status(kind);
-  return Section{name, s.available ? "ok" : "unavailable", s.detail, {{"built", s.built}}};
-}
-
 Section probe_heap() {
   Section s{"heap", "failed", "", {}};
   auto t = et::TensorDyn::allocate(kProbeShape, et::DType::U8, {.memory = et::MemoryKind::Heap});
@@ -176,6 +171,24 @@ Section probe_dmabuf(const std::string& self_exe) {
   return s;
 }
 
+// GL: a real headless EGL context (platform, vendor, renderer, GLES version) and a PBO round trip.
+Section probe_gl() {
+  auto p = et::gl::probe();
+  Section s{"gl_pbo", "unavailable", p.reason, {{"built", et::backend_status(et::MemoryKind::GlPbo).built}}};
+  if (!p.available) return s;
+  s.fields["platform"] = p.info.platform_detail;
+  s.fields["egl_library"] = p.info.egl_library;
+  s.fields["egl_vendor"] = p.info.egl_vendor;
+  s.fields["vendor"] = p.info.vendor;
+  s.fields["renderer"] = p.info.renderer;
+  s.fields["gl_version"] = p.info.version;
+  s.fields["pbo_round_trip"] = p.pbo_round_trip;
+  s.status = p.pbo_round_trip ? "ok" : "failed";
+  s.detail = fmt::format("{} | {} | {} | PBO: {}", p.info.platform_detail, p.info.renderer, p.info.version,
+                         p.pbo_detail);
+  return s;
+}
+
 }  // namespace
 
 Report run_info(const std::string& self_exe) {
@@ -187,9 +200,8 @@ Report run_info(const std::string& self_exe) {
   r.sections.push_back(probe_shared("shm (memfd)", {.memory = et::MemoryKind::Shm}, self_exe));
   r.sections.push_back(probe_named_shm(self_exe));
   r.sections.push_back(probe_dmabuf(self_exe));
-  r.sections.push_back(status_only(et::MemoryKind::GlPbo, "gl_pbo"));
+  r.sections.push_back(probe_gl());
   r.sections.push_back(probe_dlopen("cuda runtime", {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}));
-  r.sections.push_back(probe_dlopen("egl", {"libEGL.so.1"}));
   auto automatic = et::backend_status(et::MemoryKind::Auto);
   r.system["auto_selection"] = automatic.detail;
   return r;

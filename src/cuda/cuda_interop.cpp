@@ -116,6 +116,9 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
                                        borrowed_fd, size_bytes, device);
   void* ext = nullptr;
   if (drv) {
+    // Driver calls need a current context: cudaSetDevice makes the primary context current (12.0+).
+    CudaError se = api.cudaSetDevice(device);
+    if (se != kCudaSuccess) return fail(cuda_error(api, se, fmt::format("cudaSetDevice({})", device)));
     CuResult r = drv->import(&ext, desc.data());
     if (r != 0) return fail(driver_error(*drv, r, "cuImportExternalMemory" + what));
   } else {
@@ -144,6 +147,7 @@ ExternalImport::~ExternalImport() {
   // A fork child must not touch the parent's CUDA objects; the parent still owns them.
   if (!api_ || (!ext_ && !ptr_) || foreign_process(pid_)) return;
   auto guard = DeviceGuard::enter(*api_, device_);
+  if (driver_) (void)api_->cudaSetDevice(device_);  // the driver API needs the primary context current
   // CUDA Runtime API: the mapped buffer "must be freed using cudaFree"; all mapped buffers must be
   // freed before cudaDestroyExternalMemory. Each exactly once.
   if (ptr_) {

@@ -52,7 +52,8 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   auto m = cuda::detail::map_storage(storage, 0, 16384, {});
   ASSERT_OK(m);
   EXPECT_EQ(m->path(), cuda::CudaPath::ExternalDmaBuf);
-  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaGetDevice", "cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer"}));
+  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaGetDevice", "cudaSetDevice", "cuImportExternalMemory",
+                                  "cuExternalMemoryGetMappedBuffer"}));
   const EtFakeCall* imp = fake_.last("cuImportExternalMemory");
   EXPECT_EQ(imp->desc_size, 104u);
   EXPECT_EQ(desc_field<int>(imp, 0), 9);
@@ -63,7 +64,7 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   fake_.reset();
   *m = cuda::CudaMap();
   storage.reset();
-  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cuMemFree", "cuDestroyExternalMemory"}));
+  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaSetDevice", "cuMemFree", "cuDestroyExternalMemory"}));
 }
 
 TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {

@@ -148,7 +148,7 @@ TEST_F(CudaFake, DmaBufStorageTriesDmaBufTypeThenOpaqueFdWithFullDescriptors) {
   auto m = cuda::detail::map_storage(storage, 4096, kSize - 4096, {});
   ASSERT_OK(m);
   EXPECT_EQ(m->path(), cuda::CudaPath::ExternalOpaqueFd);
-  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaGetDevice", "cuImportExternalMemory", "cudaGetDevice",
+  EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaGetDevice", "cudaSetDevice", "cuImportExternalMemory", "cudaGetDevice",
                                   "cudaImportExternalMemory", "cudaExternalMemoryGetMappedBuffer"}));
   for (int i = 0; i < fake_.call_count(); ++i) {
     const EtFakeCall* c = fake_.call(i);

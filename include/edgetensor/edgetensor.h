@@ -2,6 +2,7 @@
 // Umbrella header: the whole public C++ API.
 #pragma once
 
+#include <edgetensor/cuda.h>
 #include <edgetensor/dtype.h>
 #include <edgetensor/error.h>
 #include <edgetensor/dmabuf.h>

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// Optional CUDA interop: device views of tensors, external memory, streams and copies.
+//
+// The CUDA runtime is loaded with dlopen on first use (never at static initialisation, never
+// unloaded); the library has no link-time dependency on it. Loader order: EDGETENSOR_DISABLE_CUDA=1
+// disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that file and nothing else; otherwise
+// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so. Both variables are read
+// once per process.
+//
+// Errors: nothing here throws or aborts. Every fallible call returns Result<T>. A CUDA error keeps
+// its name, number and text in the message, e.g. "cudaHostRegister(0x7f.., 4096 B, flags 0x3):
+// cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version".
+// Codes: Unavailable (no runtime, no driver, no device, disabled), FailedPrecondition (called in a
+// child after fork(), empty tensor handle), InvalidArgument (null pointer, bad fd, size mismatch),
+// OutOfRange (copy larger than a buffer), Unsupported (this storage cannot be given to CUDA here, e.g.
+// a DMA-BUF on a desktop GPU), OutOfMemory (cudaErrorMemoryAllocation), AlreadyExists
+// (cudaErrorHostMemoryAlreadyRegistered), Internal (other CUDA errors).
+//
+// fork(): CUDA state does not survive fork (CUDA Programming Guide, "Multiprocessing"). In a child
+// of a process that loaded the runtime, every call here fails fast with FailedPrecondition, status()
+// reports it, and destructors of objects inherited from the parent make no CUDA call.
+//
+// Thread rules: status()/available() and every free function may be called from any thread. A
+// Stream, CudaMap or ExternalMemory is a value owned by one thread at a time (moving is fine). CUDA
+// calls run on the calling thread and use its current device (cudaGetDevice) unless a device is
+// given.
+#pragma once
+
+#include <edgetensor/error.h>
+#include <edgetensor/export.h>
+#include <edgetensor/tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgetensor {
+namespace detail {
+class Storage;
+}
+
+namespace cuda {
+
+namespace detail {
+class CudaHandle;
+class ExternalImport;
+struct MapAccess;
+}  // namespace detail
+
+/// One CUDA device, from cudaDeviceGetAttribute and the driver API (cuDeviceGetName,
+/// cuDeviceTotalMem via cudaGetDriverEntryPoint; empty/0 when the runtime cannot reach them).
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  std::size_t total_memory_bytes = 0;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  bool integrated = false;            ///< Shares memory with the CPU (Jetson).
+  bool can_map_host_memory = false;   ///< cudaDevAttrCanMapHostMemory.
+};
+
+/// What the loader and the runtime said. Computed once per process (first call), except the fork
+/// fields, which follow the calling process.
+struct Status {
+  bool disabled = false;          ///< EDGETENSOR_DISABLE_CUDA is set.
+  bool loaded = false;            ///< A runtime library loaded with every required symbol.
+  bool from_env = false;          ///< EDGETENSOR_CUDART named the file.
+  std::string runtime_file;       ///< Full path of the loaded file (dlinfo), empty when none.
+  int runtime_version = 0;        ///< cudaRuntimeGetVersion: 1000 * major + 10 * minor (13000 = 13.0).
+  int driver_version = 0;         ///< cudaDriverGetVersion; 0 = no driver installed.
+  int device_count = 0;           ///< cudaGetDeviceCount (0 when it failed).
+  std::vector<DeviceInfo> devices;
+  bool driver_entry_points = false;  ///< Optional group: cudaGetDriverEntryPoint[ByVersion].
+  bool gl_interop = false;           ///< Optional group: cudaGraphicsGLRegisterBuffer and friends.
+  bool dmabuf_handle_type = false;   ///< The driver offers cuImportExternalMemory with a driver >= 13.0
+                                     ///< (CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD, Jetson Thor+).
+  std::vector<std::string> missing_optional_symbols;
+  std::vector<std::string> tried;  ///< "<name or path>: <dlerror>" for each file that failed to load.
+  bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.
+  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child.
+  std::string error;               ///< Why unavailable (CUDA error name, number and text); empty if available.
+
+  /// One line for tools: "CUDA 13.0 runtime (/usr/.../libcudart.so.13), driver none, 0 devices:
+  /// unavailable: cudaErrorInsufficientDriver (35): ...".
+  std::string summary() const;
+};
+
+/// The loader's and runtime's status. Never throws; loads the runtime on first call.
+ET_API Status status();
+/// status().available, cheaply.
+ET_API bool available();
+/// "13.0" for 13000; "none" for 0.
+ET_API std::string version_string(int cuda_version);
+
+/// A CUDA stream (cudaStreamCreateWithFlags(cudaStreamNonBlocking)); destroyed with
+/// cudaStreamDestroy (skipped in a fork child). Move-only.
+class ET_API Stream {
+ public:
+  /// Errors: as the module preamble (Unavailable, FailedPrecondition after fork, CUDA errors).
+  [[nodiscard]] static Result<Stream> create();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  /// Blocks until all work queued on the stream is complete (cudaStreamSynchronize).
+  [[nodiscard]] Result<void> synchronize() const;
+  /// The cudaStream_t, borrowed: valid while this object lives.
+  void* native_handle() const noexcept { return stream_; }
+
+ private:
+  Stream(void* stream, int pid) noexcept : stream_(stream), pid_(pid) {}
+  void reset() noexcept;
+  void* stream_ = nullptr;
+  int pid_ = 0;
+};
+
+// ---- Copies (bytes; pointers are borrowed for the call; device pointers come from CudaMap,
+// ExternalMemory or the user's own cudaMalloc) ----------------------------------------------------
+/// cudaMemcpy host -> device. A zero size copies nothing. Errors: InvalidArgument (null pointer with
+/// a non-zero size), CUDA errors.
+[[nodiscard]] ET_API Result<void> copy_host_to_device(void* device_dst, const void* host_src, std::size_t size_bytes);
+[[nodiscard]] ET_API Result<void> copy_device_to_host(void* host_dst, const void* device_src, std::size_t size_bytes);
+[[nodiscard]] ET_API Result<void> copy_device_to_device(void* device_dst, const void* device_src, std::size_t size_bytes);
+/// cudaMemcpyAsync on `stream`. The host buffer must stay valid and unchanged until the stream is
+/// synchronized (pageable memory is staged by CUDA; pinned memory is read by DMA later).
+[[nodiscard]] ET_API Result<void> copy_host_to_device_async(void* device_dst, const void* host_src,
+                                                          std::size_t size_bytes, const Stream& stream);
+[[nodiscard]] ET_API Result<void> copy_device_to_host_async(void* host_dst, const void* device_src,
+                                                          std::size_t size_bytes, const Stream& stream);
+[[nodiscard]] ET_API Result<void> copy_device_to_device_async(void* device_dst, const void* device_src,
+                                                            std::size_t size_bytes, const Stream& stream);
+
+/// Copies a tensor's elements to `device_dst`, packed in C order (size_bytes() bytes). A tensor whose
+/// innermost stride is the element size is copied row by row; any other layout is refused
+/// (InvalidArgument, naming the stride). With a stream the copies are queued on it and the call waits
+/// for the stream before it closes its CPU map (so a DMA-BUF sync bracket covers the DMA).
+/// Errors: OutOfRange when device_capacity_bytes < size_bytes(), FailedPrecondition (empty handle),
+/// the map's errors, CUDA errors.
+[[nodiscard]] ET_API Result<void> copy_to_device(const TensorDyn& src, void* device_dst,
+                                                 std::size_t device_capacity_bytes, const Stream* stream = nullptr);
+/// The reverse: `device_src` holds dst.size_bytes() packed bytes; they land in the tensor's layout
+/// through a write map. Errors as copy_to_device, plus PermissionDenied on read-only storage.
+[[nodiscard]] ET_API Result<void> copy_from_device(const void* device_src, std::size_t device_size_bytes,
+                                                   const TensorDyn& dst, const Stream* stream = nullptr);
+
+/// How a storage is reached from CUDA.
+enum class CudaPath : std::uint8_t {
+  HostRegistered = 0,        ///< heap/shm: cudaHostRegister(Mapped|Portable) + cudaHostGetDevicePointer.
+  ExternalOpaqueFd = 1,      ///< cudaImportExternalMemory(cudaExternalMemoryHandleTypeOpaqueFd).
+  ExternalDmaBuf = 2,        ///< cuImportExternalMemory(CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD).
+  GlBuffer = 3,              ///< cudaGraphicsGLRegisterBuffer (GL PBO; the CUDA-GL path).
+};
+/// "host-registered", "external-opaque-fd", "external-dmabuf", "gl-buffer".
+ET_API std::string_view cuda_path_name(CudaPath path) noexcept;
+
+/// Options for map().
+struct MapOptions {
+  /// The device; -1 = the calling thread's current device. A storage is reached through one handle,
+  /// bound to the device it was made on; a later map for another device is FailedPrecondition.
+  int device = -1;
+};
+
+/// A device view of a tensor: device_ptr() is the tensor's first element (the storage's single CUDA
+/// handle plus the tensor's byte offset), size() its extent in bytes. Keeps the storage alive.
+///
+/// CPU and device access are not synchronised for you: device work that reads or writes through
+/// this pointer must be complete before the CPU maps the same storage (and CPU writes must be done,
+/// i.e. the CPU map closed, before device work starts). record(stream) after queuing the work and
+/// wait() before the CPU map do exactly that; synchronizing the stream yourself is equivalent.
+/// Move-only. The handle behind it (registration / import) lives until the storage is freed.
+class ET_API CudaMap {
+ public:
+  CudaMap() noexcept = default;
+  CudaMap(CudaMap&& other) noexcept;
+  CudaMap& operator=(CudaMap&& other) noexcept;
+  CudaMap(const CudaMap&) = delete;
+  CudaMap& operator=(const CudaMap&) = delete;
+  ~CudaMap();
+
+  /// Device address of the tensor's first element; null when released.
+  void* device_ptr() const noexcept { return ptr_; }
+  /// Bytes from the first element to one past the last (the tensor's extent).
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_; }
+  CudaPath path() const noexcept { return path_; }
+  int device() const noexcept { return device_; }
+  bool is_mapped() const noexcept { return storage_ != nullptr; }
+
+  /// Records an event on `stream` (cudaEventRecord) marking the end of the work queued so far.
+  [[nodiscard]] Result<void> record(const Stream& stream);
+  /// Blocks until the recorded event completes; without record(), until the device is idle
+  /// (cudaDeviceSynchronize). Call it before mapping the storage on the CPU.
+  [[nodiscard]] Result<void> wait() const;
+  /// Ends this view early (idempotent): drops the event and the storage reference.
+  void release() noexcept;
+
+ private:
+  friend struct detail::MapAccess;
+  std::shared_ptr<edgetensor::detail::Storage> storage_;
+  detail::CudaHandle* handle_ = nullptr;  // owned by storage_
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+  CudaPath path_ = CudaPath::HostRegistered;
+  int device_ = 0;
+  void* event_ = nullptr;  // cudaEvent_t from record()
+  int pid_ = 0;
+};
+
+/// A device view of `tensor`: heap and shm storage are host-registered once per storage; DMA-BUF
+/// storage is imported as external memory (the driver's DMA-BUF handle type where offered, then the
+/// runtime's OpaqueFd type). The handle is made on first use, cached in the storage and torn down
+/// before the storage frees its memory (cudaHostUnregister; or cudaFree then
+/// cudaDestroyExternalMemory). Read-only storage is registered with cudaHostRegisterReadOnly: device
+/// writes to it fault. Never throws.
+/// Errors: FailedPrecondition (empty handle, zero-byte tensor, fork child, other device), Unavailable,
+/// Unsupported (no path works for this storage, with each path's reason; GL PBO tensors here), CUDA
+/// errors.
+[[nodiscard]] ET_API Result<CudaMap> map(const TensorDyn& tensor, const MapOptions& options = {}) noexcept;
+
+/// External memory handle types (CUDA Runtime API "External Resource Interoperability"; cuda.h).
+enum class ExternalMemoryHandleType : std::uint8_t {
+  OpaqueFd = 0,  ///< An fd exported by CUDA/Vulkan (cuMemExportToShareableHandle POSIX fd), or a
+                 ///< DMA-BUF on platforms whose driver accepts it as opaque (Jetson Orin).
+  DmaBufFd = 1,  ///< A DMA-BUF fd, through the driver API (Jetson Thor and later, driver >= 13.0).
+};
+
+struct ExternalMemoryOptions {
+  /// Size of the memory object in bytes. 0 = the fd's real size (fstat for memfd/tmpfs, lseek for a
+  /// DMA-BUF). When the kernel reports a size, a non-zero value must equal it; when it reports none
+  /// (e.g. CUDA's own opaque fds) this is required.
+  std::size_t size_bytes = 0;
+  /// cudaExternalMemoryDedicated.
+  bool dedicated = false;
+  /// Device to import on; -1 = the calling thread's current device.
+  int device = -1;
+};
+
+/// An imported external memory object, mapped whole as one device buffer. Ownership of the fd: the
+/// caller's fd is borrowed; CUDA receives a CLOEXEC dup and owns it after a successful import (it
+/// closes it); if the import fails, we close the dup. Teardown (CUDA Runtime API,
+/// cudaExternalMemoryGetMappedBuffer / cudaDestroyExternalMemory): the mapped pointer is freed with
+/// cudaFree, then the object is destroyed, each exactly once. Move-only.
+class ET_API ExternalMemory {
+ public:
+  /// Errors: InvalidArgument (bad fd, size mismatch, DmaBufFd given a non-DMA-BUF fd), Unavailable,
+  /// FailedPrecondition (fork child), Unsupported (runtime major without a descriptor table; DmaBufFd
+  /// without the driver's DMA-BUF type), CUDA errors.
+  [[nodiscard]] static Result<ExternalMemory> import_fd_dup(int borrowed_fd, ExternalMemoryHandleType type,
+                                                            const ExternalMemoryOptions& options = {});
+  ExternalMemory(ExternalMemory&&) noexcept;
+  ExternalMemory& operator=(ExternalMemory&&) noexcept;
+  ~ExternalMemory();
+
+  /// Device address of byte 0; valid while this object lives.
+  void* device_ptr() const noexcept;
+  std::size_t size_bytes() const noexcept;
+  ExternalMemoryHandleType type() const noexcept;
+  int device() const noexcept;
+
+ private:
+  explicit ExternalMemory(std::unique_ptr<detail::ExternalImport> impl) noexcept;
+  std::unique_ptr<detail::ExternalImport> impl_;
+};
+
+}  // namespace cuda
+}  // namespace edgetensor

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internals shared by the CUDA files: the usability gate, CUDA error conversion, the per-storage
+// handle types and the storage-level map used by cuda::map (tests call it with hand-made storages).
+#pragma once
+
+#include <edgetensor/cuda.h>
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/storage.h"
+#include "cuda/cuda_runtime_api.h"
+#include "cuda/descriptor_layout.h"
+
+namespace edgetensor::cuda::detail {
+
+/// The runtime table when CUDA may be called from here: fails fast (no CUDA call) when the runtime
+/// is not loaded (Unavailable), in a fork child (FailedPrecondition) or when status() found it
+/// unusable (Unavailable, with the reason). `what` names the caller's operation.
+Result<const CudaRuntimeApi*> usable(std::string_view what);
+
+/// Our Error for a CUDA error: "<call>: <name> (<n>): <text>", code mapped from the CUDA error.
+Error cuda_error(const CudaRuntimeApi& api, CudaError e, std::string_view call);
+ErrorCode code_for_cuda_error(CudaError e) noexcept;
+
+/// The status computed once per process (no fork adjustment).
+const Status& cached_status();
+
+/// The device to use: `requested` (>= 0) or the calling thread's current device.
+Result<int> resolve_device(const CudaRuntimeApi& api, int requested);
+
+/// Makes `device` current for the guard's scope and restores the previous one.
+class DeviceGuard {
+ public:
+  static Result<DeviceGuard> enter(const CudaRuntimeApi& api, int device);
+  DeviceGuard(DeviceGuard&& o) noexcept : api_(o.api_), previous_(o.previous_) { o.api_ = nullptr; }
+  DeviceGuard& operator=(DeviceGuard&&) = delete;
+  ~DeviceGuard();
+
+ private:
+  DeviceGuard(const CudaRuntimeApi* api, int previous) : api_(api), previous_(previous) {}
+  const CudaRuntimeApi* api_;  // null = nothing to restore
+  int previous_;
+};
+
+/// The CUDA handle attached to one Storage (its DeviceHandle slot). Destroyed before the Backing
+/// frees the memory. begin_map/end_map bracket each CudaMap (a GL buffer maps per view; the other
+/// paths are persistently mapped and do nothing there).
+class CudaHandle : public edgetensor::detail::DeviceHandle {
+ public:
+  virtual CudaPath path() const noexcept = 0;
+  virtual int device() const noexcept = 0;
+  /// Device address of byte 0 of the storage, valid while the handle lives.
+  virtual void* base() const noexcept = 0;
+  virtual Result<void*> begin_map() { return base(); }
+  virtual void end_map() noexcept {}
+};
+
+/// One imported external-memory object mapped whole (runtime OpaqueFd path or driver DMA-BUF path).
+class ExternalImport {
+ public:
+  /// Imports a dup of `borrowed_fd` (closed here if the import fails; CUDA's after success).
+  static Result<std::unique_ptr<ExternalImport>> create(const CudaRuntimeApi& api, int borrowed_fd,
+                                                        ExternalMemoryHandleType type, std::size_t size_bytes,
+                                                        bool dedicated, int device);
+  ~ExternalImport();
+  ExternalImport(const ExternalImport&) = delete;
+  ExternalImport& operator=(const ExternalImport&) = delete;
+
+  void* device_ptr() const noexcept { return ptr_; }
+  std::size_t size_bytes() const noexcept { return size_; }
+  ExternalMemoryHandleType type() const noexcept { return type_; }
+  int device() const noexcept { return device_; }
+
+  struct DriverApi;  // the driver symbols of the DMA-BUF path
+
+ private:
+  ExternalImport() = default;
+  const CudaRuntimeApi* api_ = nullptr;
+  const DriverApi* driver_ = nullptr;  // set on the DMA-BUF path: teardown uses the driver API
+  void* ext_ = nullptr;                // cudaExternalMemory_t / CUexternalMemory
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+  ExternalMemoryHandleType type_ = ExternalMemoryHandleType::OpaqueFd;
+  int device_ = 0;
+  pid_t pid_ = 0;
+};
+
+/// cuda::map on a storage: `offset_bytes`/`extent_bytes` locate the view inside it.
+Result<CudaMap> map_storage(const std::shared_ptr<edgetensor::detail::Storage>& storage, std::size_t offset_bytes,
+                            std::size_t extent_bytes, const MapOptions& options);
+
+}  // namespace edgetensor::cuda::detail

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuda::status(), the usability gate every entry point passes, and CUDA error conversion.
+#include <unistd.h>
+
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_internal.h"
+
+namespace edgetensor::cuda {
+namespace detail {
+namespace {
+
+using CuDeviceGetNameFn = CuResult (*)(char*, int, int);
+using CuDeviceTotalMemFn = CuResult (*)(std::size_t*, int);
+
+Status compute_status() {
+  Status s;
+  const LoadInfo& info = load_info();
+  s.disabled = info.disabled;
+  s.from_env = info.from_env;
+  s.runtime_file = info.file;
+  s.tried = info.tried;
+  s.missing_optional_symbols = info.missing_optional;
+  const CudaRuntimeApi* api = runtime();
+  if (!api) {
+    s.error = info.error;
+    return s;
+  }
+  s.loaded = true;
+  s.driver_entry_points = api->has_driver_entry_points();
+  s.gl_interop = api->has_gl_interop();
+  if (in_forked_child()) {
+    s.forked_child = true;
+    s.error = "this process is a fork() child of the process that loaded CUDA; CUDA does not survive fork";
+    return s;
+  }
+  CudaError e = api->cudaRuntimeGetVersion(&s.runtime_version);
+  if (e != kCudaSuccess) {
+    s.error = "cudaRuntimeGetVersion: " + describe_error(*api, e);
+    return s;
+  }
+  e = api->cudaDriverGetVersion(&s.driver_version);
+  if (e != kCudaSuccess) {
+    s.error = "cudaDriverGetVersion: " + describe_error(*api, e);
+    return s;
+  }
+  int count = 0;
+  e = api->cudaGetDeviceCount(&count);
+  if (e != kCudaSuccess) {
+    s.error = "cudaGetDeviceCount: " + describe_error(*api, e);
+    if (s.driver_version == 0) s.error += " (cudaDriverGetVersion reports 0: no CUDA driver is installed)";
+    return s;
+  }
+  s.device_count = count;
+  if (s.driver_version == 0) {
+    s.error = "no CUDA driver (cudaDriverGetVersion reports 0)";
+    return s;
+  }
+  if (count <= 0) {
+    s.error = "the CUDA driver reports no device (cudaGetDeviceCount = 0)";
+    return s;
+  }
+  if (!layout_for_runtime(s.runtime_version)) {
+    s.error = fmt::format("CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
+                          version_string(s.runtime_version));
+    return s;
+  }
+  std::string reason;
+  auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, "cuDeviceGetName", s.runtime_version, &reason));
+  auto total_mem = reinterpret_cast<CuDeviceTotalMemFn>(driver_entry_point(*api, "cuDeviceTotalMem", s.runtime_version, &reason));
+  s.dmabuf_handle_type = s.driver_version >= 13000 &&
+                         driver_entry_point(*api, "cuImportExternalMemory", s.runtime_version, nullptr) != nullptr;
+  for (int d = 0; d < count; ++d) {
+    DeviceInfo di;
+    di.ordinal = d;
+    int v = 0;
+    if (api->cudaDeviceGetAttribute(&v, kDevAttrComputeCapabilityMajor, d) == kCudaSuccess) di.compute_capability_major = v;
+    if (api->cudaDeviceGetAttribute(&v, kDevAttrComputeCapabilityMinor, d) == kCudaSuccess) di.compute_capability_minor = v;
+    if (api->cudaDeviceGetAttribute(&v, kDevAttrIntegrated, d) == kCudaSuccess) di.integrated = v != 0;
+    if (api->cudaDeviceGetAttribute(&v, kDevAttrCanMapHostMemory, d) == kCudaSuccess) di.can_map_host_memory = v != 0;
+    char name[256] = {};
+    if (get_name && get_name(name, static_cast<int>(sizeof name - 1), d) == 0) di.name = name;
+    std::size_t bytes = 0;
+    if (total_mem && total_mem(&bytes, d) == 0) di.total_memory_bytes = bytes;
+    s.devices.push_back(std::move(di));
+  }
+  s.available = true;
+  return s;
+}
+
+}  // namespace
+
+const Status& cached_status() {
+  static const Status s = [] {
+    try {
+      return compute_status();
+    } catch (...) {
+      Status f;
+      f.error = "CUDA status: out of memory";
+      return f;
+    }
+  }();
+  return s;
+}
+
+ErrorCode code_for_cuda_error(CudaError e) noexcept {
+  switch (e) {
+    case kCudaErrorInvalidValue: return ErrorCode::InvalidArgument;
+    case 17: return ErrorCode::InvalidArgument;   // cudaErrorInvalidDevicePointer
+    case 101: return ErrorCode::InvalidArgument;  // cudaErrorInvalidDevice
+    case 400: return ErrorCode::InvalidArgument;  // cudaErrorInvalidResourceHandle
+    case kCudaErrorMemoryAllocation: return ErrorCode::OutOfMemory;
+    case kCudaErrorInitializationError:
+    case kCudaErrorInsufficientDriver:
+    case kCudaErrorNoDevice:
+    case 34:   // cudaErrorStubLibrary
+    case 46:   // cudaErrorDevicesUnavailable
+    case 803:  // cudaErrorSystemDriverMismatch
+      return ErrorCode::Unavailable;
+    case kCudaErrorHostMemoryAlreadyRegistered: return ErrorCode::AlreadyExists;
+    case kCudaErrorNotSupported: return ErrorCode::Unsupported;
+    default: return ErrorCode::Internal;
+  }
+}
+
+Error cuda_error(const CudaRuntimeApi& api, CudaError e, std::string_view call) {
+  return Error(code_for_cuda_error(e), fmt::format("{}: {}", call, describe_error(api, e)));
+}
+
+Result<const CudaRuntimeApi*> usable(std::string_view what) {
+  const CudaRuntimeApi* api = runtime();
+  if (!api) return fail(ErrorCode::Unavailable, fmt::format("{}: CUDA unavailable: {}", what, load_info().error));
+  if (in_forked_child())
+    return fail(ErrorCode::FailedPrecondition,
+                fmt::format("{}: refused in process {}, a fork() child of process {} that loaded CUDA "
+                            "(CUDA state does not survive fork)",
+                            what, getpid(), load_info().load_pid));
+  const Status& s = cached_status();
+  if (!s.available) return fail(ErrorCode::Unavailable, fmt::format("{}: CUDA unavailable: {}", what, s.error));
+  return api;
+}
+
+Result<int> resolve_device(const CudaRuntimeApi& api, int requested) {
+  if (requested >= 0) {
+    const int count = cached_status().device_count;
+    if (requested >= count)
+      return fail(ErrorCode::InvalidArgument, fmt::format("CUDA device {} does not exist ({} device(s))", requested, count));
+    return requested;
+  }
+  int d = 0;
+  CudaError e = api.cudaGetDevice(&d);
+  if (e != kCudaSuccess) return fail(cuda_error(api, e, "cudaGetDevice"));
+  return d;
+}
+
+Result<DeviceGuard> DeviceGuard::enter(const CudaRuntimeApi& api, int device) {
+  int previous = 0;
+  CudaError e = api.cudaGetDevice(&previous);
+  if (e != kCudaSuccess) return fail(cuda_error(api, e, "cudaGetDevice"));
+  if (previous == device) return DeviceGuard(nullptr, previous);
+  e = api.cudaSetDevice(device);
+  if (e != kCudaSuccess) return fail(cuda_error(api, e, fmt::format("cudaSetDevice({})", device)));
+  return DeviceGuard(&api, previous);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (api_) (void)api_->cudaSetDevice(previous_);
+}
+
+}  // namespace detail
+
+std::string version_string(int v) {
+  if (v <= 0) return "none";
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
+
+std::string Status::summary() const {
+  std::string out;
+  if (!loaded) {
+    out = disabled ? "CUDA disabled (EDGETENSOR_DISABLE_CUDA)" : "CUDA runtime not loaded";
+    if (!disabled && !error.empty()) out += ": " + error;
+    return out;
+  }
+  out = fmt::format("CUDA {} runtime ({}), driver {}, {} device(s)", version_string(runtime_version), runtime_file,
+                    version_string(driver_version), device_count);
+  for (const auto& d : devices)
+    out += fmt::format("; #{} {} ({:.1f} GiB, sm_{}{}{})", d.ordinal, d.name.empty() ? "(name unknown)" : d.name,
+                       static_cast<double>(d.total_memory_bytes) / (1024.0 * 1024.0 * 1024.0),
+                       d.compute_capability_major, d.compute_capability_minor, d.integrated ? ", integrated" : "");
+  out += available ? ": available" : ": unavailable: " + error;
+  return out;
+}
+
+Status status() {
+  try {
+    Status s = detail::cached_status();
+    // The fork fields follow the calling process, not the one that computed the cache.
+    if (detail::in_forked_child() && !s.forked_child) {
+      s.forked_child = true;
+      s.available = false;
+      s.error = "this process is a fork() child of the process that loaded CUDA; CUDA does not survive fork";
+    }
+    return s;
+  } catch (...) {
+    Status s;
+    s.error = "CUDA status: out of memory";
+    return s;
+  }
+}
+
+bool available() {
+  return detail::cached_status().available && !detail::in_forked_child();
+}
+
+}  // namespace edgetensor::cuda

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lane 1: the real CUDA runtime as the loader finds it. On a machine with libcudart but no driver
+// (the CI machine) CUDA must be reported unavailable with the runtime's own reason, every entry point
+// must fail fast and cleanly, and the other backends must keep working.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "cuda_test_util.h"
+
+namespace cuda = edgetensor::cuda;
+using edgetensor::DType;
+using edgetensor::ErrorCode;
+using edgetensor::MemoryKind;
+using edgetensor::TensorDyn;
+
+namespace {
+
+class CudaRealRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!et_cuda_test::env("EDGETENSOR_CUDART").empty())
+      GTEST_SKIP() << "EDGETENSOR_CUDART is set; this lane needs the loader's own search (ctest lane cuda.real)";
+    st_ = cuda::status();
+    if (!st_.loaded) GTEST_SKIP() << "no CUDA runtime is installed here: " << st_.error;
+    if (st_.driver_version != 0)
+      GTEST_SKIP() << "a CUDA driver is present (version " << st_.driver_version
+                   << "); this lane checks the runtime-without-driver case";
+  }
+  cuda::Status st_;
+};
+
+TEST_F(CudaRealRuntime, StatusIsExactWithoutDriver) {
+  EXPECT_TRUE(st_.loaded);
+  EXPECT_FALSE(st_.from_env);
+  EXPECT_NE(st_.runtime_file.find("libcudart.so."), std::string::npos) << st_.runtime_file;
+  EXPECT_EQ(st_.runtime_file.front(), '/') << "dlinfo gives the full path: " << st_.runtime_file;
+  EXPECT_EQ(access(st_.runtime_file.c_str(), R_OK), 0) << st_.runtime_file;
+  EXPECT_GE(st_.runtime_version, 11000);
+  if (st_.runtime_file.find("libcudart.so.13") != std::string::npos) {
+    EXPECT_EQ(st_.runtime_version / 1000, 13);
+  }
+  EXPECT_EQ(st_.driver_version, 0);
+  EXPECT_EQ(st_.device_count, 0);
+  EXPECT_TRUE(st_.devices.empty());
+  EXPECT_FALSE(st_.available);
+  EXPECT_FALSE(cuda::available());
+  EXPECT_NE(st_.error.find("cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version"),
+            std::string::npos)
+      << st_.error;
+  EXPECT_TRUE(st_.driver_entry_points);
+  EXPECT_TRUE(st_.gl_interop) << "libcudart exports the GL interop symbols";
+  EXPECT_TRUE(st_.tried.empty()) << "the first soname loaded";
+  const std::string line = st_.summary();
+  EXPECT_NE(line.find(st_.runtime_file), std::string::npos) << line;
+  EXPECT_NE(line.find("driver none"), std::string::npos) << line;
+  EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
+  std::printf("status: %s\n", line.c_str());
+}
+
+TEST_F(CudaRealRuntime, EveryEntryPointFailsFastAndCleanly) {
+  const int fds = et_test::open_fd_count();
+  auto t = TensorDyn::allocate({64, 64}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  ASSERT_OK(t);
+  const char* reason = "cudaErrorInsufficientDriver (35)";
+  EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::Stream::create(), ErrorCode::Unavailable, reason);
+  char buf[16] = {};
+  EXPECT_ERROR(cuda::copy_host_to_device(buf, buf, sizeof buf), ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::copy_device_to_host(buf, buf, sizeof buf), ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::copy_device_to_device(buf, buf, sizeof buf), ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::copy_to_device(*t, buf, sizeof buf), ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::copy_from_device(buf, sizeof buf, *t), ErrorCode::Unavailable, reason);
+  int memfd = memfd_create("et-cuda-test", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd),
+               ErrorCode::Unavailable, reason);
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::DmaBufFd),
+               ErrorCode::Unavailable, reason);
+  EXPECT_GE(fcntl(memfd, F_GETFD), 0) << "the caller's fd stays open";
+  close(memfd);
+  EXPECT_EQ(et_test::open_fd_count(), fds + 0) << "no dup leaked";
+  t = TensorDyn();
+  EXPECT_EQ(et_test::open_fd_count(), fds);
+}
+
+TEST_F(CudaRealRuntime, OtherBackendsUnaffected) {
+  EXPECT_FALSE(cuda::available());
+  for (MemoryKind kind : {MemoryKind::Heap, MemoryKind::Shm}) {
+    auto t = TensorDyn::allocate({8, 32}, DType::U8, et_cuda_test::mem(kind));
+    ASSERT_OK(t);
+    EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
+    {
+      auto w = t->map_write();
+      ASSERT_OK(w);
+      std::memset(w->data(), 0x5a, w->size_bytes());
+    }
+    auto r = t->map_read();
+    ASSERT_OK(r);
+    for (auto b : r->bytes()) ASSERT_EQ(b, std::byte{0x5a});
+  }
+}
+
+}  // namespace

@@ -64,7 +64,7 @@ struct DeviceInfo {
 
 /// What the loader and the runtime said. Computed once per process (first call), except the fork
 /// fields, which follow the calling process.
-struct Status {
+struct ET_API Status {
   bool disabled = false;          ///< EDGETENSOR_DISABLE_CUDA is set.
   bool loaded = false;            ///< A runtime library loaded with every required symbol.
   bool from_env = false;          ///< EDGETENSOR_CUDART named the file.

@@ -2,7 +2,6 @@
 #include "probes.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -135,22 +134,6 @@ Section probe_named_shm(const std::string& self_exe) {
   return s;
 }
 
-// A dlopen probe: whether the library can be found and loaded (details come from the CUDA/GL modules).
-Section probe_dlopen(const std::string& name, std::initializer_list<const char*> sonames) {
-  std::string tried;
-  for (const char* so : sonames) {
-    if (void* h = ::dlopen(so, RTLD_NOW | RTLD_LOCAL)) {
-      char path[4096] = "";
-      if (::dlinfo(h, RTLD_DI_ORIGIN, path) != 0) path[0] = '\0';
-      // Never dlclose CUDA or EGL: their libraries do not support being unloaded safely.
-      return Section{name, "ok", fmt::format("{} loads (from {})", so, path[0] ? path : "?"), {{"library", so}}};
-    }
-    const char* err = ::dlerror();
-    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", so, err ? err : "unknown error");
-  }
-  return Section{name, "unavailable", "not loadable: " + tried, {}};
-}
-
 // DMA-BUF: every heap node and udmabuf as the kernel shows them, which one serves, and a real
 // cross-process round trip when one works.
 Section probe_dmabuf(const std::string& self_exe) {
@@ -189,6 +172,59 @@ Section probe_gl() {
   return s;
 }
 
+// One CUDA round trip through cuda::map: pattern written on the CPU, copied device -> host through the
+// tensor's device pointer, compared; then a device write (host -> device through the pointer) read back
+// through a CPU map. Returns the path used, or the error.
+et::Result<std::string> cuda_round_trip(et::MemoryKind kind) {
+  ET_TRY_ASSIGN(auto t, et::TensorDyn::allocate({256, 1024}, et::DType::U8, {.memory = kind}));
+  ET_TRY(write_pattern(t, 11));
+  ET_TRY_ASSIGN(auto dev, et::cuda::map(t));
+  std::vector<std::byte> host(dev.size_bytes());
+  ET_TRY(et::cuda::copy_device_to_host(host.data(), dev.device_ptr(), host.size()));
+  for (std::size_t i = 0; i < host.size(); ++i)
+    if (host[i] != std::byte{pattern_byte(i, 11)})
+      return et::fail(et::ErrorCode::Internal, fmt::format("device read: byte {} differs", i));
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = std::byte{pattern_byte(i, 12)};
+  ET_TRY(et::cuda::copy_host_to_device(dev.device_ptr(), host.data(), host.size()));
+  ET_TRY(dev.wait());
+  ET_TRY(check_pattern(t, 12));
+  return std::string(et::cuda::cuda_path_name(dev.path()));
+}
+
+// CUDA: the runtime status (file, versions, devices, or exactly why not) and, with a device, which
+// tensor paths worked in a real round trip.
+Section probe_cuda() {
+  const auto& st = et::cuda::status();
+  Section s{"cuda", st.available ? "ok" : "unavailable", st.summary(), {}};
+  s.fields["runtime_file"] = st.runtime_file;
+  s.fields["runtime_version"] = et::cuda::version_string(st.runtime_version);
+  s.fields["driver_version"] = st.driver_version == 0 ? "none" : et::cuda::version_string(st.driver_version);
+  s.fields["device_count"] = st.device_count;
+  s.fields["gl_interop"] = st.gl_interop;
+  s.fields["dmabuf_handle_type"] = st.dmabuf_handle_type;
+  s.fields["tried"] = st.tried;
+  if (!st.error.empty()) s.fields["error"] = st.error;
+  json devices = json::array();
+  for (const auto& d : st.devices)
+    devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"total_memory_bytes", d.total_memory_bytes},
+                       {"compute_capability", fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor)},
+                       {"integrated", d.integrated}});
+  s.fields["devices"] = devices;
+  if (!st.available) return s;
+  json paths = json::object();
+  std::string worked;
+  for (auto [kind, label] : {std::pair{et::MemoryKind::Heap, "heap"}, {et::MemoryKind::Shm, "shm"},
+                             {et::MemoryKind::DmaBuf, "dmabuf"}}) {
+    if (!et::backend_status(kind).available) continue;
+    auto rt = cuda_round_trip(kind);
+    paths[label] = rt ? json{{"ok", true}, {"path", *rt}} : json{{"ok", false}, {"error", rt.error().to_string()}};
+    worked += fmt::format("; {}: {}", label, rt ? *rt + " ok" : "failed (" + rt.error().to_string() + ")");
+  }
+  s.fields["round_trips"] = paths;
+  s.detail += worked;
+  return s;
+}
+
 }  // namespace
 
 Report run_info(const std::string& self_exe) {
@@ -201,7 +237,7 @@ Report run_info(const std::string& self_exe) {
   r.sections.push_back(probe_named_shm(self_exe));
   r.sections.push_back(probe_dmabuf(self_exe));
   r.sections.push_back(probe_gl());
-  r.sections.push_back(probe_dlopen("cuda runtime", {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}));
+  r.sections.push_back(probe_cuda());
   auto automatic = et::backend_status(et::MemoryKind::Auto);
   r.system["auto_selection"] = automatic.detail;
   return r;

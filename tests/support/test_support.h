@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/sys.h"
 
@@ -30,6 +32,26 @@ class ScopedFaultHook {
 
 /// Fails the n-th (1-based) call of `call` with `err`.
 edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err);
+
+/// Captures the library's log lines for the scope of this object (restores the previous callback).
+class ScopedLogCapture {
+ public:
+  ScopedLogCapture();
+  ~ScopedLogCapture();
+  ScopedLogCapture(const ScopedLogCapture&) = delete;
+  ScopedLogCapture& operator=(const ScopedLogCapture&) = delete;
+  std::vector<std::string> lines() const;
+  /// True when some captured line contains `needle`.
+  bool contains(const std::string& needle) const;
+
+ private:
+  struct State {
+    mutable std::mutex mutex;
+    std::vector<std::string> lines;
+  };
+  std::shared_ptr<State> state_;
+  edgetensor::LogCallback previous_;
+};
 
 }  // namespace et_test
 

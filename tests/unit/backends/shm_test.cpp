@@ -193,6 +193,23 @@ TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
   ASSERT_OK(t->map_write());
 }
 
+TEST(Shm, ImportOfAWriteOnlyFdFailsAtTheFirstMapWithAClearError) {
+  UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
+  UniqueFd wo(::open(("/proc/self/fd/" + std::to_string(rw.get())).c_str(), O_WRONLY | O_CLOEXEC));
+  ASSERT_TRUE(wo.is_valid()) << std::strerror(errno);
+  const int base = open_fd_count();
+  {
+    auto t = TensorDyn::import_fd_dup(wo.get(), {4096}, DType::U8);
+    if (t) {  // a shared mapping needs read access: the map says so, it does not crash
+      EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "mmap of imported");
+      EXPECT_ERROR(t->map_read(), ErrorCode::PermissionDenied, "EACCES");
+    } else {
+      EXPECT_EQ(t.error().code(), ErrorCode::InvalidArgument) << t.error().to_string();
+    }
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
 TEST(Shm, ImportOfAWriteSealedMemfdMapsReadOnly) {
   for (int seal : {F_SEAL_WRITE, F_SEAL_FUTURE_WRITE}) {
     UniqueFd fd = memfd_with_text(MFD_CLOEXEC | MFD_ALLOW_SEALING);

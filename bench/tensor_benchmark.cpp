@@ -129,6 +129,7 @@ void write_through_map(benchmark::State& state, Frame f, MemoryKind kind) {
 // and syscalls count): on a shared machine, wall time also counts time spent preempted.
 class CapturingReporter : public benchmark::ConsoleReporter {
  public:
+  explicit CapturingReporter(OutputOptions options) : ConsoleReporter(options) {}
   struct Times {
     double cpu_ns = -1, real_ns = -1;
   };
@@ -218,13 +219,18 @@ int main(int argc, char** argv) {
   // --quick: a smoke run for CI (each benchmark runs ~10 ms instead of ~0.5 s).
   std::vector<char*> args;
   static char quick_flag[] = "--benchmark_min_time=0.01";
-  for (int i = 0; i < argc; ++i) args.push_back(std::strcmp(argv[i], "--quick") == 0 ? quick_flag : argv[i]);
+  bool color = ::isatty(STDOUT_FILENO) != 0;  // our reporter decides colour itself: only on a terminal
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--benchmark_color=", 18) == 0) color = std::strcmp(argv[i] + 18, "false") != 0;
+    args.push_back(std::strcmp(argv[i], "--quick") == 0 ? quick_flag : argv[i]);
+  }
   int n = static_cast<int>(args.size());
   args.push_back(nullptr);
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   register_all();
-  CapturingReporter reporter;
+  CapturingReporter reporter(color ? benchmark::ConsoleReporter::OO_Defaults
+                                     : benchmark::ConsoleReporter::OO_Tabular);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   print_ratios(reporter);

@@ -438,7 +438,9 @@ TEST(Shm, FailuresDuringAllocationGiveTheRightCodeAndLeakNothing) {
     EXPECT_ERROR(r, c.code, c.needle);
     EXPECT_EQ(r.error().sys_errno(), c.err);
     EXPECT_EQ(open_fd_count(), base);
+    if (et_test::kExactMappingCount) {
     EXPECT_EQ(et_test::mapping_count(), maps);
+  }
   }
 }
 
@@ -451,7 +453,9 @@ TEST(Shm, MmapFailureOnTheFirstMapIsReportedAndTheNextMapWorks) {
     EXPECT_ERROR(t->map_read(), ErrorCode::OutOfMemory, "mmap of memfd (4096 B)");
   }
   EXPECT_EQ(t->storage()->open_map_count(), 0);
-  EXPECT_EQ(et_test::mapping_count(), maps);
+  if (et_test::kExactMappingCount) {
+    EXPECT_EQ(et_test::mapping_count(), maps);
+  }
   auto m = t->map_write();
   ASSERT_OK(m);
   m->bytes()[4095] = std::byte{1};

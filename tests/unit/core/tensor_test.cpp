@@ -130,7 +130,9 @@ TEST(Tensor, SizeOverflowIsAnErrorBeforeAnyAllocation) {
     EXPECT_EQ(sys::total_calls(), calls) << "a system call was made before the size check";
     EXPECT_EQ(sys::call_count(sys::Call::Mmap), mmaps);
     EXPECT_EQ(sys::call_count(sys::Call::MemfdCreate), memfds);
+    if (et_test::kExactMappingCount) {
     EXPECT_EQ(et_test::mapping_count(), maps);
+  }
   }
   // Element count overflow through a wider dtype, and through the typed face.
   EXPECT_ERROR(TensorDyn::allocate({std::size_t{1} << 61, 8}, DType::F64), ErrorCode::OutOfRange, "overflow");

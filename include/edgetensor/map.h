@@ -20,6 +20,7 @@ namespace edgetensor {
 namespace detail {
 class Storage;
 }
+class TensorDyn;
 
 /// Direction of a CPU map. Bit 0 = read, bit 1 = write.
 enum class MapMode : unsigned { Read = 1, Write = 2, ReadWrite = 3 };
@@ -57,9 +58,16 @@ class ET_API MapBase {
 class ReadMap : public MapBase {
  public:
   using MapBase::MapBase;
-  ReadMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  /// An empty map (not mapped; empty span).
+  ReadMap() noexcept = default;
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
   const std::byte* data() const noexcept { return data_; }
+
+ private:
+  // Only TensorDyn turns an untyped map into a typed one: a public MapBase&& constructor would let
+  // any ReadMap convert into a WriteMap (ReadMap&& binds to MapBase&&) and write through a read map.
+  friend class TensorDyn;
+  explicit ReadMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
 };
 
 /// Write-only access. Reading through it gives undefined content (the memory may be write-combined,
@@ -67,23 +75,34 @@ class ReadMap : public MapBase {
 class WriteMap : public MapBase {
  public:
   using MapBase::MapBase;
-  WriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  /// An empty map (not mapped; empty span).
+  WriteMap() noexcept = default;
   std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
   std::byte* data() const noexcept { return data_; }
+
+ private:
+  friend class TensorDyn;
+  explicit WriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
 };
 
 /// Read and write access.
 class ReadWriteMap : public MapBase {
  public:
   using MapBase::MapBase;
-  ReadWriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
+  /// An empty map (not mapped; empty span).
+  ReadWriteMap() noexcept = default;
   std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
   std::byte* data() const noexcept { return data_; }
+
+ private:
+  friend class TensorDyn;
+  explicit ReadWriteMap(MapBase&& base) noexcept : MapBase(std::move(base)) {}
 };
 
 /// A map viewed as elements of T (T const-qualified for reads). The span covers the tensor's extent;
 /// for a non-contiguous tensor, index it with the tensor's strides divided by sizeof(T).
 template <class T, class M>
+  requires(!std::is_same_v<M, ReadMap> || std::is_const_v<T>)  // a read map gives const elements only
 class TypedMap {
  public:
   explicit TypedMap(M map) noexcept : map_(std::move(map)) {}

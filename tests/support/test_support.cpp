@@ -48,4 +48,24 @@ edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err) 
   };
 }
 
+ScopedLogCapture::ScopedLogCapture() : state_(std::make_shared<State>()) {
+  previous_ = edgetensor::set_log_callback([state = state_](edgetensor::LogLevel level, std::string_view line) {
+    std::lock_guard lock(state->mutex);
+    state->lines.push_back(std::string(edgetensor::log_level_name(level)) + ": " + std::string(line));
+  });
+}
+ScopedLogCapture::~ScopedLogCapture() { edgetensor::set_log_callback(std::move(previous_)); }
+
+std::vector<std::string> ScopedLogCapture::lines() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->lines;
+}
+
+bool ScopedLogCapture::contains(const std::string& needle) const {
+  std::lock_guard lock(state_->mutex);
+  for (const auto& l : state_->lines)
+    if (l.find(needle) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace et_test

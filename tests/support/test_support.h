@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/sys.h"
 
@@ -16,6 +18,14 @@ namespace et_test {
 int open_fd_count();
 /// Lines in /proc/self/maps.
 int mapping_count();
+
+#if defined(__SANITIZE_ADDRESS__)
+/// False in ASan builds: ASan's allocator maps memory on demand (its quarantine keeps freed blocks), so
+/// /proc/self/maps grows without any leak. Mapping-count checks are exact in normal and TSan builds.
+inline constexpr bool kExactMappingCount = false;
+#else
+inline constexpr bool kExactMappingCount = true;
+#endif
 /// Entries in /dev/shm.
 int dev_shm_entry_count();
 /// Resident set size in bytes (VmRSS).
@@ -30,6 +40,26 @@ class ScopedFaultHook {
 
 /// Fails the n-th (1-based) call of `call` with `err`.
 edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err);
+
+/// Captures the library's log lines for the scope of this object (restores the previous callback).
+class ScopedLogCapture {
+ public:
+  ScopedLogCapture();
+  ~ScopedLogCapture();
+  ScopedLogCapture(const ScopedLogCapture&) = delete;
+  ScopedLogCapture& operator=(const ScopedLogCapture&) = delete;
+  std::vector<std::string> lines() const;
+  /// True when some captured line contains `needle`.
+  bool contains(const std::string& needle) const;
+
+ private:
+  struct State {
+    mutable std::mutex mutex;
+    std::vector<std::string> lines;
+  };
+  std::shared_ptr<State> state_;
+  edgetensor::LogCallback previous_;
+};
 
 }  // namespace et_test
 

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// edgetensor benchmarks: allocation, first write, map+unmap and writes through a map, for heap and memfd
+// tensors of RGBA u8 frames (360p, 720p, 1080p, 4K), against fixed baselines measured in the same run:
+//   malloc+memset | mmap+munmap of the same memfd without touching pages | memcpy into a prefaulted buffer.
+// After the run a ratio table is printed with each target; a missed target reads "NOT MET" (exit 0).
+//
+// Usage: edgetensor_bench [--quick] [Google Benchmark flags]
+//   --quick   a smoke run in seconds (same as --benchmark_min_time=0.01); the ratios are then rough.
+#include <benchmark/benchmark.h>
+#include <edgetensor/edgetensor.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace edgetensor;
+
+namespace {
+
+struct Frame {
+  const char* name;
+  std::size_t width, height;
+  std::size_t bytes() const { return width * height * 4; }
+};
+constexpr Frame kFrames[] = {{"360p", 640, 360}, {"720p", 1280, 720}, {"1080p", 1920, 1080}, {"4K", 3840, 2160}};
+
+AllocateOptions mem(MemoryKind kind) {
+  AllocateOptions o;
+  o.memory = kind;
+  return o;
+}
+
+TensorDyn must_allocate(const Frame& f, MemoryKind kind) {
+  auto t = TensorDyn::allocate({f.height, f.width, 4}, DType::U8, mem(kind));
+  if (!t) {
+    std::fprintf(stderr, "allocate %s %s failed: %s\n", f.name, std::string(memory_kind_name(kind)).c_str(),
+                 t.error().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(*t);
+}
+
+// ---- baselines (plain libc) ----------------------------------------------------------------------
+void baseline_malloc_memset(benchmark::State& state, Frame f) {
+  for (auto _ : state) {
+    void* p = std::malloc(f.bytes());
+    std::memset(p, 0, f.bytes());
+    benchmark::DoNotOptimize(p);
+    benchmark::ClobberMemory();
+    std::free(p);
+  }
+}
+
+void baseline_mmap_munmap(benchmark::State& state, Frame f) {
+  int fd = ::memfd_create("bench-baseline", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(f.bytes())) != 0) {
+    state.SkipWithError("memfd_create/ftruncate failed");
+    return;
+  }
+  for (auto _ : state) {
+    void* p = ::mmap(nullptr, f.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    benchmark::DoNotOptimize(p);
+    ::munmap(p, f.bytes());
+  }
+  ::close(fd);
+}
+
+void baseline_memcpy(benchmark::State& state, Frame f) {
+  std::vector<unsigned char> src(f.bytes(), 0x5a);
+  auto* dst = static_cast<unsigned char*>(std::malloc(f.bytes()));
+  std::memset(dst, 1, f.bytes());  // prefaulted
+  for (auto _ : state) {
+    std::memcpy(dst, src.data(), f.bytes());
+    benchmark::ClobberMemory();
+  }
+  std::free(dst);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
+}
+
+// ---- edgetensor ----------------------------------------------------------------------------------
+void allocate_only(benchmark::State& state, Frame f, MemoryKind kind) {
+  for (auto _ : state) {
+    TensorDyn t = must_allocate(f, kind);
+    benchmark::DoNotOptimize(t);
+  }
+}
+
+void allocate_and_write(benchmark::State& state, Frame f, MemoryKind kind) {
+  for (auto _ : state) {
+    TensorDyn t = must_allocate(f, kind);
+    auto m = t.map_write();
+    std::memset(m->data(), 0x5a, m->size_bytes());
+    benchmark::ClobberMemory();
+  }
+}
+
+void map_unmap(benchmark::State& state, Frame f, MemoryKind kind) {
+  TensorDyn t = must_allocate(f, kind);
+  (void)t.map_read();  // the persistent mapping is made once, on the first map
+  for (auto _ : state) {
+    auto m = t.map_read_write();
+    benchmark::DoNotOptimize(m->data());
+  }
+}
+
+void write_through_map(benchmark::State& state, Frame f, MemoryKind kind) {
+  TensorDyn t = must_allocate(f, kind);
+  std::vector<unsigned char> src(f.bytes(), 0x5a);
+  {
+    auto m = t.map_write();
+    std::memset(m->data(), 1, m->size_bytes());  // prefault, like the memcpy baseline
+  }
+  for (auto _ : state) {
+    auto m = t.map_write();
+    std::memcpy(m->data(), src.data(), f.bytes());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
+}
+
+// ---- ratio table ---------------------------------------------------------------------------------
+// Captures the mean CPU and real time per iteration (ns) of every run, then prints what the console
+// shows. Targets are judged on CPU time (user + system time of the benchmark thread, so page faults
+// and syscalls count): on a shared machine, wall time also counts time spent preempted.
+class CapturingReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit CapturingReporter(OutputOptions options) : ConsoleReporter(options) {}
+  struct Times {
+    double cpu_ns = -1, real_ns = -1;
+  };
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.iterations <= 0) continue;
+      const double n = static_cast<double>(run.iterations);
+      times_[run.benchmark_name()] = {run.cpu_accumulated_time * 1e9 / n, run.real_accumulated_time * 1e9 / n};
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  // Times of `name`; negative when it did not run (filtered out, or it failed).
+  Times times(const std::string& name) const {
+    auto it = times_.find(name);
+    return it == times_.end() ? Times{} : it->second;
+  }
+
+ private:
+  std::map<std::string, Times> times_;
+};
+
+struct Target {
+  const char* what;
+  std::string baseline, measured;
+  double min_ratio;  // 0 = report only
+};
+
+int print_ratios(const CapturingReporter& rep) {
+  std::printf("\nedgetensor ratios = baseline time / edgetensor time per iteration, same run (higher is faster).\n"
+              "Targets are judged on the CPU-time ratio; the wall-time ratio is shown for reference.\n");
+  std::printf("%-6s %-44s %13s %13s %9s %9s  %s\n", "size", "comparison", "base cpu ns", "et cpu ns", "cpu ratio",
+              "wall ratio", "target");
+  int missed = 0;
+  for (const Frame& f : kFrames) {
+    const std::string s = f.name;
+    const Target targets[] = {
+        {"allocate heap vs malloc+memset", "baseline/malloc+memset/" + s, "allocate/heap/" + s, 20.0},
+        {"allocate memfd vs malloc+memset", "baseline/malloc+memset/" + s, "allocate/memfd/" + s, 20.0},
+        {"allocate+first write heap vs malloc+memset", "baseline/malloc+memset/" + s, "allocate+write/heap/" + s, 0.0},
+        {"allocate+first write memfd vs malloc+memset", "baseline/malloc+memset/" + s, "allocate+write/memfd/" + s, 0.0},
+        {"map+unmap heap vs per-map mmap+munmap", "baseline/mmap+munmap/" + s, "map+unmap/heap/" + s, 50.0},
+        {"map+unmap memfd vs per-map mmap+munmap", "baseline/mmap+munmap/" + s, "map+unmap/memfd/" + s, 50.0},
+        {"write through map heap vs memcpy", "baseline/memcpy/" + s, "write-through-map/heap/" + s, 0.95},
+        {"write through map memfd vs memcpy", "baseline/memcpy/" + s, "write-through-map/memfd/" + s, 0.95},
+    };
+    for (const auto& t : targets) {
+      const auto base = rep.times(t.baseline), mine = rep.times(t.measured);
+      if (base.cpu_ns < 0 || mine.cpu_ns <= 0 || mine.real_ns <= 0) {
+        std::printf("%-6s %-44s %13s %13s %9s %9s  (not run)\n", f.name, t.what, "-", "-", "-", "-");
+        continue;
+      }
+      const double ratio = base.cpu_ns / mine.cpu_ns;
+      const double wall_ratio = base.real_ns / mine.real_ns;
+      char target[48] = "report only";
+      if (t.min_ratio > 0) {
+        const bool met = ratio >= t.min_ratio;
+        missed += met ? 0 : 1;
+        std::snprintf(target, sizeof target, ">= %gx %s", t.min_ratio, met ? "met" : "NOT MET");
+      }
+      std::printf("%-6s %-44s %13.0f %13.0f %8.2fx %8.2fx  %s\n", f.name, t.what, base.cpu_ns, mine.cpu_ns, ratio,
+                  wall_ratio, target);
+    }
+  }
+  std::printf("%d target(s) not met\n", missed);
+  return missed;
+}
+
+void register_all() {
+  for (const Frame& f : kFrames) {
+    const std::string s = f.name;
+    benchmark::RegisterBenchmark(("baseline/malloc+memset/" + s).c_str(), baseline_malloc_memset, f);
+    benchmark::RegisterBenchmark(("baseline/mmap+munmap/" + s).c_str(), baseline_mmap_munmap, f);
+    benchmark::RegisterBenchmark(("baseline/memcpy/" + s).c_str(), baseline_memcpy, f);
+    for (auto [kind, label] : {std::pair{MemoryKind::Heap, "heap"}, std::pair{MemoryKind::Shm, "memfd"}}) {
+      const std::string k = label;
+      benchmark::RegisterBenchmark(("allocate/" + k + "/" + s).c_str(), allocate_only, f, kind);
+      benchmark::RegisterBenchmark(("allocate+write/" + k + "/" + s).c_str(), allocate_and_write, f, kind);
+      benchmark::RegisterBenchmark(("map+unmap/" + k + "/" + s).c_str(), map_unmap, f, kind);
+      benchmark::RegisterBenchmark(("write-through-map/" + k + "/" + s).c_str(), write_through_map, f, kind);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --quick: a smoke run for CI (each benchmark runs ~10 ms instead of ~0.5 s).
+  std::vector<char*> args;
+  static char quick_flag[] = "--benchmark_min_time=0.01";
+  bool color = ::isatty(STDOUT_FILENO) != 0;  // our reporter decides colour itself: only on a terminal
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--benchmark_color=", 18) == 0) color = std::strcmp(argv[i] + 18, "false") != 0;
+    args.push_back(std::strcmp(argv[i], "--quick") == 0 ? quick_flag : argv[i]);
+  }
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  register_all();
+  CapturingReporter reporter(color ? benchmark::ConsoleReporter::OO_Defaults
+                                     : benchmark::ConsoleReporter::OO_Tabular);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  print_ratios(reporter);
+  return 0;  // a missed target is reported, never a failure
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// Heap backend (src/backends/heap/): 256-byte alignment, lazy pages, zeroed by construction, not
+// shareable, failures reported and leak-free.
+#include <edgetensor/edgetensor.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/backend.h"
+#include "support/test_support.h"
+
+using namespace edgetensor;
+
+namespace {
+
+AllocateOptions heap() {
+  AllocateOptions o;
+  o.memory = MemoryKind::Heap;
+  return o;
+}
+
+std::uintptr_t base_address(const TensorDyn& t) {
+  auto m = t.map_read();
+  EXPECT_TRUE(m.has_value());
+  return m ? reinterpret_cast<std::uintptr_t>(m->data()) : 0;
+}
+
+TEST(Heap, EveryAllocationIsAlignedToAtLeast256Bytes) {
+  const std::size_t sizes[] = {1, 3, 255, 256, 257, 1000, 4095, 4097, 65535, 65536, 65537, 1 << 20, 1920 * 1080 * 4};
+  std::vector<TensorDyn> keep;  // keep them alive so the allocator cannot hand back one address
+  for (int round = 0; round < 4; ++round) {
+    for (std::size_t size : sizes) {
+      auto t = TensorDyn::allocate({size}, DType::U8, heap());
+      ASSERT_OK(t);
+      EXPECT_EQ(t->memory(), MemoryKind::Heap);
+      EXPECT_EQ(base_address(*t) % 256, 0u) << size << " B at " << std::hex << base_address(*t);
+      keep.push_back(*t);
+    }
+  }
+}
+
+TEST(Heap, DetailSaysHowTheMemoryWasObtained) {
+  auto small = TensorDyn::allocate({100}, DType::U8, heap());
+  auto large = TensorDyn::allocate({1 << 20}, DType::U8, heap());
+  ASSERT_OK(small);
+  ASSERT_OK(large);
+  EXPECT_EQ(small->memory_detail(), "heap (malloc)");
+  EXPECT_EQ(large->memory_detail(), "heap (anonymous pages)");
+}
+
+TEST(Heap, AllocatingOneGiBDoesNotTouchItsPages) {
+  {
+    // Warm-up: the first allocation initialises the allocator's own metadata (sizeable under ASan).
+    auto warm = TensorDyn::allocate({std::size_t{1} << 20}, DType::U8, heap());
+    ASSERT_OK(warm);
+  }
+  const long before = et_test::rss_bytes();
+  ASSERT_GT(before, 0);
+  auto t = TensorDyn::allocate({std::size_t{1} << 30}, DType::U8, heap());
+  ASSERT_OK(t);
+  const long after = et_test::rss_bytes();
+  EXPECT_LT(after - before, 1L << 20) << "RSS grew by " << (after - before) << " B";
+  // Touching one page makes it resident, and it reads as zero.
+  auto m = t->map_read_write();
+  ASSERT_OK(m);
+  EXPECT_EQ(m->bytes()[(std::size_t{1} << 29) + 17], std::byte{0});
+}
+
+TEST(Heap, IsNotShareable) {
+  const int base = et_test::open_fd_count();
+  for (std::size_t size : {std::size_t{64}, std::size_t{1} << 20}) {
+    auto t = TensorDyn::allocate({size}, DType::U8, heap());
+    ASSERT_OK(t);
+    EXPECT_ERROR(t->export_fd(), ErrorCode::Unsupported, "heap tensor is not shareable");
+  }
+  EXPECT_EQ(et_test::open_fd_count(), base);
+}
+
+TEST(Heap, MmapFailureIsOutOfMemoryAndLeaksNothing) {
+  et_test::ScopedFaultHook hook([](const sys::CallInfo& c) { return c.call == sys::Call::Mmap ? ENOMEM : 0; });
+  // The first failure warms up the allocator's own mappings (an ASan build maps size classes lazily).
+  EXPECT_ERROR(TensorDyn::allocate({1 << 20}, DType::U8, heap()), ErrorCode::OutOfMemory, "heap mmap");
+  const int maps = et_test::mapping_count();
+  for (int i = 0; i < 100; ++i) {
+    auto r = TensorDyn::allocate({1 << 20}, DType::U8, heap());
+    EXPECT_ERROR(r, ErrorCode::OutOfMemory, "heap mmap of 1048576 B");
+  }
+  if (et_test::kExactMappingCount) {
+    EXPECT_EQ(et_test::mapping_count(), maps);
+  }
+}
+
+TEST(Heap, ImpossibleSizeFailsCleanly) {
+  // 2^62 bytes passes the size math but no machine maps it (MAP_NORESERVE still needs address space).
+  auto r = TensorDyn::allocate({std::size_t{1} << 62}, DType::U8, heap());
+  if (r) GTEST_SKIP() << "this machine mapped 2^62 bytes";
+  EXPECT_EQ(r.error().code(), ErrorCode::OutOfMemory) << r.error().to_string();
+  EXPECT_NE(r.error().message().find("4611686018427387904 B"), std::string::npos) << r.error().message();
+}
+
+TEST(Heap, MunmapFailureInTheDestructorIsLogged) {
+  et_test::ScopedLogCapture log;
+  {
+    auto t = TensorDyn::allocate({1 << 16}, DType::U8, heap());
+    ASSERT_OK(t);
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Munmap, 1, EINVAL));
+    t = TensorDyn();  // the last holder goes: munmap fails (injected; 64 KiB stay mapped)
+  }
+  EXPECT_TRUE(log.contains("warning: munmap of heap tensor (65536 B) failed")) << ::testing::PrintToString(log.lines());
+}
+
+TEST(Heap, CannotBeImportedFromAnFd) {
+  // Heap memory has no fd: the backend table's import entry refuses, and closes the fd it was given.
+  int raw = ::memfd_create("et-heap-import", MFD_CLOEXEC);
+  ASSERT_GE(raw, 0);
+  const int base = et_test::open_fd_count();
+  auto r = detail::backend_ops(MemoryKind::Heap).import_fd(UniqueFd(raw), detail::FdInfo{});
+  EXPECT_ERROR(r, ErrorCode::Unsupported, "heap memory cannot be imported from an fd");
+  EXPECT_EQ(et_test::open_fd_count(), base - 1);
+}
+
+}  // namespace

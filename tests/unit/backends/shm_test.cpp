@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared-memory backend (src/backends/shm/): memfd sealed SHRINK|GROW, CLOEXEC export, read-only
+// imports, named POSIX shm (O_EXCL, open with size check, remove, posix_fallocate), nothing left in
+// /dev/shm (even after SIGKILL), fault injection through the syscall seam.
+#include <edgetensor/edgetensor.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "core/storage.h"
+#include "support/test_support.h"
+
+using namespace edgetensor;
+using et_test::open_fd_count;
+
+namespace {
+
+AllocateOptions shm(std::string name = {}) {
+  AllocateOptions o;
+  o.memory = MemoryKind::Shm;
+  o.shm_name = std::move(name);
+  return o;
+}
+
+bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
+
+std::string unique_shm_name(const char* tag) {
+  static int n = 0;
+  return "/et-test-" + std::to_string(::getpid()) + "-" + tag + "-" + std::to_string(++n);
+}
+
+bool dev_shm_has(const std::string& name) {
+  struct stat st {};
+  return ::stat(("/dev/shm" + name).c_str(), &st) == 0;
+}
+
+// Permissions of the /proc/self/maps line that contains `addr` (e.g. "r--s"), "" if none.
+std::string mapping_perms(const void* addr) {
+  std::ifstream f("/proc/self/maps");
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  for (std::string line; std::getline(f, line);) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) return perms;
+  }
+  return "";
+}
+
+void write_pattern(const TensorDyn& t, unsigned seed) {
+  auto m = t.map_write();
+  ASSERT_OK(m);
+  for (std::size_t i = 0; i < m->size_bytes(); ++i) m->bytes()[i] = static_cast<std::byte>(i * 13 + seed);
+}
+
+bool has_pattern(const TensorDyn& t, unsigned seed) {
+  auto m = t.map_read();
+  if (!m) return false;
+  for (std::size_t i = 0; i < m->size_bytes(); ++i)
+    if (m->bytes()[i] != static_cast<std::byte>(i * 13 + seed)) return false;
+  return true;
+}
+
+// ---- memfd ---------------------------------------------------------------------------------------
+TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory(), MemoryKind::Shm);
+  EXPECT_EQ(t->memory_detail(), "memfd");
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  int seals = ::fcntl(fd->get(), F_GET_SEALS);
+  ASSERT_GE(seals, 0);
+  EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW), F_SEAL_SHRINK | F_SEAL_GROW);
+  EXPECT_EQ(seals & F_SEAL_SEAL, 0) << "further seals (e.g. F_SEAL_WRITE by a consumer) stay possible";
+  EXPECT_EQ(seals & F_SEAL_WRITE, 0);
+  EXPECT_NE(::ftruncate(fd->get(), 100), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(fd->get(), 8192), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd->get(), &st), 0);
+  EXPECT_EQ(st.st_size, 4096);
+}
+
+TEST(Shm, ExportIsANewCloexecFdOwnedByTheCaller) {
+  const int base = open_fd_count();
+  {
+    auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+    ASSERT_OK(t);
+    auto a = t->export_fd();
+    auto b = t->export_fd();
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    EXPECT_NE(a->get(), b->get());
+    EXPECT_TRUE(::fcntl(a->get(), F_GETFD) & FD_CLOEXEC);
+    EXPECT_TRUE(::fcntl(b->get(), F_GETFD) & FD_CLOEXEC);
+    // The fd outlives the tensor: the memory stays reachable through it.
+    write_pattern(*t, 3);
+    UniqueFd keep = std::move(*a);
+    t = TensorDyn();
+    auto again = TensorDyn::adopt_fd(std::move(keep), {4096}, DType::U8);
+    ASSERT_OK(again);
+    EXPECT_TRUE(has_pattern(*again, 3));
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Shm, MemfdNameIsVisibleInProc) {
+  AllocateOptions o = shm();
+  o.name = "camera0";
+  auto t = TensorDyn::allocate({64}, DType::U8, o);
+  ASSERT_OK(t);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  char link[256] = {};
+  ASSERT_GT(::readlink(("/proc/self/fd/" + std::to_string(fd->get())).c_str(), link, sizeof link - 1), 0);
+  EXPECT_NE(std::string(link).find("memfd:edgetensor:camera0"), std::string::npos) << link;
+}
+
+TEST(Shm, ExportImportRoundTripSharesTheBytes) {
+  auto t = TensorDyn::allocate({3, 100}, DType::F32, shm());
+  ASSERT_OK(t);
+  write_pattern(*t, 7);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  // Import the second row as a view, as a receiver given offset/shape/strides would.
+  ImportOptions o;
+  o.offset_bytes = 400;
+  auto row = TensorDyn::import_fd_dup(fd->get(), {100}, DType::F32, o);
+  ASSERT_OK(row);
+  EXPECT_EQ(row->memory(), MemoryKind::Shm);
+  EXPECT_EQ(row->memory_detail(), "imported tmpfs/memfd file");
+  EXPECT_EQ(row->storage_size_bytes(), 1200u);
+  auto expect = t->batch(1);
+  ASSERT_OK(expect);
+  auto a = row->map_read();
+  auto b = expect->map_read();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  ASSERT_EQ(a->size_bytes(), b->size_bytes());
+  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->size_bytes()), 0);
+  EXPECT_TRUE(row->same_buffer(*t));
+}
+
+// ---- read-only imports ---------------------------------------------------------------------------
+void expect_read_only_import(int fd, const char* what) {
+  SCOPED_TRACE(what);
+  const int base = open_fd_count();
+  {
+    auto t = TensorDyn::import_fd_dup(fd, {4096}, DType::U8);
+    ASSERT_OK(t);
+    EXPECT_TRUE(t->read_only());
+    EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "is read-only");
+    EXPECT_ERROR(t->map_read_write(), ErrorCode::PermissionDenied, "is read-only");
+    auto v = t->view(64, {64});
+    ASSERT_OK(v);
+    EXPECT_ERROR(v->map_write(), ErrorCode::PermissionDenied, "is read-only");
+    auto m = t->map_read();
+    ASSERT_OK(m);
+    EXPECT_EQ(m->bytes()[5], std::byte{'!'});
+    EXPECT_EQ(mapping_perms(m->data()), "r--s") << "a read-only storage must be mapped PROT_READ";
+    // Export of a read-only storage works (the dup keeps the access mode).
+    auto e = t->export_fd();
+    ASSERT_OK(e);
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+UniqueFd memfd_with_text(unsigned flags) {
+  UniqueFd fd(::memfd_create("et-ro", flags));
+  EXPECT_TRUE(fd.is_valid());
+  EXPECT_EQ(::ftruncate(fd.get(), 4096), 0);
+  EXPECT_EQ(::pwrite(fd.get(), "hello!", 6, 0), 6);
+  return fd;
+}
+
+TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
+  UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
+  UniqueFd ro(::open(("/proc/self/fd/" + std::to_string(rw.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(ro.is_valid()) << std::strerror(errno);
+  expect_read_only_import(ro.get(), "O_RDONLY reopen");
+  // The read-write fd of the same memfd imports writable.
+  auto t = TensorDyn::import_fd_dup(rw.get(), {4096}, DType::U8);
+  ASSERT_OK(t);
+  EXPECT_FALSE(t->read_only());
+  ASSERT_OK(t->map_write());
+}
+
+TEST(Shm, ImportOfAWriteOnlyFdFailsAtTheFirstMapWithAClearError) {
+  UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
+  UniqueFd wo(::open(("/proc/self/fd/" + std::to_string(rw.get())).c_str(), O_WRONLY | O_CLOEXEC));
+  ASSERT_TRUE(wo.is_valid()) << std::strerror(errno);
+  const int base = open_fd_count();
+  {
+    auto t = TensorDyn::import_fd_dup(wo.get(), {4096}, DType::U8);
+    if (t) {  // a shared mapping needs read access: the map says so, it does not crash
+      EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "mmap of imported");
+      EXPECT_ERROR(t->map_read(), ErrorCode::PermissionDenied, "EACCES");
+    } else {
+      EXPECT_EQ(t.error().code(), ErrorCode::InvalidArgument) << t.error().to_string();
+    }
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Shm, ImportOfAWriteSealedMemfdMapsReadOnly) {
+  for (int seal : {F_SEAL_WRITE, F_SEAL_FUTURE_WRITE}) {
+    UniqueFd fd = memfd_with_text(MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ASSERT_EQ(::fcntl(fd.get(), F_ADD_SEALS, seal), 0) << std::strerror(errno);
+    expect_read_only_import(fd.get(), seal == F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+  }
+}
+
+TEST(Shm, ReadOnlyNamedShmOpenRefusesWriteMaps) {
+  const std::string name = unique_shm_name("ro");
+  {
+    auto t = TensorDyn::allocate({4096}, DType::U8, shm(name));
+    ASSERT_OK(t);
+    auto m = t->map_write();
+    ASSERT_OK(m);
+    std::memcpy(m->data(), "hello!", 6);
+  }
+  {
+    auto t = TensorDyn::open_shm(name, {4096}, DType::U8, /*read_only=*/true);
+    ASSERT_OK(t);
+    EXPECT_TRUE(t->read_only());
+    EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "is read-only");
+    auto m = t->map_read();
+    ASSERT_OK(m);
+    EXPECT_EQ(m->bytes()[5], std::byte{'!'});
+    EXPECT_EQ(mapping_perms(m->data()), "r--s");
+  }
+  ASSERT_OK(TensorDyn::remove_shm(name));
+}
+
+// ---- named POSIX shm -----------------------------------------------------------------------------
+TEST(Shm, NamedShmCreateOpenRemove) {
+  const int base = open_fd_count();
+  const std::string name = unique_shm_name("named");
+  {
+    auto t = TensorDyn::allocate({64, 64}, DType::U16, shm(name));
+    ASSERT_OK(t);
+    EXPECT_EQ(t->memory(), MemoryKind::Shm);
+    EXPECT_EQ(t->memory_detail(), "posix shm " + name);
+    EXPECT_TRUE(dev_shm_has(name));
+    write_pattern(*t, 11);
+    // O_EXCL: a second create of the same name fails; it never attaches to the existing object.
+    auto again = TensorDyn::allocate({64, 64}, DType::U16, shm(name));
+    EXPECT_ERROR(again, ErrorCode::AlreadyExists, "POSIX shm name '" + name + "' exists");
+    EXPECT_EQ(again.error().sys_errno(), EEXIST);
+    // Open by name sees the same bytes; the size is validated against the shape.
+    auto opened = TensorDyn::open_shm(name, {64, 64}, DType::U16);
+    ASSERT_OK(opened);
+    EXPECT_FALSE(opened->read_only());
+    EXPECT_TRUE(has_pattern(*opened, 11));
+    EXPECT_TRUE(opened->same_buffer(*t));
+    EXPECT_FALSE(opened->identity() == t->identity());
+    EXPECT_ERROR(TensorDyn::open_shm(name, {64, 65}, DType::U16), ErrorCode::OutOfRange,
+                 "needs 8320 B (offset 0 B + extent 8320 B) but the buffer has 8192 B");
+    // Pages were reserved at creation: the object's blocks cover its size.
+    auto fd = t->export_fd();
+    ASSERT_OK(fd);
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd->get(), &st), 0);
+    EXPECT_GE(static_cast<long long>(st.st_blocks) * 512, 8192LL) << "posix_fallocate did not reserve the pages";
+    // Remove: the name goes, live mappings stay valid.
+    ASSERT_OK(TensorDyn::remove_shm(name));
+    EXPECT_FALSE(dev_shm_has(name));
+    EXPECT_TRUE(has_pattern(*t, 11));
+    EXPECT_ERROR(TensorDyn::remove_shm(name), ErrorCode::NotFound, "POSIX shm '" + name + "' does not exist");
+    EXPECT_ERROR(TensorDyn::open_shm(name, {1}, DType::U8), ErrorCode::NotFound, "does not exist");
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Shm, InvalidShmNamesAreRefused) {
+  const std::string too_long = "/" + std::string(300, 'x');
+  for (const std::string& bad : {std::string("cam0"), std::string("/"), std::string("/a/b"), std::string(""), too_long}) {
+    SCOPED_TRACE(bad);
+    if (!bad.empty()) {
+      EXPECT_ERROR(TensorDyn::allocate({16}, DType::U8, shm(bad)), ErrorCode::InvalidArgument, "is invalid");
+    }
+    EXPECT_ERROR(TensorDyn::open_shm(bad, {16}, DType::U8), ErrorCode::InvalidArgument, "is invalid");
+    EXPECT_ERROR(TensorDyn::remove_shm(bad), ErrorCode::InvalidArgument, "is invalid");
+  }
+}
+
+TEST(Shm, FailedFallocateUnlinksTheName) {
+  const int base = open_fd_count();
+  const std::string name = unique_shm_name("falloc");
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::PosixFallocate, 1, ENOSPC));
+    auto r = TensorDyn::allocate({1 << 20}, DType::U8, shm(name));
+    EXPECT_ERROR(r, ErrorCode::OutOfMemory, "reserving 1048576 B for shm '" + name + "' (posix_fallocate)");
+    EXPECT_NE(r.error().message().find("/dev/shm has"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("ENOSPC"), std::string::npos) << r.error().message();
+  }
+  EXPECT_FALSE(dev_shm_has(name)) << "a failed creation left its name in /dev/shm";
+  EXPECT_EQ(open_fd_count(), base);
+  // Same for a failed ftruncate.
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Ftruncate, 1, EFBIG));
+    EXPECT_ERROR(TensorDyn::allocate({1 << 20}, DType::U8, shm(name)), ErrorCode::OutOfRange, "ftruncate of shm");
+  }
+  EXPECT_FALSE(dev_shm_has(name));
+  EXPECT_EQ(open_fd_count(), base);
+  // The name is free again afterwards.
+  auto ok = TensorDyn::allocate({16}, DType::U8, shm(name));
+  ASSERT_OK(ok);
+  ASSERT_OK(TensorDyn::remove_shm(name));
+}
+
+// ---- /dev/shm stays clean ------------------------------------------------------------------------
+// Other processes on the machine (parallel ctest, other programs) may add /dev/shm entries at any time,
+// so these checks run in a child with a private, empty /dev/shm (a mount namespace; needs root or
+// CAP_SYS_ADMIN). Where that is not allowed they fall back to the shared /dev/shm's entry count.
+
+// Runs `body` in a forked child; returns its exit status, or -1 when no private /dev/shm could be made.
+int run_with_private_dev_shm(int (*body)()) {
+  pid_t pid = ::fork();
+  if (pid < 0) return -2;
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
+    if (::mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m") != 0) ::_exit(77);
+    ::_exit(body());
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -3;
+  return WEXITSTATUS(status) == 77 ? -1 : WEXITSTATUS(status);
+}
+
+// Exit codes: 0 ok; 1..9 setup failures; 10 entries appeared while alive; 11 entries after SIGKILL.
+int sigkilled_child_leaves_nothing() {
+  const int entries = et_test::dev_shm_entry_count();
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return 1;
+  pid_t pid = ::fork();
+  if (pid < 0) return 2;
+  if (pid == 0) {
+    ::close(p[0]);
+    std::vector<TensorDyn> keep;
+    for (int i = 0; i < 8; ++i) {
+      AllocateOptions o;
+      o.memory = i % 2 ? MemoryKind::Shm : MemoryKind::Auto;
+      auto t = TensorDyn::allocate({1 << 20}, DType::U8, o);
+      if (!t) ::_exit(1);
+      auto m = t->map_write();
+      if (!m) ::_exit(2);
+      std::memset(m->data(), 0x77, m->size_bytes());
+      auto fd = t->export_fd();  // an exported fd, too
+      if (t->memory() != MemoryKind::Heap && !fd) ::_exit(3);
+      keep.push_back(*t);
+    }
+    char ok = 'k';
+    if (::write(p[1], &ok, 1) != 1) ::_exit(4);
+    for (;;) ::pause();
+  }
+  ::close(p[1]);
+  char c = 0;
+  if (::read(p[0], &c, 1) != 1) return 5;  // the child failed to allocate
+  ::close(p[0]);
+  const int alive = et_test::dev_shm_entry_count();
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) return 6;
+  if (alive != entries) return 10;
+  if (et_test::dev_shm_entry_count() != entries) return 11;
+  return 0;
+}
+
+int anonymous_tensors_leave_nothing() {
+  const int entries = et_test::dev_shm_entry_count();
+  std::vector<TensorDyn> keep;
+  for (int i = 0; i < 10; ++i) {
+    AllocateOptions o;
+    o.memory = MemoryKind::Shm;
+    auto t = TensorDyn::allocate({1 << 16}, DType::U8, o);
+    auto a = TensorDyn::allocate({1 << 16}, DType::U8);
+    if (!t || !a) return 1;
+    keep.push_back(*t);
+    keep.push_back(*a);
+  }
+  if (et_test::dev_shm_entry_count() != entries) return 10;
+  keep.clear();
+  return et_test::dev_shm_entry_count() == entries ? 0 : 11;
+}
+
+TEST(Shm, AnonymousTensorsLeaveNothingInDevShm) {
+  int rc = run_with_private_dev_shm(anonymous_tensors_leave_nothing);
+  if (rc == -1) {
+    std::printf("note: no private /dev/shm (needs CAP_SYS_ADMIN); checking the shared one\n");
+    rc = anonymous_tensors_leave_nothing();
+  }
+  EXPECT_EQ(rc, 0) << "10: entries appeared while the tensors lived; 11: after they were released";
+}
+
+TEST(Shm, NothingInDevShmAfterAChildThatCreatedTensorsIsSigkilled) {
+  int rc = run_with_private_dev_shm(sigkilled_child_leaves_nothing);
+  if (rc == -1) {
+    std::printf("note: no private /dev/shm (needs CAP_SYS_ADMIN); checking the shared one\n");
+    rc = sigkilled_child_leaves_nothing();
+  }
+  EXPECT_EQ(rc, 0) << "5: the child could not allocate; 10: entries appeared while it lived; 11: after SIGKILL";
+}
+
+// ---- fault injection -----------------------------------------------------------------------------
+TEST(Shm, FailuresDuringAllocationGiveTheRightCodeAndLeakNothing) {
+  struct Case {
+    sys::Call call;
+    int err;
+    ErrorCode code;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {sys::Call::MemfdCreate, ENOMEM, ErrorCode::OutOfMemory, "memfd_create"},
+      {sys::Call::MemfdCreate, EMFILE, ErrorCode::Busy, "EMFILE"},
+      {sys::Call::Ftruncate, ENOSPC, ErrorCode::OutOfMemory, "ftruncate of memfd to 4096 B"},
+      {sys::Call::Fcntl, EPERM, ErrorCode::PermissionDenied, "F_SEAL_SHRINK|F_SEAL_GROW"},
+      {sys::Call::Fstat, EIO, ErrorCode::Internal, "fstat of new shm fd"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(sys::call_name(c.call));
+    const int base = open_fd_count();
+    const int maps = et_test::mapping_count();
+    et_test::ScopedFaultHook hook(et_test::fail_nth(c.call, 1, c.err));
+    auto r = TensorDyn::allocate({4096}, DType::U8, shm());
+    EXPECT_ERROR(r, c.code, c.needle);
+    EXPECT_EQ(r.error().sys_errno(), c.err);
+    EXPECT_EQ(open_fd_count(), base);
+    if (et_test::kExactMappingCount) {
+    EXPECT_EQ(et_test::mapping_count(), maps);
+  }
+  }
+}
+
+TEST(Shm, MmapFailureOnTheFirstMapIsReportedAndTheNextMapWorks) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+  ASSERT_OK(t);
+  const int maps = et_test::mapping_count();
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Mmap, 1, ENOMEM));
+    EXPECT_ERROR(t->map_read(), ErrorCode::OutOfMemory, "mmap of memfd (4096 B)");
+  }
+  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  if (et_test::kExactMappingCount) {
+    EXPECT_EQ(et_test::mapping_count(), maps);
+  }
+  auto m = t->map_write();
+  ASSERT_OK(m);
+  m->bytes()[4095] = std::byte{1};
+}
+
+TEST(Shm, EmfileOnDupGivesBusyAndLeaksNothing) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+  ASSERT_OK(t);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  const int base = open_fd_count();
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Dup, 1, EMFILE));
+    EXPECT_ERROR(t->export_fd(), ErrorCode::Busy, "EMFILE");
+  }
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Dup, 1, EMFILE));
+    EXPECT_ERROR(TensorDyn::import_fd_dup(fd->get(), {4096}, DType::U8), ErrorCode::Busy, "EMFILE");
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Shm, CloseFailureWhenTheLastHolderGoesIsLogged) {
+  et_test::ScopedLogCapture log;
+  int leaked_fd = -1;
+  {
+    auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+    ASSERT_OK(t);
+    ASSERT_OK(t->map_read());  // makes the persistent mapping
+    leaked_fd = t->storage()->backing().fd();
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Close, 1, EIO));
+    t = TensorDyn();
+  }
+  EXPECT_TRUE(log.contains("warning: close(fd " + std::to_string(leaked_fd) + ") failed")) << ::testing::PrintToString(log.lines());
+  // The injected failure kept the real fd open; close it here.
+  EXPECT_TRUE(is_open(leaked_fd));
+  ::close(leaked_fd);
+}
+
+}  // namespace

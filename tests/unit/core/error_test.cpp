@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Error model: codes, names, errno mapping, ET_TRY / ET_TRY_ASSIGN (src/core/error.cpp).
+#include <edgetensor/error.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+using namespace edgetensor;
+
+namespace {
+
+TEST(Error, CodeNames) {
+  EXPECT_EQ(error_code_name(ErrorCode::Ok), "Ok");
+  EXPECT_EQ(error_code_name(ErrorCode::InvalidArgument), "InvalidArgument");
+  EXPECT_EQ(error_code_name(ErrorCode::OutOfRange), "OutOfRange");
+  EXPECT_EQ(error_code_name(ErrorCode::NotFound), "NotFound");
+  EXPECT_EQ(error_code_name(ErrorCode::AlreadyExists), "AlreadyExists");
+  EXPECT_EQ(error_code_name(ErrorCode::PermissionDenied), "PermissionDenied");
+  EXPECT_EQ(error_code_name(ErrorCode::OutOfMemory), "OutOfMemory");
+  EXPECT_EQ(error_code_name(ErrorCode::Busy), "Busy");
+  EXPECT_EQ(error_code_name(ErrorCode::Unavailable), "Unavailable");
+  EXPECT_EQ(error_code_name(ErrorCode::Unsupported), "Unsupported");
+  EXPECT_EQ(error_code_name(ErrorCode::FailedPrecondition), "FailedPrecondition");
+  EXPECT_EQ(error_code_name(ErrorCode::Internal), "Internal");
+  EXPECT_EQ(error_code_name(static_cast<ErrorCode>(1234)), "Unknown");
+}
+
+TEST(Error, FromErrnoPicksTheCodeAndNamesTheErrno) {
+  struct Row {
+    int e;
+    ErrorCode code;
+    const char* name;
+  };
+  const Row rows[] = {
+      {ENOMEM, ErrorCode::OutOfMemory, "ENOMEM"},        {ENOSPC, ErrorCode::OutOfMemory, "ENOSPC"},
+      {EACCES, ErrorCode::PermissionDenied, "EACCES"},   {EPERM, ErrorCode::PermissionDenied, "EPERM"},
+      {ENOENT, ErrorCode::NotFound, "ENOENT"},           {EEXIST, ErrorCode::AlreadyExists, "EEXIST"},
+      {EINVAL, ErrorCode::InvalidArgument, "EINVAL"},    {EBADF, ErrorCode::InvalidArgument, "EBADF"},
+      {EMFILE, ErrorCode::Busy, "EMFILE"},               {EAGAIN, ErrorCode::Busy, "EAGAIN"},
+      {EBUSY, ErrorCode::Busy, "EBUSY"},                 {ENODEV, ErrorCode::Unavailable, "ENODEV"},
+      {EPIPE, ErrorCode::Unavailable, "EPIPE"},          {ENOTTY, ErrorCode::Unsupported, "ENOTTY"},
+      {EOVERFLOW, ErrorCode::OutOfRange, "EOVERFLOW"},   {EMSGSIZE, ErrorCode::OutOfRange, "EMSGSIZE"},
+      {EIO, ErrorCode::Internal, "EIO"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.name);
+    Error err = Error::from_errno(r.e, "doing thing 42");
+    EXPECT_EQ(err.code(), r.code);
+    EXPECT_EQ(err.sys_errno(), r.e);
+    EXPECT_EQ(err.message().rfind("doing thing 42: ", 0), 0u) << err.message();
+    EXPECT_NE(err.message().find(std::string("(") + r.name + ")"), std::string::npos) << err.message();
+  }
+  // The strerror text is part of the message.
+  EXPECT_NE(Error::from_errno(ENOENT, "x").message().find("No such file or directory"), std::string::npos);
+}
+
+TEST(Error, ToStringStartsWithTheCodeName) {
+  Error err(ErrorCode::OutOfRange, "batch 5 out of range");
+  EXPECT_EQ(err.to_string(), "OutOfRange: batch 5 out of range");
+  EXPECT_EQ(err.sys_errno(), 0);
+}
+
+TEST(Error, ErrnoNameOfUnknownValue) {
+  EXPECT_EQ(errno_name(ENOENT), "ENOENT");
+  EXPECT_EQ(errno_name(99999), "E99999");
+}
+
+Result<int> half(int v) {
+  if (v % 2) return fail(ErrorCode::InvalidArgument, "odd value " + std::to_string(v));
+  return v / 2;
+}
+Result<int> quarter(int v) {
+  ET_TRY_ASSIGN(int h, half(v));
+  ET_TRY_ASSIGN(int q, half(h));
+  return q;
+}
+Result<void> check_even(int v) {
+  ET_TRY(half(v));
+  return {};
+}
+
+TEST(Error, TryMacrosPropagateTheFirstError) {
+  ASSERT_TRUE(quarter(8).has_value());
+  EXPECT_EQ(*quarter(8), 2);
+  auto r = quarter(6);  // 6 -> 3 -> odd
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(r.error().message(), "odd value 3");
+  EXPECT_TRUE(check_even(4).has_value());
+  ASSERT_FALSE(check_even(5).has_value());
+  EXPECT_EQ(check_even(5).error().message(), "odd value 5");
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Storage seam (src/core/storage.h): CPU-access bracket, single-map backends, device-handle slot
+// torn down before the Backing, process-unique ids. Uses a recording test Backing.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/storage.h"
+#include "support/test_support.h"
+
+using namespace edgetensor;
+using namespace edgetensor::detail;
+
+namespace {
+
+struct Events {
+  std::vector<std::string> log;
+};
+
+class RecordingBacking final : public Backing {
+ public:
+  RecordingBacking(Events* ev, bool single, bool ro = false) : ev_(ev), single_(single), ro_(ro) {}
+  ~RecordingBacking() override { ev_->log.push_back("backing freed"); }
+  MemoryKind kind() const noexcept override { return MemoryKind::DmaBuf; }
+  std::string detail() const override { return "recording"; }
+  std::size_t size_bytes() const noexcept override { return sizeof(buf_); }
+  bool read_only() const noexcept override { return ro_; }
+  bool single_map() const noexcept override { return single_; }
+  Result<std::byte*> begin_cpu_access(MapMode mode) override {
+    ev_->log.push_back("begin " + std::to_string(static_cast<unsigned>(mode)));
+    if (fail_begin_) return fail(ErrorCode::Busy, "begin refused");
+    return buf_;
+  }
+  void end_cpu_access(MapMode modes) noexcept override {
+    ev_->log.push_back("end " + std::to_string(static_cast<unsigned>(modes)));
+  }
+  bool fail_begin_ = false;
+
+ private:
+  Events* ev_;
+  bool single_;
+  bool ro_;
+  std::byte buf_[64]{};
+};
+
+class RecordingHandle final : public DeviceHandle {
+ public:
+  explicit RecordingHandle(Events* ev) : ev_(ev) {}
+  ~RecordingHandle() override { ev_->log.push_back("device handle freed"); }
+
+ private:
+  Events* ev_;
+};
+
+TEST(Storage, OneBracketCoversAllOpenMapsWithTheUnionOfModes) {
+  Events ev;
+  Storage s(std::make_unique<RecordingBacking>(&ev, false));
+  auto a = s.acquire_cpu(MapMode::Read);
+  ASSERT_OK(a);
+  auto b = s.acquire_cpu(MapMode::Write);
+  ASSERT_OK(b);
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(s.open_map_count(), 2);
+  s.release_cpu(MapMode::Read);
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"begin 1"}));  // no END while a map is open
+  s.release_cpu(MapMode::Write);
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"begin 1", "end 3"}));
+  EXPECT_EQ(s.open_map_count(), 0);
+  // A new bracket starts with fresh modes.
+  ASSERT_OK(s.acquire_cpu(MapMode::Read));
+  s.release_cpu(MapMode::Read);
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"begin 1", "end 3", "begin 1", "end 1"}));
+}
+
+TEST(Storage, SingleMapBackendRefusesASecondMapWithBusy) {
+  Events ev;
+  Storage s(std::make_unique<RecordingBacking>(&ev, true));
+  ASSERT_OK(s.acquire_cpu(MapMode::Write));
+  EXPECT_ERROR(s.acquire_cpu(MapMode::Read), ErrorCode::Busy, "allows one CPU map at a time");
+  EXPECT_EQ(s.open_map_count(), 1);
+  s.release_cpu(MapMode::Write);
+  ASSERT_OK(s.acquire_cpu(MapMode::Read));
+  s.release_cpu(MapMode::Read);
+}
+
+TEST(Storage, ReadOnlyBackingRefusesWriteModesBeforeBegin) {
+  Events ev;
+  Storage s(std::make_unique<RecordingBacking>(&ev, false, /*ro=*/true));
+  EXPECT_ERROR(s.acquire_cpu(MapMode::Write), ErrorCode::PermissionDenied, "is read-only");
+  EXPECT_ERROR(s.acquire_cpu(MapMode::ReadWrite), ErrorCode::PermissionDenied, "is read-only");
+  EXPECT_TRUE(ev.log.empty());
+  ASSERT_OK(s.acquire_cpu(MapMode::Read));
+  s.release_cpu(MapMode::Read);
+}
+
+TEST(Storage, FailedBeginLeavesNoMapOpen) {
+  Events ev;
+  auto backing = std::make_unique<RecordingBacking>(&ev, false);
+  backing->fail_begin_ = true;
+  Storage s(std::move(backing));
+  EXPECT_ERROR(s.acquire_cpu(MapMode::Read), ErrorCode::Busy, "begin refused");
+  EXPECT_EQ(s.open_map_count(), 0);
+}
+
+TEST(Storage, UnbalancedReleaseIsLoggedNotCrashed) {
+  Events ev;
+  et_test::ScopedLogCapture log;
+  Storage s(std::make_unique<RecordingBacking>(&ev, false));
+  s.release_cpu(MapMode::Read);
+  EXPECT_EQ(s.open_map_count(), 0);
+  EXPECT_TRUE(log.contains("error: release_cpu without an open map")) << ::testing::PrintToString(log.lines());
+}
+
+TEST(Storage, DeviceHandleIsMadeOnceAndFreedBeforeTheBacking) {
+  Events ev;
+  {
+    Storage s(std::make_unique<RecordingBacking>(&ev, false));
+    EXPECT_EQ(s.existing_device_handle(), nullptr);
+    int made = 0;
+    auto make = [&](Storage&) -> Result<std::unique_ptr<DeviceHandle>> {
+      ++made;
+      return std::unique_ptr<DeviceHandle>(std::make_unique<RecordingHandle>(&ev));
+    };
+    auto h1 = s.device_handle(make);
+    ASSERT_OK(h1);
+    auto h2 = s.device_handle(make);
+    ASSERT_OK(h2);
+    EXPECT_EQ(*h1, *h2);
+    EXPECT_EQ(made, 1);
+    EXPECT_EQ(s.existing_device_handle(), *h1);
+  }
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"device handle freed", "backing freed"}));
+}
+
+TEST(Storage, FailedDeviceHandleCanBeRetried) {
+  Events ev;
+  Storage s(std::make_unique<RecordingBacking>(&ev, false));
+  auto failing = [](Storage&) -> Result<std::unique_ptr<DeviceHandle>> {
+    return fail(ErrorCode::Unavailable, "no CUDA");
+  };
+  EXPECT_ERROR(s.device_handle(failing), ErrorCode::Unavailable, "no CUDA");
+  EXPECT_EQ(s.existing_device_handle(), nullptr);
+}
+
+TEST(Storage, IdsAreUniqueAndNonZero) {
+  Events ev;
+  std::set<std::uint64_t> ids;
+  for (int i = 0; i < 100; ++i) {
+    Storage s(std::make_unique<RecordingBacking>(&ev, false));
+    EXPECT_NE(s.id(), 0u);
+    ids.insert(s.id());
+  }
+  EXPECT_EQ(ids.size(), 100u);
+}
+
+TEST(Storage, DefaultBackingExportIsUnsupported) {
+  Events ev;
+  Storage s(std::make_unique<RecordingBacking>(&ev, false));
+  EXPECT_ERROR(s.backing().export_fd(), ErrorCode::Unsupported, "dmabuf tensor is not shareable by fd (recording)");
+}
+
+}  // namespace

@@ -226,6 +226,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
                                                     element_size(), "batch");
   t.element_count_ = layout->element_count;
   t.extent_bytes_ = layout->extent_bytes;
+  if (t.element_count_ == 0) t.offset_bytes_ = 0;  // an empty tensor reaches no byte (as make() does)
   t.image_ = {};
   return t;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Low-level fd passing over a Unix-domain socket (SCM_RIGHTS). The tensor-level ipc::send/receive with a
-// validated header is built on these.
+// Low-level fd passing over a Unix-domain socket (SCM_RIGHTS). A tensor travels as its export_fd() plus
+// your own message bytes carrying dtype, shape, strides and offset_bytes() (a view exports the whole
+// buffer); `edgetensor peer` in tools/edgetensor/round_trip.cpp is a worked example.
 #pragma once
 
 #include <edgetensor/array_ref.h>

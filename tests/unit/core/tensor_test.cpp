@@ -164,6 +164,13 @@ TEST(Tensor, ZeroByteTensorsMakeNoAllocationWhateverMemoryIsAsked) {
     const auto calls = sys::total_calls();
     const int fds = open_fd_count();
     auto t = TensorDyn::allocate({0, 640, 3}, DType::U8, mem(kind));
+    if (kind == MemoryKind::GlPbo) {
+      // PBO memory without a context is a broken contract whatever the size (issue 5); the zero-element
+      // PBO with a real context is covered by GlPboHw.ZeroElementTensorMakesNoBuffer.
+      EXPECT_ERROR(t, ErrorCode::InvalidArgument, "gl_context is null");
+      EXPECT_EQ(sys::total_calls(), calls);
+      continue;
+    }
     ASSERT_OK(t);
     EXPECT_EQ(sys::total_calls(), calls) << "an empty tensor made a system call";
     EXPECT_EQ(open_fd_count(), fds);

@@ -17,7 +17,8 @@ Result<UniqueFd> Backing::export_fd() const {
               fmt::format("{} tensor is not shareable by fd ({})", memory_kind_name(kind()), detail()));
 }
 
-Storage::Storage(std::unique_ptr<Backing> backing) : id_(next_storage_id()), backing_(std::move(backing)) {}
+Storage::Storage(std::unique_ptr<Backing> backing)
+    : id_(next_storage_id()), backing_(std::move(backing)), bracket_(backing_->needs_cpu_access_bracket()) {}
 
 Storage::~Storage() {
   // Device handles (CUDA) go first, while the memory they point into still exists.
@@ -26,12 +27,26 @@ Storage::~Storage() {
 }
 
 Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
-  std::lock_guard lock(map_mutex_);
   if ((static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && backing_->read_only())
     return fail(ErrorCode::PermissionDenied,
                 fmt::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
                             backing_->detail()));
-  if (open_maps_ == 0) {
+  if (!bracket_) {
+    // Persistent mapping, no hooks: after the first map, a map is one atomic load and one add.
+    std::byte* base = persistent_base_.load(std::memory_order_acquire);
+    if (!base) {
+      std::lock_guard lock(map_mutex_);
+      base = persistent_base_.load(std::memory_order_relaxed);
+      if (!base) {
+        ET_TRY_ASSIGN(base, backing_->begin_cpu_access(mode));
+        persistent_base_.store(base, std::memory_order_release);
+      }
+    }
+    open_maps_.fetch_add(1, std::memory_order_relaxed);
+    return base;
+  }
+  std::lock_guard lock(map_mutex_);
+  if (open_maps_.load(std::memory_order_relaxed) == 0) {
     ET_TRY_ASSIGN(base_, backing_->begin_cpu_access(mode));
     bracket_modes_ = 0;
   } else if (backing_->single_map()) {
@@ -39,24 +54,30 @@ Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
                                              memory_kind_name(kind()), backing_->detail()));
   }
   bracket_modes_ |= static_cast<unsigned>(mode);
-  ++open_maps_;
+  open_maps_.fetch_add(1, std::memory_order_relaxed);
   return base_;
 }
 
 void Storage::release_cpu(MapMode mode) noexcept {
   (void)mode;
+  if (!bracket_) {
+    if (open_maps_.fetch_sub(1, std::memory_order_relaxed) <= 0) {
+      open_maps_.fetch_add(1, std::memory_order_relaxed);
+      log(LogLevel::Error, "release_cpu without an open map on storage {}", id_);
+    }
+    return;
+  }
   std::lock_guard lock(map_mutex_);
-  if (open_maps_ <= 0) {
+  int open = open_maps_.load(std::memory_order_relaxed);
+  if (open <= 0) {
     log(LogLevel::Error, "release_cpu without an open map on storage {}", id_);
     return;
   }
-  if (--open_maps_ == 0) backing_->end_cpu_access(static_cast<MapMode>(bracket_modes_));
+  open_maps_.store(open - 1, std::memory_order_relaxed);
+  if (open == 1) backing_->end_cpu_access(static_cast<MapMode>(bracket_modes_));
 }
 
-int Storage::open_map_count() const {
-  std::lock_guard lock(map_mutex_);
-  return open_maps_;
-}
+int Storage::open_map_count() const { return open_maps_.load(std::memory_order_relaxed); }
 
 Result<DeviceHandle*> Storage::device_handle(
     const std::function<Result<std::unique_ptr<DeviceHandle>>(Storage&)>& make) {

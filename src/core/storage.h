@@ -47,6 +47,9 @@ class Backing {
   /// Borrowed fd of the buffer, -1 when it has none.
   virtual int fd() const noexcept { return -1; }
   virtual ObjectKey object_key() const noexcept { return {reinterpret_cast<std::uintptr_t>(this), 0}; }
+  /// False when begin_cpu_access only hands out a persistent mapping and end_cpu_access does nothing
+  /// (heap, shm): the storage then opens maps without its lock (one atomic load and add per map).
+  virtual bool needs_cpu_access_bracket() const noexcept { return true; }
   /// A backend that allows one CPU map at a time (PBO).
   virtual bool single_map() const noexcept { return false; }
   /// Called under the storage's map lock when the first map opens. Returns the base of the whole buffer.
@@ -80,6 +83,7 @@ class Storage {
   Result<std::byte*> acquire_cpu(MapMode mode);
   /// Closes one CPU map opened with `mode`. Thread-safe, noexcept.
   void release_cpu(MapMode mode) noexcept;
+  /// CPU maps open now (lock-free read).
   int open_map_count() const;
 
   /// The device handle, creating it with `make` on first use (under a lock; one per storage).
@@ -91,10 +95,12 @@ class Storage {
   const std::uint64_t id_;
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
+  const bool bracket_;             // backing_->needs_cpu_access_bracket(), read once
   mutable std::mutex map_mutex_;
-  int open_maps_ = 0;             // guarded by map_mutex_
-  unsigned bracket_modes_ = 0;    // guarded by map_mutex_
-  std::byte* base_ = nullptr;     // guarded by map_mutex_
+  std::atomic<int> open_maps_{0};  // changed under map_mutex_ when bracket_, lock-free otherwise
+  unsigned bracket_modes_ = 0;     // guarded by map_mutex_
+  std::byte* base_ = nullptr;      // guarded by map_mutex_
+  std::atomic<std::byte*> persistent_base_{nullptr};  // !bracket_: set once, then read lock-free
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
 };

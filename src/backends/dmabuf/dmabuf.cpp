@@ -21,6 +21,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf_sync.h"
 #include "backends/dmabuf/udmabuf.h"
+#include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/sys.h"
 
@@ -46,43 +47,26 @@ SyncOutcome dmabuf_sync(int fd, std::uint64_t flags) {
   });
 }
 
-class DmaBufBacking final : public Backing {
+class DmaBufBacking final : public FdBacking {
  public:
   DmaBufBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
-      : fd_(std::move(fd)), size_(size), read_only_(read_only), key_(key), detail_(std::move(detail)) {}
-  ~DmaBufBacking() override {
-    if (base_ && sys::munmap(base_, size_) != 0)
-      log(LogLevel::Warning, "munmap of {} ({} B) failed: errno {}", detail_, size_, errno_name(errno));
-    // fd_ closes after the mapping is gone (member destruction follows this body).
-  }
+      : FdBacking(std::move(fd), size, read_only, key, std::move(detail)) {}
   MemoryKind kind() const noexcept override { return MemoryKind::DmaBuf; }
-  std::string detail() const override { return detail_; }
-  std::size_t size_bytes() const noexcept override { return size_; }
-  bool read_only() const noexcept override { return read_only_; }
-  int fd() const noexcept override { return fd_.get(); }
-  ObjectKey object_key() const noexcept override { return key_; }
 
   // Under the storage's map lock, for the first map of a bracket only: no START while a map is open.
   Result<std::byte*> begin_cpu_access(MapMode mode) override {
-    if (!base_) {
-      int prot = read_only_ ? PROT_READ : PROT_READ | PROT_WRITE;
-      void* p = sys::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
-      if (p == MAP_FAILED) {
-        int e = errno;
-        return fail(ErrorCode::Unsupported,
-                    fmt::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
-                                "use still work",
-                                detail_, size_, fd_.get(), std::strerror(e), errno_name(e)),
-                    e);
-      }
-      base_ = static_cast<std::byte*>(p);
-    }
+    if (int e = ensure_mapping(); e != 0)
+      return fail(ErrorCode::Unsupported,
+                  fmt::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
+                              "use still work",
+                              detail_, size_, fd_.get(), std::strerror(e), errno_name(e)),
+                  e);
     const std::uint64_t flags = sync_start_flags(read_only_ ? MapMode::Read : mode);
     if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)
       return fail(Error::from_errno(out.err, fmt::format("DMA_BUF_IOCTL_SYNC {} on {} (fd {}, {} attempt{})",
                                                          sync_flags_name(flags), detail_, fd_.get(), out.attempts,
                                                          out.attempts == 1 ? "" : "s")));
-    return base_;
+    return base();
   }
 
   void end_cpu_access(MapMode modes) noexcept override {
@@ -92,23 +76,7 @@ class DmaBufBacking final : public Backing {
           sync_flags_name(flags), detail_, fd_.get(), out.attempts, errno_name(out.err));
   }
 
-  Result<UniqueFd> export_fd() const override { return fd_.dup(); }
-
- private:
-  // Member order is teardown order in reverse: base_ is unmapped in the destructor body, then fd_ closes.
-  UniqueFd fd_;
-  std::size_t size_;
-  bool read_only_;
-  ObjectKey key_;
-  std::string detail_;
-  std::byte* base_ = nullptr;  // persistent mapping, guarded by the storage's map lock
 };
-
-Result<ObjectKey> key_of(int fd) {
-  struct stat st {};
-  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, fmt::format("fstat of DMA-BUF fd {}", fd)));
-  return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-}
 
 // The real size of a DMA-BUF (lseek SEEK_END, then back to 0 as dma_buf_llseek allows).
 Result<std::size_t> real_size(int fd) {
@@ -121,7 +89,7 @@ Result<std::size_t> real_size(int fd) {
 Result<std::unique_ptr<Backing>> finish(UniqueFd fd, std::size_t requested, const std::string& tensor_name,
                                         std::string detail) {
   name_dmabuf(fd.get(), tensor_name);
-  ET_TRY_ASSIGN(auto key, key_of(fd.get()));
+  ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "DMA-BUF"));
   ET_TRY_ASSIGN(std::size_t size, real_size(fd.get()));
   if (size < requested)
     return fail(ErrorCode::Internal, fmt::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,

@@ -10,47 +10,25 @@
 
 #include <fmt/format.h>
 
+#include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/sys.h"
 
 namespace edgetensor::detail {
 namespace {
 
-class ShmBacking final : public Backing {
+class ShmBacking final : public FdBacking {
  public:
   ShmBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
-      : fd_(std::move(fd)), size_(size), read_only_(read_only), key_(key), detail_(std::move(detail)) {}
-  ~ShmBacking() override {
-    if (base_ && sys::munmap(base_, size_) != 0)
-      log(LogLevel::Warning, "munmap of {} ({} B) failed: errno {}", detail_, size_, errno);
-    // fd_ closes after the mapping is gone (member destruction follows this body).
-  }
+      : FdBacking(std::move(fd), size, read_only, key, std::move(detail)) {}
   MemoryKind kind() const noexcept override { return MemoryKind::Shm; }
-  std::string detail() const override { return detail_; }
-  std::size_t size_bytes() const noexcept override { return size_; }
-  bool read_only() const noexcept override { return read_only_; }
-  int fd() const noexcept override { return fd_.get(); }
-  ObjectKey object_key() const noexcept override { return key_; }
-
-  // Runs under the storage's map lock: the one persistent mapping is made on the first map only.
+  // Heap-like: the persistent mapping is all a map needs, so maps take the storage's lock-free path.
+  bool needs_cpu_access_bracket() const noexcept override { return false; }
   Result<std::byte*> begin_cpu_access(MapMode) override {
-    if (!base_) {
-      int prot = read_only_ ? PROT_READ : PROT_READ | PROT_WRITE;
-      void* p = sys::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
-      if (p == MAP_FAILED) return fail(Error::from_errno(errno, fmt::format("mmap of {} ({} B)", detail_, size_)));
-      base_ = static_cast<std::byte*>(p);
-    }
-    return base_;
+    if (int e = ensure_mapping(); e != 0)
+      return fail(Error::from_errno(e, fmt::format("mmap of {} ({} B)", detail_, size_)));
+    return base();
   }
-  Result<UniqueFd> export_fd() const override { return fd_.dup(); }
-
- private:
-  UniqueFd fd_;
-  std::size_t size_;
-  bool read_only_;
-  ObjectKey key_;
-  std::string detail_;
-  std::byte* base_ = nullptr;  // persistent mapping, guarded by the storage's map lock
 };
 
 BackendStatus shm_status() {
@@ -66,12 +44,6 @@ BackendStatus shm_status() {
   return s;
 }
 
-Result<ObjectKey> key_of(int fd) {
-  struct stat st {};
-  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, "fstat of new shm fd"));
-  return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-}
-
 Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
   std::string memfd_name = name.empty() ? "edgetensor" : "edgetensor:" + name.substr(0, 200);
   UniqueFd fd(sys::memfd_create(memfd_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -81,7 +53,7 @@ Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::str
   // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
   if (sys::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
     return fail(Error::from_errno(errno, "fcntl(F_ADD_SEALS, F_SEAL_SHRINK|F_SEAL_GROW) on memfd"));
-  ET_TRY_ASSIGN(auto key, key_of(fd.get()));
+  ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "new shm"));
   return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd");
 }
 
@@ -109,7 +81,7 @@ Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::str
                            : "";
     return undo(Error::from_errno(e, fmt::format("reserving {} B for shm '{}' (posix_fallocate){}", size, name, room)));
   }
-  auto key = key_of(fd.get());
+  auto key = object_key_of(fd.get(), "new shm");
   if (!key) return undo(key.error());
   return std::make_unique<ShmBacking>(std::move(fd), size, false, *key, "posix shm " + name);
 }

@@ -15,36 +15,30 @@ constexpr std::array<std::size_t, kDTypeCount> kDTypeSizes = {1, 1, 2, 2, 4, 4, 
 constexpr std::array<std::string_view, 5> kMemoryNames = {"auto", "heap", "shm", "dmabuf", "gl_pbo"};
 constexpr std::array<std::string_view, 10> kPixelNames = {"unknown", "grey", "rgb",  "bgr",  "rgba",
                                                           "bgra",    "nv12", "nv21", "yuyv", "planar_rgb"};
+// One table lookup for every enum <-> name pair below.
+template <class E, std::size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, E value) noexcept {
+  auto i = static_cast<std::size_t>(value);
+  return i < N ? names[i] : "invalid";
+}
+template <class E, std::size_t N>
+std::optional<E> value_of(const std::array<std::string_view, N>& names, std::string_view name) noexcept {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<E>(i);
+  return std::nullopt;
+}
 }  // namespace
 
 std::size_t dtype_size(DType d) noexcept { return dtype_is_valid(d) ? kDTypeSizes[static_cast<int>(d)] : 0; }
-std::string_view dtype_name(DType d) noexcept {
-  return dtype_is_valid(d) ? kDTypeNames[static_cast<int>(d)] : "invalid";
-}
-std::optional<DType> dtype_from_name(std::string_view name) noexcept {
-  for (int i = 0; i < kDTypeCount; ++i)
-    if (kDTypeNames[i] == name) return static_cast<DType>(i);
-  return std::nullopt;
-}
-
-std::string_view memory_kind_name(MemoryKind k) noexcept {
-  auto i = static_cast<std::size_t>(k);
-  return i < kMemoryNames.size() ? kMemoryNames[i] : "invalid";
-}
+std::string_view dtype_name(DType d) noexcept { return name_of(kDTypeNames, d); }
+std::optional<DType> dtype_from_name(std::string_view name) noexcept { return value_of<DType>(kDTypeNames, name); }
+std::string_view memory_kind_name(MemoryKind k) noexcept { return name_of(kMemoryNames, k); }
 std::optional<MemoryKind> memory_kind_from_name(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < kMemoryNames.size(); ++i)
-    if (kMemoryNames[i] == name) return static_cast<MemoryKind>(i);
-  return std::nullopt;
+  return value_of<MemoryKind>(kMemoryNames, name);
 }
-
-std::string_view pixel_format_name(PixelFormat f) noexcept {
-  auto i = static_cast<std::size_t>(f);
-  return i < kPixelNames.size() ? kPixelNames[i] : "invalid";
-}
+std::string_view pixel_format_name(PixelFormat f) noexcept { return name_of(kPixelNames, f); }
 std::optional<PixelFormat> pixel_format_from_name(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < kPixelNames.size(); ++i)
-    if (kPixelNames[i] == name) return static_cast<PixelFormat>(i);
-  return std::nullopt;
+  return value_of<PixelFormat>(kPixelNames, name);
 }
 
 std::string_view version() noexcept { return "0.1.0"; }

@@ -421,7 +421,11 @@ class CudaGlFakeNoInterop : public CudaGlFake {
 TEST_F(CudaGlFakeNoInterop, RuntimeWithoutGlInteropSymbolsIsUnsupportedNamingThem) {
   std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  EXPECT_FALSE(status_.gl_interop);
+  EXPECT_FALSE(status_.gl_interop) << "reported as a capability, not an error";
+  EXPECT_TRUE(status_.error.empty()) << status_.error;
+  bool listed = false;
+  for (const auto& m : status_.missing_optional_symbols) listed |= m == "cudaGraphicsGLRegisterBuffer";
+  EXPECT_TRUE(listed);
   TensorDyn t = pbo_tensor(ctx);
   EXPECT_ERROR(cuda::map(t), ErrorCode::Unsupported, "lacks the GL-interop symbols (cudaGraphicsGLRegisterBuffer");
   auto r = t.map_read();

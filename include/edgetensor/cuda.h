@@ -41,6 +41,9 @@ namespace edgetensor {
 namespace detail {
 class Storage;
 }
+namespace gl {
+class Context;
+}
 
 namespace cuda {
 
@@ -163,6 +166,11 @@ struct MapOptions {
   /// The device; -1 = the calling thread's current device. A storage is reached through one handle,
   /// bound to the device it was made on; a later map for another device is FailedPrecondition.
   int device = -1;
+  /// GL PBO tensors only: the stream cudaGraphicsMapResources and, at release, cudaGraphicsUnmapResources
+  /// are issued on (CUDA Runtime API, "Graphics Interoperability": work queued on it before the map
+  /// starts after GL's, GL work after the unmap starts after the stream's). Null = the default
+  /// stream. Borrowed: the Stream must outlive the CudaMap. Ignored by the other paths.
+  const Stream* stream = nullptr;
 };
 
 /// A device view of a tensor: device_ptr() is the tensor's first element (the storage's single CUDA
@@ -208,6 +216,7 @@ class ET_API CudaMap {
   CudaPath path_ = CudaPath::HostRegistered;
   int device_ = 0;
   void* event_ = nullptr;  // cudaEvent_t from record()
+  void* stream_ = nullptr;  // cudaStream_t of MapOptions::stream (GL path: unmap on it)
   int pid_ = 0;
 };
 
@@ -217,10 +226,42 @@ class ET_API CudaMap {
 /// before the storage frees its memory (cudaHostUnregister; or cudaFree then
 /// cudaDestroyExternalMemory). Read-only storage is registered with cudaHostRegisterReadOnly: device
 /// writes to it fault. Never throws.
-/// Errors: FailedPrecondition (empty handle, zero-byte tensor, fork child, other device), Unavailable,
-/// Unsupported (no path works for this storage, with each path's reason; GL PBO tensors here), CUDA
-/// errors.
+///
+/// GL PBO tensors (CudaPath::GlBuffer; CUDA Runtime API "OpenGL Interoperability" and "Graphics
+/// Interoperability"): every CUDA-GL call runs on the tensor's GL worker thread with its context
+/// current, and the calling thread waits for it (gl::ContextOptions::timeout). The first map checks
+/// that the GL context runs on the CUDA device (cudaGLGetDevices, all devices of the context) and
+/// registers the buffer once (cudaGraphicsGLRegisterBuffer, flags none); the registration is cached
+/// until the buffer is deleted or its context shuts down, which unregisters it first
+/// (cudaGraphicsUnregisterResource before glDeleteBuffers / eglTerminate). Each CudaMap maps the
+/// buffer (cudaGraphicsMapResources on MapOptions::stream, cudaGraphicsResourceGetMappedPointer) and
+/// its release unmaps it (cudaGraphicsUnmapResources, posted to the GL thread without waiting; GL
+/// work posted later runs after it). One CudaMap per PBO at a time. While it is open, CPU maps and
+/// gl::with_buffer on the PBO fail with Busy ("mapped by CUDA"); while a CPU map is open, map()
+/// fails with Busy. Keep the gl::Context alive while a CudaMap of its PBO is open: a context that
+/// shuts down unmaps and unregisters the buffer (logged), and the device pointer is then invalid.
+///
+/// Errors: FailedPrecondition (empty handle, zero-byte tensor, fork child, other device; GL: "GL
+/// context gone" when the PBO's context was destroyed, or the GL context is not on the requested
+/// CUDA device, naming both), Busy (GL: CPU-mapped, already CUDA-mapped, GL thread timeout),
+/// Unavailable, Unsupported (no path works for this storage, with each path's reason; GL: the
+/// runtime lacks the GL-interop symbols, the GL context is on no CUDA device, or the library was
+/// built without EGL), CUDA errors.
 [[nodiscard]] ET_API Result<CudaMap> map(const TensorDyn& tensor, const MapOptions& options = {}) noexcept;
+
+/// Outcome of gl_round_trip().
+struct GlRoundTrip {
+  bool ok = false;     ///< Both directions read back equal.
+  std::string detail;  ///< What ran (renderer, device, sizes, map+unmap time), or where it failed.
+};
+
+/// The CUDA-GL path checked end to end, for `edgetensor info`: allocates a 64 KiB PBO tensor on
+/// `context` (null: a context with default gl::ContextOptions, made and dropped here), writes a
+/// pattern through a CPU map and reads it through cuda::map + cudaMemcpy, then writes a second
+/// pattern through the device pointer, releases the CudaMap and reads it through a CPU map. Never
+/// fails: the outcome is in the result. Takes milliseconds on a GPU; with CUDA unavailable it returns
+/// at once with the reason.
+ET_API GlRoundTrip gl_round_trip(const std::shared_ptr<gl::Context>& context = nullptr);
 
 /// External memory handle types (CUDA Runtime API "External Resource Interoperability"; cuda.h).
 enum class ExternalMemoryHandleType : std::uint8_t {

@@ -55,9 +55,15 @@ class CudaHandle : public edgetensor::detail::DeviceHandle {
   virtual int device() const noexcept = 0;
   /// Device address of byte 0 of the storage, valid while the handle lives.
   virtual void* base() const noexcept = 0;
-  virtual Result<void*> begin_map() { return base(); }
-  virtual void end_map() noexcept {}
+  /// `stream` is MapOptions::stream's cudaStream_t (null = default stream).
+  virtual Result<void*> begin_map(CudaStream /*stream*/) { return base(); }
+  virtual void end_map(CudaStream /*stream*/) noexcept {}
 };
+
+/// The CUDA-GL handle of a GL PBO storage (src/cuda/cuda_gl.cpp; Unsupported when built without EGL).
+Result<std::unique_ptr<edgetensor::detail::DeviceHandle>> make_gl_handle(const CudaRuntimeApi& api,
+                                                                          edgetensor::detail::Storage& storage,
+                                                                          int device);
 
 /// One imported external-memory object mapped whole (runtime OpaqueFd path or driver DMA-BUF path).
 class ExternalImport {

@@ -257,8 +257,10 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
 }  // namespace
 
 struct MapAccess {
-  static CudaMap make(std::shared_ptr<Storage> storage, CudaHandle* handle, void* ptr, std::size_t size, int device) {
+  static CudaMap make(std::shared_ptr<Storage> storage, CudaHandle* handle, void* ptr, std::size_t size, int device,
+                      CudaStream stream) {
     CudaMap m;
+    m.stream_ = stream;
     m.storage_ = std::move(storage);
     m.handle_ = handle;
     m.ptr_ = ptr;
@@ -277,6 +279,8 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
     return fail(ErrorCode::FailedPrecondition, "cuda::map: the tensor has no bytes (a zero-size dimension)");
   ET_TRY_ASSIGN(const CudaRuntimeApi* api, usable("cuda::map"));
   ET_TRY_ASSIGN(int device, resolve_device(*api, options.device));
+  CudaStream stream = options.stream ? options.stream->native_handle() : nullptr;
+  if (options.stream && !stream) return fail(ErrorCode::InvalidArgument, "cuda::map: MapOptions::stream is a moved-from Stream");
   auto make = [api, device](Storage& s) -> Result<std::unique_ptr<DeviceHandle>> {
     switch (s.kind()) {
       case MemoryKind::Heap:
@@ -285,9 +289,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
       case MemoryKind::DmaBuf:
         return import_dmabuf_storage(*api, s, device);
       case MemoryKind::GlPbo:
-        return fail(ErrorCode::Unsupported,
-                    "cuda::map of a gl_pbo tensor needs the CUDA-GL path (cudaGraphicsGLRegisterBuffer on the GL "
-                    "thread), which this build does not have");
+        return make_gl_handle(*api, s, device);
       default:
         return fail(ErrorCode::Unsupported,
                     fmt::format("cuda::map: no CUDA path for {} storage", memory_kind_name(s.kind())));
@@ -301,8 +303,8 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
                 fmt::format("cuda::map: the storage is bound to CUDA device {} (where it was first mapped); "
                             "a map for device {} is refused",
                             h->device(), device));
-  ET_TRY_ASSIGN(void* base, h->begin_map());
-  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device);
+  ET_TRY_ASSIGN(void* base, h->begin_map(stream));
+  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device, stream);
 }
 
 }  // namespace detail
@@ -330,7 +332,7 @@ std::string_view cuda_path_name(CudaPath path) noexcept {
 
 CudaMap::CudaMap(CudaMap&& o) noexcept
     : storage_(std::move(o.storage_)), handle_(o.handle_), ptr_(o.ptr_), size_(o.size_), path_(o.path_),
-      device_(o.device_), event_(o.event_), pid_(o.pid_) {
+      device_(o.device_), event_(o.event_), stream_(o.stream_), pid_(o.pid_) {
   o.handle_ = nullptr;
   o.ptr_ = nullptr;
   o.size_ = 0;
@@ -347,6 +349,7 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
     path_ = o.path_;
     device_ = o.device_;
     event_ = o.event_;
+    stream_ = o.stream_;
     pid_ = o.pid_;
     o.handle_ = nullptr;
     o.ptr_ = nullptr;
@@ -368,8 +371,9 @@ void CudaMap::release() noexcept {
     }
   }
   event_ = nullptr;
-  if (handle_ && storage_ && own_process) handle_->end_map();
+  if (handle_ && storage_ && own_process) handle_->end_map(stream_);
   handle_ = nullptr;
+  stream_ = nullptr;
   ptr_ = nullptr;
   size_ = 0;
   storage_.reset();

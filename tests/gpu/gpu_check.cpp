@@ -3,7 +3,9 @@
 // hardware: availability and versions, device name and memory, H2D/D2H/D2D copies compared byte for
 // byte, streams, host registration of a heap and a shm tensor with a copy through the device pointer,
 // external-memory import of an opaque fd exported by CUDA itself (cuMemCreate +
-// cuMemExportToShareableHandle, POSIX fd) through our low-level API, and a timing table.
+// cuMemExportToShareableHandle, POSIX fd) through our low-level API, the CUDA-GL path on the NVIDIA
+// EGL device (a pattern written by CUDA into a PBO through cuda::map read back through a CPU map, and
+// the reverse; map+unmap per frame timed), and a timing table.
 // Without a usable GPU every GPU step prints SKIP with the reason; the script decides whether a skip
 // is allowed (it is not when a GPU is visible).
 #include <cuda.h>
@@ -148,6 +150,98 @@ void check_external_memory() {
   cuMemRelease_(h);
 }
 
+// A GL context on the NVIDIA EGL device: the Auto order tries hardware devices first; otherwise each
+// device index in turn.
+std::shared_ptr<edgetensor::gl::Context> nvidia_gl_context(std::string& why) {
+  namespace gl = edgetensor::gl;
+  auto is_nvidia = [](const gl::ContextInfo& i) {
+    return i.vendor.find("NVIDIA") != std::string::npos || i.renderer.find("NVIDIA") != std::string::npos;
+  };
+  auto first = gl::Context::create();
+  if (!first) {
+    why = first.error().to_string();
+    return nullptr;
+  }
+  if (is_nvidia((*first)->info())) return *first;
+  why = "first context: " + (*first)->info().renderer;
+  const int count = (*first)->info().device_count;
+  first->reset();
+  for (int i = 0; i < count; ++i) {
+    gl::ContextOptions o;
+    o.platform = gl::Platform::Device;
+    o.device_index = i;
+    auto c = gl::Context::create(o);
+    if (c && is_nvidia((*c)->info())) return *c;
+    why += "; device " + std::to_string(i) + ": " + (c ? (*c)->info().renderer : c.error().to_string());
+  }
+  return nullptr;
+}
+
+void check_cuda_gl() {
+  const char* step = "cuda-gl";
+  std::string why;
+  auto ctx = nvidia_gl_context(why);
+  if (!ctx) return fail(step, "no GL context on an NVIDIA EGL device: " + why);
+  std::printf("     GL: %s, %s\n", ctx->info().platform_detail.c_str(), ctx->info().renderer.c_str());
+  const std::size_t n = 4 << 20;
+  edgetensor::AllocateOptions o;
+  o.memory = MemoryKind::GlPbo;
+  o.gl_context = ctx;
+  auto t = TensorDyn::allocate({n / 4}, DType::F32, o);
+  if (!t) return fail(step, "PBO allocation: " + t.error().to_string());
+  // CUDA writes (device-to-device from a cudaMalloc'ed pattern), the CPU reads.
+  auto a = pattern(n, 6);
+  void* d = nullptr;
+  if (cudaMalloc(&d, n) != cudaSuccess) return fail(step, "cudaMalloc failed");
+  bool ok = static_cast<bool>(cuda::copy_host_to_device(d, a.data(), n));
+  {
+    auto m = cuda::map(*t);
+    if (!m) {
+      cudaFree(d);
+      return fail(step, "cuda::map: " + m.error().to_string());
+    }
+    ok = ok && cuda::copy_device_to_device(m->device_ptr(), d, n) && m->wait();
+  }  // released: unmapped on the GL thread before the CPU map below
+  {
+    auto r = t->map_read();
+    if (ok && r && std::memcmp(r->data(), a.data(), n) == 0) pass("cuda-gl CUDA write -> CPU read", "4 MiB PBO");
+    else fail("cuda-gl CUDA write -> CPU read", !ok ? "a CUDA copy failed" : r ? "bytes differ" : r.error().to_string());
+  }
+  // The CPU writes, CUDA reads.
+  auto b = pattern(n, 7);
+  {
+    auto w = t->map_write();
+    if (!w) { cudaFree(d); return fail(step, "CPU write map: " + w.error().to_string()); }
+    std::memcpy(w->data(), b.data(), n);
+  }
+  std::vector<unsigned char> back(n);
+  {
+    auto m = cuda::map(*t);
+    ok = m && cuda::copy_device_to_host(back.data(), m->device_ptr(), n);
+    if (ok && back == b) pass("cuda-gl CPU write -> CUDA read", "4 MiB PBO");
+    else fail("cuda-gl CPU write -> CUDA read", !m ? m.error().to_string() : ok ? "bytes differ" : "copy failed");
+    // While CUDA has it mapped, a CPU map must be refused.
+    auto busy = t->map_read();
+    if (busy) fail("cuda-gl busy while mapped", "a CPU map succeeded while CUDA had the PBO mapped");
+    else pass("cuda-gl busy while mapped", busy.error().message());
+  }
+  cudaFree(d);
+  // map + unmap per frame (release posts the unmap; the next map waits for it on the GL thread).
+  const int frames = 300;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < frames; ++i) {
+    auto m = cuda::map(*t);
+    if (!m) return fail("cuda-gl timing", m.error().to_string());
+  }
+  (void)ctx->run([]() -> edgetensor::Result<void> { return {}; });  // the last unmap has run
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / frames;
+  std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + release of a 4 MiB PBO", us, frames);
+  pass("cuda-gl timing");
+  auto rt = cuda::gl_round_trip(ctx);
+  if (rt.ok) pass("cuda-gl round trip (info)", rt.detail);
+  else fail("cuda-gl round trip (info)", rt.detail);
+}
+
 void timing_table() {
   const std::size_t n = 64 << 20;
   const int iters = 20;
@@ -187,7 +281,7 @@ int main() {
     else fail("host prep", "tensor allocation failed");
   }
   const char* gpu_steps[] = {"device info", "copies", "stream", "host registration heap", "host registration shm",
-                             "external memory (opaque fd)", "timing table"};
+                             "external memory (opaque fd)", "cuda-gl", "timing table"};
   if (!st.available) {
     for (const char* s : gpu_steps) skip(s, "no usable GPU: " + st.error);
   } else {
@@ -199,6 +293,7 @@ int main() {
     check_host_registration(MemoryKind::Heap, "host registration heap");
     check_host_registration(MemoryKind::Shm, "host registration shm");
     check_external_memory();
+    check_cuda_gl();
     timing_table();
   }
   std::printf("gpu_check: %d passed, %d failed, %d skipped\n", g_pass, g_fail, g_skip);

@@ -19,10 +19,13 @@ echo "== lane 4: GPU visible: $gpu_visible"
 echo "== build (library, CUDA lanes, GPU check) in $build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DET_BUILD_TOOLS=OFF -DET_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_tests >/dev/null
+# The CUDA-GL lanes exist only in builds with the GL backend (ET_WITH_EGL).
+cmake --build "$build" -j"$jobs" --target edgetensor_cuda_gl_tests >/dev/null 2>&1 ||
+  echo "== no CUDA-GL test binary (built without EGL): the cuda.gl lanes do not run"
 g++ -std=c++20 -O2 -I"$root/include" -I"$cuda_home/include" "$root/tests/gpu/gpu_check.cpp" \
     -o "$build/gpu_check" "$build/src/libedgetensor.a" -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lcudart -ldl -lpthread
 
-echo "== non-GPU CUDA lanes (real runtime as found, no runtime, test double)"
+echo "== non-GPU CUDA lanes (real runtime as found, no runtime, test double; label cuda_gl matches -L cuda)"
 (cd "$build" && ctest -L cuda --output-on-failure -j"$jobs" | grep -E "tests passed|tests failed|Failed|\*\*\*")
 
 echo "== GPU check"

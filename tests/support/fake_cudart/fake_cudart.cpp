@@ -5,8 +5,10 @@
 // have the real signatures and its descriptor sizes are the real ones. See fake_cudart_control.h.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -37,8 +39,15 @@ struct Ext {
   std::size_t size = 0;
   int live_buffers = 0;
 };
+// One registered GL buffer (cudaGraphicsResource_t points at it).
+struct GlRes {
+  unsigned buffer = 0;
+  std::size_t size = 0;
+  char* mapped = nullptr;  // host allocation while mapped
+};
 struct State {
   std::mutex mu;
+  std::set<GlRes*> gl_resources;
   std::vector<EtFakeCall> calls;
   std::vector<Plan> plans;
   std::map<void*, std::size_t> allocs;
@@ -81,6 +90,53 @@ std::size_t runtime_buffer_desc_size() {
 #endif
 }
 
+// The GL state of the calling thread, through the libEGL the process has already loaded (never loads it).
+struct GlProbe {
+  void* (*get_current_context)() = nullptr;  // eglGetCurrentContext
+  unsigned char (*is_buffer)(unsigned) = nullptr;                       // glIsBuffer
+  void (*bind_buffer)(unsigned, unsigned) = nullptr;                    // glBindBuffer
+  void (*get_buffer_parameteri64v)(unsigned, unsigned, long long*) = nullptr;  // glGetBufferParameteri64v
+  bool ok() const { return get_current_context && is_buffer && bind_buffer && get_buffer_parameteri64v; }
+};
+const GlProbe& gl_probe() {
+  static GlProbe found;
+  if (found.ok()) return found;
+  static GlProbe none;
+  void* h = dlopen("libEGL.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return none;
+  using GetProc = void* (*)(const char*);
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(h, "eglGetProcAddress"));
+  GlProbe p;
+  p.get_current_context = reinterpret_cast<void* (*)()>(dlsym(h, "eglGetCurrentContext"));
+  if (get_proc) {
+    p.is_buffer = reinterpret_cast<unsigned char (*)(unsigned)>(get_proc("glIsBuffer"));
+    p.bind_buffer = reinterpret_cast<void (*)(unsigned, unsigned)>(get_proc("glBindBuffer"));
+    p.get_buffer_parameteri64v =
+        reinterpret_cast<void (*)(unsigned, unsigned, long long*)>(get_proc("glGetBufferParameteri64v"));
+  }
+  dlclose(h);  // drops only the reference RTLD_NOLOAD added
+  if (p.ok()) found = p;
+  return p.ok() ? found : none;
+}
+bool gl_current() {
+  const GlProbe& g = gl_probe();
+  return g.ok() && g.get_current_context() != nullptr;
+}
+[[maybe_unused]] int gl_buffer_alive(unsigned name) {
+  if (!gl_current()) return -1;
+  return gl_probe().is_buffer(name) ? 1 : 0;
+}
+// The size of a live GL buffer (GL_COPY_READ_BUFFER, left unbound; the library uses COPY_WRITE).
+[[maybe_unused]] std::size_t gl_buffer_size(unsigned name) {
+  const GlProbe& g = gl_probe();
+  constexpr unsigned kCopyRead = 0x8F36, kBufferSize = 0x8764;
+  long long size = 0;
+  g.bind_buffer(kCopyRead, name);
+  g.get_buffer_parameteri64v(kCopyRead, kBufferSize, &size);
+  g.bind_buffer(kCopyRead, 0);
+  return size > 0 ? static_cast<std::size_t>(size) : 0;
+}
+
 // Records one call. Holds the state lock for its lifetime (calls are serialised, like a log).
 class Rec {
  public:
@@ -88,6 +144,9 @@ class Rec {
     std::memset(&c_, 0, sizeof c_);
     std::strncpy(c_.name, name, sizeof c_.name - 1);
     c_.pid = getpid();
+    c_.tid = static_cast<int>(syscall(SYS_gettid));
+    c_.gl_current = gl_current() ? 1 : 0;
+    c_.gl_buffer_alive = -1;
   }
   Rec& arg(unsigned long long v) {
     if (n_ < 6) c_.args[n_++] = v;
@@ -136,6 +195,8 @@ bool in_device_range(const void* p, std::size_t n) {
     if ((v.second & cudaHostRegisterMapped) && c >= b && c + n <= b + v.first) return true;
   for (auto& [b, e] : s.ext_buffers)
     if (c >= b && c + n <= b + e->size) return true;
+  for (GlRes* g : s.gl_resources)
+    if (g->mapped && c >= g->mapped && c + n <= g->mapped + g->size) return true;
   return false;
 }
 
@@ -257,6 +318,12 @@ ET_FAKE_EXPORT int et_fake_cudart_live(const char* what) {
   if (w == "ext_buffer") return static_cast<int>(s.ext_buffers.size());
   if (w == "stream") return static_cast<int>(s.streams.size());
   if (w == "event") return static_cast<int>(s.events.size());
+  if (w == "gl_resource") return static_cast<int>(s.gl_resources.size());
+  if (w == "gl_mapped") {
+    int n = 0;
+    for (GlRes* g : s.gl_resources) n += g->mapped != nullptr;
+    return n;
+  }
   return -1;
 }
 ET_FAKE_EXPORT int et_fake_cudart_violations(void) {
@@ -287,6 +354,9 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
     case cudaErrorOperatingSystem: return "cudaErrorOperatingSystem";
+    case cudaErrorInvalidGraphicsContext: return "cudaErrorInvalidGraphicsContext";
+    case cudaErrorAlreadyMapped: return "cudaErrorAlreadyMapped";
+    case cudaErrorNotMapped: return "cudaErrorNotMapped";
     default: return "cudaErrorUnknown";
   }
 }
@@ -633,3 +703,140 @@ extern "C" cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return r.done(cudaSuccess);
 }
+
+// ---- GL interop (cuda_gl_interop.h and the graphics-agnostic part of cuda_runtime_api.h) --------------
+#ifndef ET_FAKE_OMIT_GL_INTEROP  // the "no GL interop" variant lacks the optional group
+namespace {
+// The resource, or null after counting a violation.
+GlRes* known_resource(cudaGraphicsResource_t r) {
+  auto* g = reinterpret_cast<GlRes*>(r);
+  if (!st().gl_resources.count(g)) {
+    ++st().violations;
+    return nullptr;
+  }
+  return g;
+}
+// Every GL-interop call needs the GL context current on the calling thread.
+#define ET_NEED_GL()                                   \
+  do {                                                 \
+    if (!r.call().gl_current) {                        \
+      ++st().violations;                               \
+      return r.done(cudaErrorInvalidGraphicsContext);  \
+    }                                                  \
+  } while (0)
+}  // namespace
+
+extern "C" {
+cudaError_t cudaGLGetDevices(unsigned* count, int* devices, unsigned capacity, int list) {
+  Rec r("cudaGLGetDevices");
+  r.arg(capacity).arg(static_cast<unsigned long long>(list));
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  const char* env = std::getenv("ET_FAKE_CUDART_GL_DEVICES");
+  std::string v = env && *env ? env : "0";
+  if (v == "none") return r.done(cudaErrorNoDevice);
+  if (!count || list < 1 || list > 3) return r.done(cudaErrorInvalidValue);
+  unsigned n = 0;
+  for (std::size_t pos = 0; pos <= v.size();) {
+    std::size_t comma = v.find(',', pos);
+    if (comma == std::string::npos) comma = v.size();
+    if (n < capacity && devices) devices[n] = std::atoi(v.substr(pos, comma - pos).c_str());
+    ++n;
+    pos = comma + 1;
+  }
+  *count = n < capacity ? n : capacity;
+  return r.done(cudaSuccess);
+}
+
+cudaError_t cudaGraphicsGLRegisterBuffer(cudaGraphicsResource_t* out, unsigned buffer, unsigned flags) {
+  Rec r("cudaGraphicsGLRegisterBuffer");
+  r.arg(buffer).arg(flags);
+  r.call().gl_buffer_alive = gl_buffer_alive(buffer);
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  if (!out || flags > 2) return r.done(cudaErrorInvalidValue);
+  if (r.call().gl_buffer_alive != 1) {
+    ++st().violations;
+    return r.done(cudaErrorInvalidValue);
+  }
+  for (GlRes* g : st().gl_resources)
+    if (g->buffer == buffer) {
+      ++st().violations;  // registered twice
+      return r.done(cudaErrorInvalidValue);
+    }
+  auto* g = new GlRes{buffer, gl_buffer_size(buffer), nullptr};
+  st().gl_resources.insert(g);
+  *out = reinterpret_cast<cudaGraphicsResource_t>(g);
+  r.ptr(g);
+  return r.done(cudaSuccess);
+}
+
+cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t* resources, cudaStream_t stream) {
+  Rec r("cudaGraphicsMapResources");
+  r.arg(static_cast<unsigned long long>(count)).ptr(resources && count > 0 ? resources[0] : nullptr).ptr(stream);
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  if (count != 1 || !resources) return r.done(cudaErrorInvalidValue);
+  if (stream && !st().streams.count(stream)) return r.done(cudaErrorInvalidResourceHandle);
+  GlRes* g = known_resource(resources[0]);
+  if (!g) return r.done(cudaErrorInvalidResourceHandle);
+  r.call().gl_buffer_alive = gl_buffer_alive(g->buffer);
+  if (g->mapped) {
+    ++st().violations;
+    return r.done(cudaErrorAlreadyMapped);
+  }
+  g->mapped = static_cast<char*>(std::calloc(g->size ? g->size : 1, 1));
+  return r.done(cudaSuccess);
+}
+
+cudaError_t cudaGraphicsResourceGetMappedPointer(void** ptr, size_t* size, cudaGraphicsResource_t resource) {
+  Rec r("cudaGraphicsResourceGetMappedPointer");
+  r.ptr(resource);
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  GlRes* g = known_resource(resource);
+  if (!g) return r.done(cudaErrorInvalidResourceHandle);
+  if (!g->mapped || !ptr || !size) return r.done(cudaErrorNotMapped);
+  *ptr = g->mapped;
+  *size = g->size;
+  r.ptr(g->mapped).arg(g->size);
+  return r.done(cudaSuccess);
+}
+
+cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t* resources, cudaStream_t stream) {
+  Rec r("cudaGraphicsUnmapResources");
+  r.arg(static_cast<unsigned long long>(count)).ptr(resources && count > 0 ? resources[0] : nullptr).ptr(stream);
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  if (count != 1 || !resources) return r.done(cudaErrorInvalidValue);
+  GlRes* g = known_resource(resources[0]);
+  if (!g) return r.done(cudaErrorInvalidResourceHandle);
+  r.call().gl_buffer_alive = gl_buffer_alive(g->buffer);
+  if (!g->mapped) {
+    ++st().violations;
+    return r.done(cudaErrorNotMapped);
+  }
+  std::free(g->mapped);
+  g->mapped = nullptr;
+  return r.done(cudaSuccess);
+}
+
+cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
+  Rec r("cudaGraphicsUnregisterResource");
+  r.ptr(resource);
+  ET_NEED_DRIVER();
+  ET_NEED_GL();
+  GlRes* g = known_resource(resource);
+  if (!g) return r.done(cudaErrorInvalidResourceHandle);
+  r.call().gl_buffer_alive = gl_buffer_alive(g->buffer);
+  if (r.call().gl_buffer_alive != 1) ++st().violations;  // must come before glDeleteBuffers
+  if (g->mapped) {
+    ++st().violations;  // must be unmapped first
+    std::free(g->mapped);
+  }
+  st().gl_resources.erase(g);
+  delete g;
+  return r.done(cudaSuccess);
+}
+}  // extern "C"
+#endif

@@ -27,6 +27,13 @@ struct EtFakeCall {
   int fd_open;
   int result;
   int pid;
+  /* The calling thread (gettid), and the GL state at the call when libEGL is loaded in the process:
+   * gl_current = 1 when the thread has a current EGL context; gl_buffer_alive = glIsBuffer(name) for
+   * calls that take a GL buffer (register: the argument; map/unmap/unregister: the registered buffer),
+   * -1 for other calls or without a current context. */
+  int tid;
+  int gl_current;
+  int gl_buffer_alive;
 };
 
 /* Forgets the record, the failure plan and the leak counters' baseline (live objects are kept). */
@@ -39,10 +46,13 @@ int et_fake_cudart_count(const char* name);
 /* Makes the nth (1-based, counted from now) call to `name` return `error` without effect; nth = 0:
  * every call. Several plans may be active. */
 void et_fake_cudart_fail(const char* name, int nth, int error);
-/* Live objects: "alloc", "host_register", "ext_mem", "ext_buffer", "stream", "event", "owned_fd". */
+/* Live objects: "alloc", "host_register", "ext_mem", "ext_buffer", "stream", "event", "owned_fd",
+ * "gl_resource" (registered GL buffers), "gl_mapped" (mapped GL resources). */
 int et_fake_cudart_live(const char* what);
 /* Teardown-order violations seen (cudaDestroyExternalMemory with a mapped buffer not freed; a
- * double free or double destroy; unregistering an unknown range). */
+ * double free or double destroy; unregistering an unknown range; a GL-interop call without a current
+ * GL context or on a deleted GL buffer; mapping a mapped resource, unmapping an unmapped one,
+ * unregistering a mapped or unknown one). */
 int et_fake_cudart_violations(void);
 /* The fds the fake owns (imported, not yet closed), up to `max`; returns how many. */
 int et_fake_cudart_owned_fds(int* out, int max);

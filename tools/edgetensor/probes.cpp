@@ -220,6 +220,11 @@ Section probe_cuda() {
     paths[label] = rt ? json{{"ok", true}, {"path", *rt}} : json{{"ok", false}, {"error", rt.error().to_string()}};
     worked += fmt::format("; {}: {}", label, rt ? *rt + " ok" : "failed (" + rt.error().to_string() + ")");
   }
+  // The GL path of CUDA: a PBO written by the CPU read through CUDA, and the reverse.
+  auto gl = et::cuda::gl_round_trip();
+  paths["gl_pbo"] = {{"ok", gl.ok}, {"detail", gl.detail}};
+  s.fields["gl_interop"] = gl.ok;
+  worked += fmt::format("; gl_pbo: {}", gl.ok ? "gl-buffer ok" : "failed (" + gl.detail + ")");
   s.fields["round_trips"] = paths;
   s.detail += worked;
   return s;

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <map>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -26,33 +26,28 @@ void on_fork_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed)
 unsigned fork_generation_now() noexcept { return g_fork_generation.load(std::memory_order_relaxed); }
 
 // EGLDisplays are per-process singletons per (platform, native display): two contexts on the same
-// device share one, and eglTerminate would break the other. We count our users and terminate at zero.
+// device share one. We initialise each display once and never call eglTerminate: Mesa's eglTerminate
+// dlcloses the DRI driver, and when that happens on a worker thread while the process exits, exit
+// handlers the driver registered run from unmapped code (a SIGSEGV seen here in about 1 of 40 runs).
+// The driver stays loaded for the life of the process, as with most long-lived EGL users; a later
+// context reuses the initialised display (EGL 1.5 section 3.2: initialising it again is a no-op).
 std::mutex g_display_mutex;
-std::map<EGLDisplay, int>& display_refs() {
-  static auto* refs = new std::map<EGLDisplay, int>();  // never destroyed (used at exit by late teardowns)
-  return *refs;
+std::set<EGLDisplay>& initialised_displays() {
+  static auto* displays = new std::set<EGLDisplay>();  // never destroyed (used at exit by late teardowns)
+  return *displays;
 }
 
 Result<void> acquire_display(const EglApi& egl, EGLDisplay dpy, EGLint* major, EGLint* minor) {
   std::lock_guard lock(g_display_mutex);
-  int& refs = display_refs()[dpy];
-  if (refs == 0 && egl.Initialize(dpy, major, minor) != EGL_TRUE) {
-    display_refs().erase(dpy);
+  // eglInitialize on an initialised display only reports its version again.
+  if (egl.Initialize(dpy, major, minor) != EGL_TRUE)
     return fail(ErrorCode::Unavailable, fmt::format("eglInitialize failed: {}", egl_error_name(egl.GetError())));
-  }
-  ++refs;
+  initialised_displays().insert(dpy);
   return {};
 }
 
-void release_display(const EglApi& egl, EGLDisplay dpy) noexcept {
-  std::lock_guard lock(g_display_mutex);
-  auto it = display_refs().find(dpy);
-  if (it == display_refs().end()) return;
-  if (--it->second == 0) {
-    if (egl.Terminate(dpy) != EGL_TRUE)
-      log(LogLevel::Warning, "eglTerminate failed: {}", egl_error_name(egl.GetError()));
-    display_refs().erase(it);
-  }
+void release_display(const EglApi&, EGLDisplay) noexcept {
+  // Deliberately empty: see above. Contexts and surfaces are destroyed by the caller.
 }
 
 void clear_gl_errors(const GlApi& gl) noexcept {

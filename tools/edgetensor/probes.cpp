@@ -95,6 +95,7 @@ Section probe_heap() {
 
 // Allocates with `options` and runs the cross-process round trip.
 Section probe_shared(const std::string& name, const et::AllocateOptions& options, const std::string& self_exe) {
+  // A named POSIX shm object is shared by name; everything else travels with ipc::send.
   Section s{name, "failed", "", {}};
   auto status = et::backend_status(options.memory);
   s.fields["built"] = status.built;
@@ -109,7 +110,7 @@ Section probe_shared(const std::string& name, const et::AllocateOptions& options
     return s;
   }
   s.fields["served_by"] = t->memory_detail();
-  auto rt = cross_process_round_trip(*t, self_exe);
+  auto rt = cross_process_round_trip(*t, self_exe, options.shm_name);
   if (!rt) {
     s.detail = fmt::format("{}: round trip failed: {}", t->memory_detail(), rt.error().to_string());
     s.fields["round_trip"] = false;

@@ -72,10 +72,10 @@ Result<void> check_pattern(const TensorDyn& t, std::uint32_t seed) {
   return {};
 }
 
-Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::string& self_exe) {
+Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::string& self_exe,
+                                             const std::string& shm_name) {
   const std::uint32_t seed = static_cast<std::uint32_t>(::getpid()) & 0xffffu;
   ET_TRY(write_pattern(t, seed));
-  ET_TRY_ASSIGN(auto fd, t.export_fd());
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -101,17 +101,19 @@ Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::stri
     return status;
   };
 
-  std::vector<std::uint64_t> shape(t.shape().begin(), t.shape().end());
-  std::vector<std::int64_t> strides(t.strides().begin(), t.strides().end());
-  json req = {{"op", "verify_and_reply"},
-              {"dtype", std::string(edgetensor::dtype_name(t.dtype()))},
-              {"shape", shape},
-              {"strides", strides},
-              {"offset", t.offset_bytes()},
-              {"seed", seed},
-              {"memory", std::string(edgetensor::memory_kind_name(t.memory()))}};
-  int raw_fd = fd.get();
-  if (auto sent = send_json(ours.get(), req, {raw_fd}); !sent) {
+  // A JSON message carries the pattern seed; the tensor follows with ipc::send (header + fd), or, for a
+  // named POSIX shm object (which cannot be sealed, so ipc::send refuses it), the peer opens it by name.
+  json req = {{"seed", seed}};
+  if (shm_name.empty()) {
+    req["op"] = "receive";
+  } else {
+    std::vector<std::uint64_t> shape(t.shape().begin(), t.shape().end());
+    req.update({{"op", "open_shm"}, {"name", shm_name}, {"shape", shape},
+                {"dtype", std::string(edgetensor::dtype_name(t.dtype()))}});
+  }
+  auto sent = send_json(ours.get(), req);
+  if (sent && shm_name.empty()) sent = edgetensor::ipc::send(ours.get(), t);
+  if (!sent) {
     reap(true);
     return fail(sent.error());
   }
@@ -138,21 +140,22 @@ int run_peer(int sock) {
     (void)send_json(sock, {{"ok", false}, {"error", text}});
     return 1;
   };
-  auto msg = receive_json(sock, 1);
+  auto msg = receive_json(sock, 0);
   if (!msg) return reply_error(msg.error().to_string());
-  auto& [req, fds] = *msg;
-  if (fds.size() != 1) return reply_error(fmt::format("expected 1 fd, got {}", fds.size()));
   try {
-    auto dtype = edgetensor::dtype_from_name(req.at("dtype").get<std::string>());
-    if (!dtype) return reply_error("unknown dtype");
-    auto shape64 = req.at("shape").get<std::vector<std::uint64_t>>();
-    std::vector<std::size_t> shape(shape64.begin(), shape64.end());
-    edgetensor::ImportOptions opt;
-    opt.offset_bytes = req.at("offset").get<std::size_t>();
-    opt.strides_bytes = req.at("strides").get<std::vector<std::int64_t>>();
+    const json& req = msg->first;
     auto seed = req.at("seed").get<std::uint32_t>();
-    auto t = TensorDyn::adopt_fd(std::move(fds[0]), shape, *dtype, opt);
-    if (!t) return reply_error("import: " + t.error().to_string());
+    Result<TensorDyn> t = fail(ErrorCode::InvalidArgument, "unknown op");
+    if (req.at("op") == "receive") {
+      t = edgetensor::ipc::receive(sock);
+    } else if (req.at("op") == "open_shm") {
+      auto dtype = edgetensor::dtype_from_name(req.at("dtype").get<std::string>());
+      if (!dtype) return reply_error("unknown dtype");
+      auto shape64 = req.at("shape").get<std::vector<std::uint64_t>>();
+      std::vector<std::size_t> shape(shape64.begin(), shape64.end());
+      t = TensorDyn::open_shm(req.at("name").get<std::string>(), shape, *dtype);
+    }
+    if (!t) return reply_error(req.at("op").get<std::string>() + ": " + t.error().to_string());
     if (auto ok = check_pattern(*t, seed); !ok) return reply_error("verify: " + ok.error().to_string());
     if (auto ok = write_pattern(*t, seed + 1); !ok) return reply_error("reply write: " + ok.error().to_string());
     auto sent = send_json(sock, {{"ok", true}, {"memory", std::string(edgetensor::memory_kind_name(t->memory()))}});

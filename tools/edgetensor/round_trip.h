@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cross-process round trip used by `edgetensor info`: export a tensor's fd, pass it over a Unix socket to
+// Cross-process round trip used by `edgetensor info`: ipc::send the tensor (header + fd) over a Unix socket to
 // a separately exec'd `edgetensor peer`, which imports it, verifies a pattern and writes a reply pattern.
 #pragma once
 
@@ -21,7 +21,9 @@ edgetensor::Result<void> write_pattern(const edgetensor::TensorDyn& t, std::uint
 edgetensor::Result<void> check_pattern(const edgetensor::TensorDyn& t, std::uint32_t seed);
 
 /// Runs the whole round trip with a child exec'd from `self_exe`. Returns a one-line summary.
-edgetensor::Result<std::string> cross_process_round_trip(const edgetensor::TensorDyn& t, const std::string& self_exe);
+/// With `shm_name`, the peer opens that named POSIX shm object instead of receiving the fd.
+edgetensor::Result<std::string> cross_process_round_trip(const edgetensor::TensorDyn& t, const std::string& self_exe,
+                                                         const std::string& shm_name = {});
 
 /// The `peer` side: serves one request on the inherited socket fd and returns the process exit code.
 int run_peer(int socket_fd);

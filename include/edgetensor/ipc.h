@@ -57,13 +57,22 @@ inline constexpr std::size_t kMaxWireNameBytes = 63;
 /// the send_fds errors.
 [[nodiscard]] ET_API Result<void> send(int socket_fd, const TensorDyn& tensor);
 
+/// Limits a receiver puts on what a sender may hand it.
+struct ReceiveOptions {
+  /// Largest buffer accepted, in bytes. The receiver maps a shared buffer whole (one persistent mapping
+  /// per storage), so a hostile sender could otherwise pass a huge sparse memfd with a 1-byte view and
+  /// use up this process's address space. Default 64 GiB (1 GiB where size_t is 32 bits).
+  std::size_t max_buffer_bytes = sizeof(std::size_t) >= 8 ? std::size_t{64} << 30 : std::size_t{1} << 30;
+};
+
 /// Receives one tensor sent with send(). Validates the header (size, magic, version, dtype, rank,
 /// memory kind, name), the fd count (exactly one; MSG_CTRUNC), what the fd really is (it must match the
 /// header's memory kind; a memfd must be sealed against shrinking) and its real size against offset +
-/// extent. Every fd received is closed on every error path. Blocks.
+/// extent and options.max_buffer_bytes. Every fd received is closed on every error path. Blocks.
 /// Errors: InvalidArgument (malformed header, naming the field, its value and the limit; wrong fd
-/// kind; unsealed memfd), OutOfRange (buffer smaller than the view), Unavailable (peer closed), the
+/// kind; unsealed memfd; O_PATH or write-only fd), OutOfRange (buffer smaller than the view, or larger
+/// than max_buffer_bytes), Unavailable (peer closed), the
 /// receive_fds errors.
-[[nodiscard]] ET_API Result<TensorDyn> receive(int socket_fd);
+[[nodiscard]] ET_API Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& options = {});
 
 }  // namespace edgetensor::ipc

@@ -30,7 +30,6 @@ class ET_API MapBase {
  public:
   MapBase() noexcept = default;
   MapBase(MapBase&& other) noexcept;
-  MapBase& operator=(MapBase&& other) noexcept;
   MapBase(const MapBase&) = delete;
   MapBase& operator=(const MapBase&) = delete;
   ~MapBase();
@@ -48,6 +47,10 @@ class ET_API MapBase {
       : storage_(std::move(storage)), data_(data), size_(size), mode_(mode) {}
 
  protected:
+  // Protected: assigning through the base would turn a ReadMap into a WriteMap. The map types assign
+  // only their own kind (their implicit move assignment calls this one).
+  MapBase& operator=(MapBase&& other) noexcept;
+
   std::shared_ptr<detail::Storage> storage_;  // null when empty or unmapped
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;

@@ -77,6 +77,13 @@ Result<FdInfo> probe_fd(int fd) {
   info.key = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
   int fl = sys::fcntl(fd, F_GETFL);
   if (fl < 0) return fail(Error::from_errno(errno, fmt::format("fcntl(fd {}, F_GETFL)", fd)));
+  // mmap needs read access: an O_PATH or write-only fd can be named but never mapped.
+  if (fl & O_PATH)
+    return fail(ErrorCode::InvalidArgument, fmt::format("fd {} was opened with O_PATH: it cannot be mapped; open the "
+                                                        "buffer O_RDONLY or O_RDWR", fd));
+  if ((fl & O_ACCMODE) == O_WRONLY)
+    return fail(ErrorCode::InvalidArgument, fmt::format("fd {} is write-only (O_WRONLY): a shared mapping needs read "
+                                                        "access; open the buffer O_RDONLY or O_RDWR", fd));
   info.read_only = (fl & O_ACCMODE) == O_RDONLY;
   if (info.kind == MemoryKind::Shm) {
     if (st.st_size < 0) return fail(ErrorCode::Internal, fmt::format("fd {}: negative size {}", fd, st.st_size));

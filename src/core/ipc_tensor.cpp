@@ -95,7 +95,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   return send_fds(socket_fd, bytes, {raw});
 }
 
-Result<TensorDyn> receive(int socket_fd) {
+Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   // One byte more than a header: a longer message shows as MSG_TRUNC, not as a valid header.
   std::array<std::byte, detail::kWireHeaderBytes + 1> buf{};
   ET_TRY_ASSIGN(auto msg, receive_fds(socket_fd, buf, 1));
@@ -104,6 +104,10 @@ Result<TensorDyn> receive(int socket_fd) {
     return fail(ErrorCode::InvalidArgument,
                 fmt::format("malformed tensor message: {} fds arrived, a tensor message carries exactly 1", msg.fds.size()));
   ET_TRY_ASSIGN(auto info, detail::probe_fd(msg.fds[0].get()));
+  if (info.size_bytes > limits.max_buffer_bytes)
+    return fail(ErrorCode::OutOfRange,
+                fmt::format("received {} of {} B exceeds the receiver's limit of {} B (ReceiveOptions::max_buffer_bytes)",
+                            info.what, info.size_bytes, limits.max_buffer_bytes));
   const auto kind = static_cast<MemoryKind>(h.memory);
   if (info.kind != kind)
     return fail(ErrorCode::InvalidArgument, fmt::format("tensor message says {} but the fd is {}",

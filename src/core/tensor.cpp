@@ -189,6 +189,11 @@ std::string TensorDyn::memory_detail() const { return storage_ ? storage_->backi
 bool TensorDyn::read_only() const noexcept { return storage_ && storage_->backing().read_only(); }
 
 Result<void> TensorDyn::set_image(const ImageMeta& meta) {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image: tensor has no storage");
+  if (static_cast<unsigned>(meta.format) > static_cast<unsigned>(PixelFormat::PlanarRgb))
+    return fail(ErrorCode::InvalidArgument, fmt::format("image metadata: pixel format {} is not a PixelFormat (0..{})",
+                                                        static_cast<unsigned>(meta.format),
+                                                        static_cast<unsigned>(PixelFormat::PlanarRgb)));
   if (meta.row_stride_bytes > extent_bytes_ || meta.plane_offset_bytes > extent_bytes_)
     return fail(ErrorCode::OutOfRange,
                 fmt::format("image metadata: row stride {} B / plane offset {} B exceed the tensor extent {} B",

@@ -104,6 +104,8 @@ Result<void> check_shm_name(const std::string& name) {
                 fmt::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
                             "without another '/'", name, NAME_MAX - 2));
   if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
+  if (name == "/." || name == "/..")
+    return fail(ErrorCode::InvalidArgument, fmt::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
   return {};
 }
 

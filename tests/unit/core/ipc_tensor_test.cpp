@@ -217,3 +217,30 @@ TEST(IpcTensor, LongNamesAreCutAtAUtf8Boundary) {
   ASSERT_OK(r);
   EXPECT_EQ(r->name(), std::string(62, 'a'));
 }
+
+TEST(IpcTensor, BuffersOverTheReceiversLimitAreRefused) {
+  // A huge sparse memfd with a 1-byte view would otherwise be mapped whole by the receiver.
+  auto big = TensorDyn::allocate({std::size_t{1} << 40}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(big);
+  auto one = big->view(0, {1});
+  ASSERT_OK(one);
+  const int fds = open_fd_count();
+  {
+    Pair p;
+    ASSERT_OK(ipc::send(p.a.get(), *one));
+    EXPECT_ERROR(ipc::receive(p.b.get()), ErrorCode::OutOfRange, "exceeds the receiver's limit of 68719476736 B");
+    auto small = TensorDyn::allocate({4096}, DType::U8, {.memory = MemoryKind::Shm});
+    ASSERT_OK(small);
+    ASSERT_OK(ipc::send(p.a.get(), *small));
+    EXPECT_ERROR(ipc::receive(p.b.get(), {.max_buffer_bytes = 1024}), ErrorCode::OutOfRange, "limit of 1024 B");
+  }
+  EXPECT_EQ(open_fd_count(), fds);
+}
+
+TEST(IpcTensor, InvalidPixelFormatIsRefusedAtSetImage) {
+  auto t = TensorDyn::allocate({8}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(t);
+  EXPECT_ERROR(t->set_image({static_cast<PixelFormat>(200), 0, 0}), ErrorCode::InvalidArgument,
+               "pixel format 200 is not a PixelFormat");
+  EXPECT_ERROR(TensorDyn{}.set_image({}), ErrorCode::FailedPrecondition, "no storage");
+}

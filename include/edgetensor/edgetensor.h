@@ -13,6 +13,7 @@
 #include <edgetensor/map.h>
 #include <edgetensor/memory.h>
 #include <edgetensor/shared_fd.h>
+#include <edgetensor/shm.h>
 #include <edgetensor/tensor.h>
 #include <edgetensor/unique_fd.h>
 #include <edgetensor/version.h>

@@ -45,7 +45,7 @@ struct AllocateOptions {
   std::string name;
   /// With memory == Shm: create a named POSIX shm object (e.g. "/cam0") with O_EXCL instead of an
   /// anonymous memfd. Its pages are reserved (posix_fallocate). It stays in /dev/shm until
-  /// TensorDyn::remove_shm(name). Note: such objects cannot be sealed; prefer memfd for sharing.
+  /// shm::remove(name). Note: such objects cannot be sealed; prefer memfd for sharing.
   std::string shm_name;
   /// With DMA-BUF: require this dma-heap by name (no fallback to other heaps). Empty = probe order.
   std::string dma_heap;
@@ -107,13 +107,13 @@ class ET_API TensorDyn {
   /// every error path before returning).
   [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                                   const ImportOptions& options = {});
-  /// Opens an existing named POSIX shm object read-write (or read-only when `read_only`), checking its
-  /// size against the shape. Errors: NotFound, PermissionDenied, OutOfRange, InvalidArgument (bad name).
-  [[nodiscard]] static Result<TensorDyn> open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape,
-                                                  DType dtype, bool read_only = false,
-                                                  const ImportOptions& options = {});
-  /// Removes a named POSIX shm object (shm_unlink). Live mappings stay valid. Errors: NotFound, ...
-  [[nodiscard]] static Result<void> remove_shm(const std::string& shm_name);
+  /// Deprecated: use shm::open (edgetensor/shm.h).
+  [[deprecated("use edgetensor::shm::open (edgetensor/shm.h)")]] [[nodiscard]] static Result<TensorDyn> open_shm(
+      const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only = false,
+      const ImportOptions& options = {});
+  /// Deprecated: use shm::remove (edgetensor/shm.h).
+  [[deprecated("use edgetensor::shm::remove (edgetensor/shm.h)")]] [[nodiscard]] static Result<void> remove_shm(
+      const std::string& shm_name);
 
   // ---- Description -------------------------------------------------------------------------------
   DType dtype() const noexcept { return dtype_; }

@@ -42,6 +42,11 @@ struct BackendOps {
 /// Unavailable from every entry. Defined in backend_registry.cpp.
 const BackendOps& backend_ops(MemoryKind kind);
 
+/// A tensor over a new storage holding `backing`, checked like an import (shape, strides, offset and
+/// extent against the backing's real size). For backends that open buffers themselves (named shm).
+Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
+                                      const ImportOptions& options);
+
 /// A zero-byte backing: no allocation, empty maps, no fd.
 std::unique_ptr<Backing> make_empty_backing(MemoryKind kind);
 

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "backends/shm/shm.h"
 #include "core/backend.h"
 #include "core/layout.h"
 #include "core/log_internal.h"
@@ -84,6 +83,13 @@ struct TensorAccess {
   }
 };
 
+namespace detail {
+Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
+                                      const ImportOptions& options) {
+  return TensorAccess::import(std::move(backing), shape, dtype, options);
+}
+}  // namespace detail
+
 namespace {
 
 bool force_heap() {
@@ -154,23 +160,6 @@ Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t
   ET_TRY(detail::probe_fd(borrowed_fd));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
   return adopt_fd(std::move(fd), shape, dtype, options);
-}
-
-Result<TensorDyn> TensorDyn::open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
-                                      bool read_only, const ImportOptions& options) {
-  detail::FdInfo info;
-  ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
-  return TensorAccess::import(std::move(backing), shape, dtype, options);
-}
-
-Result<void> TensorDyn::remove_shm(const std::string& shm_name) {
-  ET_TRY(detail::check_shm_name(shm_name));
-  if (sys::shm_unlink(shm_name.c_str()) != 0) {
-    int e = errno;
-    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", shm_name), e);
-    return fail(Error::from_errno(e, fmt::format("shm_unlink('{}')", shm_name)));
-  }
-  return {};
 }
 
 std::size_t TensorDyn::storage_size_bytes() const noexcept { return storage_ ? storage_->size_bytes() : 0; }

@@ -127,7 +127,7 @@ Section probe_named_shm(const std::string& self_exe) {
   et::AllocateOptions o{.memory = et::MemoryKind::Shm, .shm_name = name};
   Section s = probe_shared("shm (named POSIX)", o, self_exe);
   if (s.status != "unavailable") {
-    if (auto rm = et::TensorDyn::remove_shm(name); !rm && s.status == "ok") {
+    if (auto rm = et::shm::remove(name); !rm && s.status == "ok") {
       s.status = "failed";
       s.detail += "; remove: " + rm.error().to_string();
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/shm/shm.h"
 
+#include <edgetensor/shm.h>
+
 #include <fcntl.h>
 #include <linux/limits.h>
 #include <sys/mman.h>
@@ -64,7 +66,7 @@ Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::str
     int e = errno;
     if (e == EEXIST)
       return fail(ErrorCode::AlreadyExists,
-                  fmt::format("POSIX shm name '{}' exists; remove it (TensorDyn::remove_shm) or open it", name), e);
+                  fmt::format("POSIX shm name '{}' exists; remove it (shm::remove) or open it", name), e);
     return fail(Error::from_errno(e, fmt::format("shm_open('{}', O_CREAT|O_EXCL)", name)));
   }
   auto undo = [&](Error err) {
@@ -128,3 +130,31 @@ const BackendOps& shm_backend() {
 }
 
 }  // namespace edgetensor::detail
+
+namespace edgetensor {
+
+Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
+                            const ImportOptions& options) {
+  detail::FdInfo info;
+  ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
+  return detail::tensor_from_backing(std::move(backing), shape, dtype, options);
+}
+
+Result<void> shm::remove(const std::string& shm_name) {
+  ET_TRY(detail::check_shm_name(shm_name));
+  if (sys::shm_unlink(shm_name.c_str()) != 0) {
+    int e = errno;
+    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", shm_name), e);
+    return fail(Error::from_errno(e, fmt::format("shm_unlink('{}')", shm_name)));
+  }
+  return {};
+}
+
+// Deprecated spellings (one minor version), kept here so the core need not know the shm backend.
+Result<TensorDyn> TensorDyn::open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
+                                      bool read_only, const ImportOptions& options) {
+  return shm::open(shm_name, shape, dtype, read_only, options);
+}
+Result<void> TensorDyn::remove_shm(const std::string& shm_name) { return shm::remove(shm_name); }
+
+}  // namespace edgetensor

@@ -228,7 +228,7 @@ TEST(Shm, ReadOnlyNamedShmOpenRefusesWriteMaps) {
     std::memcpy(m->data(), "hello!", 6);
   }
   {
-    auto t = TensorDyn::open_shm(name, {4096}, DType::U8, /*read_only=*/true);
+    auto t = edgetensor::shm::open(name, {4096}, DType::U8, /*read_only=*/true);
     ASSERT_OK(t);
     EXPECT_TRUE(t->read_only());
     EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "is read-only");
@@ -237,7 +237,7 @@ TEST(Shm, ReadOnlyNamedShmOpenRefusesWriteMaps) {
     EXPECT_EQ(m->bytes()[5], std::byte{'!'});
     EXPECT_EQ(mapping_perms(m->data()), "r--s");
   }
-  ASSERT_OK(TensorDyn::remove_shm(name));
+  ASSERT_OK(edgetensor::shm::remove(name));
 }
 
 // ---- named POSIX shm -----------------------------------------------------------------------------
@@ -256,13 +256,13 @@ TEST(Shm, NamedShmCreateOpenRemove) {
     EXPECT_ERROR(again, ErrorCode::AlreadyExists, "POSIX shm name '" + name + "' exists");
     EXPECT_EQ(again.error().sys_errno(), EEXIST);
     // Open by name sees the same bytes; the size is validated against the shape.
-    auto opened = TensorDyn::open_shm(name, {64, 64}, DType::U16);
+    auto opened = edgetensor::shm::open(name, {64, 64}, DType::U16);
     ASSERT_OK(opened);
     EXPECT_FALSE(opened->read_only());
     EXPECT_TRUE(has_pattern(*opened, 11));
     EXPECT_TRUE(opened->same_buffer(*t));
     EXPECT_FALSE(opened->identity() == t->identity());
-    EXPECT_ERROR(TensorDyn::open_shm(name, {64, 65}, DType::U16), ErrorCode::OutOfRange,
+    EXPECT_ERROR(edgetensor::shm::open(name, {64, 65}, DType::U16), ErrorCode::OutOfRange,
                  "needs 8320 B (offset 0 B + extent 8320 B) but the buffer has 8192 B");
     // Pages were reserved at creation: the object's blocks cover its size.
     auto fd = t->export_fd();
@@ -271,11 +271,11 @@ TEST(Shm, NamedShmCreateOpenRemove) {
     ASSERT_EQ(::fstat(fd->get(), &st), 0);
     EXPECT_GE(static_cast<long long>(st.st_blocks) * 512, 8192LL) << "posix_fallocate did not reserve the pages";
     // Remove: the name goes, live mappings stay valid.
-    ASSERT_OK(TensorDyn::remove_shm(name));
+    ASSERT_OK(edgetensor::shm::remove(name));
     EXPECT_FALSE(dev_shm_has(name));
     EXPECT_TRUE(has_pattern(*t, 11));
-    EXPECT_ERROR(TensorDyn::remove_shm(name), ErrorCode::NotFound, "POSIX shm '" + name + "' does not exist");
-    EXPECT_ERROR(TensorDyn::open_shm(name, {1}, DType::U8), ErrorCode::NotFound, "does not exist");
+    EXPECT_ERROR(edgetensor::shm::remove(name), ErrorCode::NotFound, "POSIX shm '" + name + "' does not exist");
+    EXPECT_ERROR(edgetensor::shm::open(name, {1}, DType::U8), ErrorCode::NotFound, "does not exist");
   }
   EXPECT_EQ(open_fd_count(), base);
 }
@@ -287,8 +287,8 @@ TEST(Shm, InvalidShmNamesAreRefused) {
     if (!bad.empty()) {
       EXPECT_ERROR(TensorDyn::allocate({16}, DType::U8, shm(bad)), ErrorCode::InvalidArgument, "is invalid");
     }
-    EXPECT_ERROR(TensorDyn::open_shm(bad, {16}, DType::U8), ErrorCode::InvalidArgument, "is invalid");
-    EXPECT_ERROR(TensorDyn::remove_shm(bad), ErrorCode::InvalidArgument, "is invalid");
+    EXPECT_ERROR(edgetensor::shm::open(bad, {16}, DType::U8), ErrorCode::InvalidArgument, "is invalid");
+    EXPECT_ERROR(edgetensor::shm::remove(bad), ErrorCode::InvalidArgument, "is invalid");
   }
 }
 
@@ -314,7 +314,7 @@ TEST(Shm, FailedFallocateUnlinksTheName) {
   // The name is free again afterwards.
   auto ok = TensorDyn::allocate({16}, DType::U8, shm(name));
   ASSERT_OK(ok);
-  ASSERT_OK(TensorDyn::remove_shm(name));
+  ASSERT_OK(edgetensor::shm::remove(name));
 }
 
 // ---- /dev/shm stays clean ------------------------------------------------------------------------
@@ -493,3 +493,18 @@ TEST(Shm, CloseFailureWhenTheLastHolderGoesIsLogged) {
 }
 
 }  // namespace
+
+// The pre-0.2 spellings stay one minor version as deprecated aliases of shm::open / shm::remove.
+TEST(Shm, DeprecatedTensorDynAliasesForward) {
+  const std::string name = unique_shm_name("alias");
+  auto made = TensorDyn::allocate({16}, DType::U8, AllocateOptions{.memory = MemoryKind::Shm, .shm_name = name});
+  ASSERT_OK(made);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  auto opened = TensorDyn::open_shm(name, {16}, DType::U8);
+  ASSERT_OK(opened);
+  EXPECT_EQ(opened->memory_detail(), "posix shm " + name);
+  ASSERT_OK(TensorDyn::remove_shm(name));
+  EXPECT_ERROR(TensorDyn::remove_shm(name), ErrorCode::NotFound, "does not exist");
+#pragma GCC diagnostic pop
+}

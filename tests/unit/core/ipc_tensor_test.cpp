@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "core/ipc_wire.h"
+#include "ipc/ipc_wire.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -134,11 +134,11 @@ TEST(IpcTensor, SendRefusesWhatAReceiverCouldNotTrust) {
   EXPECT_ERROR(ipc::send(p.a.get(), *empty), ErrorCode::FailedPrecondition, "empty tensor has no buffer");
   EXPECT_ERROR(ipc::send(p.a.get(), TensorDyn{}), ErrorCode::FailedPrecondition, "no storage");
   const std::string name = "/et-ipc-test-" + std::to_string(::getpid());
-  (void)TensorDyn::remove_shm(name);
+  (void)shm::remove(name);
   auto named = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm, .shm_name = name});
   ASSERT_OK(named);
   EXPECT_ERROR(ipc::send(p.a.get(), *named), ErrorCode::Unsupported, "not sealed against shrinking");
-  ASSERT_OK(TensorDyn::remove_shm(name));
+  ASSERT_OK(shm::remove(name));
 }
 
 TEST(IpcTensor, MalformedMessagesAreRefusedNamingTheFieldAndLeakNoFd) {

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/backend.h"
-#include "core/ipc_wire.h"
+#include "ipc/ipc_wire.h"
 
 namespace edgetensor {
 namespace detail {

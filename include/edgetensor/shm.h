@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared-memory specifics: named POSIX shm objects (/dev/shm), opened and removed by name.
+//
+// Allocation goes through TensorDyn::allocate (memory Shm; AllocateOptions::shm_name for a named
+// object, else an anonymous memfd). A name is "/" followed by 1 to NAME_MAX - 2 characters with no
+// further '/' (shm_overview(7)); "/." and "/.." are refused. Named objects cannot be sealed (the kernel
+// marks them F_SEAL_SEAL), so a peer can shrink one under a mapping: prefer memfds for sharing with
+// processes you do not trust (ipc::send refuses an unsealed memfd for the same reason).
+#pragma once
+
+#include <edgetensor/array_ref.h>
+#include <edgetensor/error.h>
+#include <edgetensor/export.h>
+#include <edgetensor/tensor.h>
+
+#include <string>
+
+namespace edgetensor::shm {
+
+/// Opens an existing named POSIX shm object read-write (read-only when `read_only`) as a tensor of
+/// `shape` (elements) and `dtype`, checking the object's real size against offset + extent. The
+/// library owns the fd it opens; the object stays in /dev/shm until remove().
+/// Errors: InvalidArgument (bad name), NotFound, PermissionDenied, OutOfRange (object too small).
+[[nodiscard]] ET_API Result<TensorDyn> open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
+                                            bool read_only = false, const ImportOptions& options = {});
+
+/// Removes a named POSIX shm object (shm_unlink). Live mappings and tensors stay valid.
+/// Errors: InvalidArgument (bad name), NotFound, PermissionDenied.
+[[nodiscard]] ET_API Result<void> remove(const std::string& shm_name);
+
+}  // namespace edgetensor::shm

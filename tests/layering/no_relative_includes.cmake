@@ -1,0 +1,16 @@
+# Fails when a file under SRC includes a header by a relative path ("../x.h"), which would bypass the
+# per-module include roots that enforce the layering.
+file(GLOB_RECURSE files ${SRC}/*.h ${SRC}/*.cpp)
+set(bad "")
+foreach(f IN LISTS files)
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"\\.\\.?/")
+  if(lines)
+    list(APPEND bad "${f}: ${lines}")
+  endif()
+endforeach()
+list(LENGTH files n)
+if(bad)
+  string(REPLACE ";" "\n" bad "${bad}")
+  message(FATAL_ERROR "relative includes bypass the module include roots:\n${bad}")
+endif()
+message(STATUS "${n} files under src/: no relative include")

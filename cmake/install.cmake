@@ -2,6 +2,7 @@ include(CMakePackageConfigHelpers)
 set(ET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/edgetensor)
 
 install(DIRECTORY include/edgetensor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${ET_GENERATED_INCLUDE_DIR}/edgetensor/abi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/edgetensor)
 install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -3,13 +3,15 @@
 // and std::span alike. Borrowed for the call only: never store one.
 #pragma once
 
+#include <edgetensor/export.h>
+
 #include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <span>
 #include <vector>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 template <class T>
 class ArrayRef {

@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace detail {
 class Storage;
 }

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor::dmabuf {
+namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 
 /// Environment variable naming a required heap (or "udmabuf"); AllocateOptions::dma_heap wins over it.
 inline constexpr const char* kHeapEnvVar = "EDGETENSOR_DMA_HEAP";

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Element type of a tensor. Values are stable (they travel in IPC headers and the C API).
 enum class DType : std::uint8_t {

@@ -14,7 +14,7 @@
 
 #include <tl/expected.hpp>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
 enum class ErrorCode : int {

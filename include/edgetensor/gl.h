@@ -41,7 +41,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 namespace detail {
 class GlWorker;

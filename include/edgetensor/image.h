@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Pixel formats, named as in V4L2/DRM fourcc usage. Values are stable (IPC, C API).
 enum class PixelFormat : std::uint8_t {

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-namespace edgetensor::ipc {
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
 
 /// Most fds one message may carry (the kernel's SCM_MAX_FD is 253).
 inline constexpr std::size_t kMaxFdsPerMessage = 16;

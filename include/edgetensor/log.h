@@ -8,7 +8,7 @@
 #include <functional>
 #include <string_view>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 enum class LogLevel : int { Debug = 0, Info = 1, Warning = 2, Error = 3 };
 

@@ -15,7 +15,7 @@
 #include <span>
 #include <type_traits>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 namespace detail {
 class Storage;

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Which backend holds a tensor's bytes. The list is the same in every build: a backend that was not
 /// built, or whose device is missing, answers Unavailable.

@@ -2,11 +2,13 @@
 // SharedFd: reference-counted ownership of one fd; closed when the last copy goes.
 #pragma once
 
+#include <edgetensor/export.h>
+
 #include <edgetensor/unique_fd.h>
 
 #include <memory>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Shares one fd among several owners (copies are cheap; the fd closes with the last copy).
 /// Thread-safe like std::shared_ptr: distinct copies may be used from distinct threads.

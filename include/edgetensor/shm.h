@@ -15,7 +15,7 @@
 
 #include <string>
 
-namespace edgetensor::shm {
+namespace edgetensor::inline ET_ABI_NAMESPACE::shm {
 
 /// Opens an existing named POSIX shm object read-write (read-only when `read_only`) as a tensor of
 /// `shape` (elements) and `dtype`, checking the object's real size against offset + extent. The

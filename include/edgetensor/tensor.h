@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 namespace gl {
 class Context;

@@ -5,7 +5,7 @@
 #include <edgetensor/error.h>
 #include <edgetensor/export.h>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Owns one fd. Destruction closes it (never retried on EINTR: Linux always releases the fd; a close
 /// failure is reported through the log callback). `release()` gives the fd up without closing it.

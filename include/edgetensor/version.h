@@ -5,11 +5,9 @@
 
 #include <string_view>
 
-#define ET_VERSION_MAJOR 0
-#define ET_VERSION_MINOR 1
-#define ET_VERSION_PATCH 0
+// ET_VERSION_MAJOR/MINOR/PATCH/STRING and ET_SOVERSION come from <edgetensor/abi.h> (generated).
 
-namespace edgetensor {
-/// "0.1.0": the version of the library actually loaded (may differ from the headers').
+namespace edgetensor::inline ET_ABI_NAMESPACE {
+/// e.g. "0.2.0": the version of the library actually loaded (may differ from the headers').
 ET_API std::string_view version() noexcept;
 }  // namespace edgetensor

@@ -10,7 +10,7 @@
 
 #include "core/storage.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// What the kernel says an fd is.
 struct FdInfo {

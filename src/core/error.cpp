@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 std::string_view error_code_name(ErrorCode code) noexcept {
   switch (code) {

@@ -11,7 +11,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 FdBacking::~FdBacking() {
   if (base_ && sys::munmap(base_, size_) != 0)

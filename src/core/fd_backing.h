@@ -4,12 +4,14 @@
 // Teardown: the mapping is unmapped in the destructor body, then the fd closes (member destruction).
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include <string>
 #include <string_view>
 
 #include "core/storage.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 class FdBacking : public Backing {
  public:

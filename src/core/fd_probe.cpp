@@ -16,7 +16,7 @@
 #define DMA_BUF_MAGIC 0x444d4142  // include/uapi/linux/magic.h
 #endif
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 struct FsName {

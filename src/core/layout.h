@@ -14,7 +14,7 @@
 
 #include "core/size_math.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 template <class U>
 struct LayoutT {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <mutex>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace {
 std::mutex g_mutex;
 std::shared_ptr<const LogCallback> g_callback;  // guarded by g_mutex

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 bool log_enabled() noexcept;
 void log_message(LogLevel level, const std::string& message) noexcept;

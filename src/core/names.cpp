@@ -7,7 +7,7 @@
 
 #include <array>
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace {
 constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64"};
@@ -41,6 +41,6 @@ std::optional<PixelFormat> pixel_format_from_name(std::string_view name) noexcep
   return value_of<PixelFormat>(kPixelNames, name);
 }
 
-std::string_view version() noexcept { return "0.1.0"; }
+std::string_view version() noexcept { return ET_VERSION_STRING; }
 
 }  // namespace edgetensor

@@ -3,10 +3,12 @@
 // size type on a 64-bit host (size_t is 32 bits on some targets).
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include <optional>
 #include <type_traits>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 template <class U>
 constexpr std::optional<U> checked_mul(U a, U b) noexcept {

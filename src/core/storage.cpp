@@ -5,7 +5,7 @@
 
 #include "core/log_internal.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 std::uint64_t next_storage_id() noexcept {
   static std::atomic<std::uint64_t> next{1};

@@ -24,7 +24,7 @@
 #include <mutex>
 #include <string>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Identity of the underlying kernel object (st_dev, st_ino) or, for heap memory, of the block.
 struct ObjectKey {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-namespace edgetensor::sys {
+namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
 namespace {
 
 std::atomic<std::uint64_t> g_counts[static_cast<int>(Call::Count)];

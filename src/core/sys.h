@@ -4,6 +4,8 @@
 // returns the error number). Counting costs one relaxed atomic add; the fault hook is off by default.
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,7 +17,7 @@
 #include <functional>
 #include <optional>
 
-namespace edgetensor::sys {
+namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
 
 enum class Call : int {
   Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,

@@ -12,7 +12,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 using detail::Backing;
 using detail::Storage;

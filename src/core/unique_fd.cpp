@@ -7,7 +7,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 void UniqueFd::reset(int fd) noexcept {
   int old = fd_;

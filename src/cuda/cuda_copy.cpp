@@ -9,7 +9,7 @@
 #include "core/log_internal.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::cuda {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
 
 using edgetensor::detail::log;
 

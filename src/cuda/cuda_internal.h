@@ -15,7 +15,7 @@
 #include "cuda/cuda_runtime_api.h"
 #include "cuda/descriptor_layout.h"
 
-namespace edgetensor::cuda::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 
 /// The runtime table when CUDA may be called from here: fails fast (no CUDA call) when the runtime
 /// is not loaded (Unavailable), in a fork child (FailedPrecondition) or when status() found it

@@ -13,7 +13,7 @@
 #include "core/sys.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::cuda {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
 
 using edgetensor::detail::DeviceHandle;
 using edgetensor::detail::Storage;

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-namespace edgetensor::cuda::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 namespace {
 
 // Sonames, newest major first. The bare name exists only with a toolkit's -dev files, so it is last.

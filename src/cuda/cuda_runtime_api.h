@@ -12,13 +12,15 @@
 // present with a toolkit's -dev files). The environment is read once, on first use.
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include <sys/types.h>
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-namespace edgetensor::cuda::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 
 // ---- Minimal ABI declarations (values from driver_types.h, CUDA 13.0; unchanged since 11.0) ----------
 using CudaError = int;  // enum cudaError

@@ -8,7 +8,7 @@
 
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::cuda {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
 namespace detail {
 namespace {
 

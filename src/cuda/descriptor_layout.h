@@ -15,12 +15,14 @@
 // "reserved", so the layout is chosen from cudaRuntimeGetVersion() and every byte is zeroed.
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-namespace edgetensor::cuda::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 
 struct DescriptorLayout {
   const char* source;  // where the numbers come from

@@ -3,7 +3,7 @@
 // the round trip says why it did not run.
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::cuda {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
 namespace detail {
 
 Result<std::unique_ptr<edgetensor::detail::DeviceHandle>> make_gl_handle(const CudaRuntimeApi&,

@@ -11,7 +11,7 @@
 
 #include "core/sys.h"
 
-namespace edgetensor::ipc {
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
 
 Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds) {
   if (bytes.empty()) return fail(ErrorCode::InvalidArgument, "send_fds: a message needs at least 1 byte");

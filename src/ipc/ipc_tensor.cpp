@@ -11,7 +11,7 @@
 #include "core/backend.h"
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace detail {
 
 std::array<std::byte, kWireHeaderBytes> encode_header(const WireHeader& h) {

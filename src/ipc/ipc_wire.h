@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 inline constexpr std::uint32_t kWireMagic = 0x31545445;  // "ETT1"
 

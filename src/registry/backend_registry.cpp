@@ -14,7 +14,7 @@
 #include "backends/gl_pbo/gl_pbo.h"
 #endif
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 template <MemoryKind K>

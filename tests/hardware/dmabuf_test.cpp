@@ -32,7 +32,7 @@
 #include "core/sys.h"
 #include "support/test_support.h"
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace {
 
 constexpr const char* kSystemHeap = "/dev/dma_heap/system";

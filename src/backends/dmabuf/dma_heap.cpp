@@ -15,7 +15,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 DmaBufPaths& dmabuf_paths() noexcept {
   static DmaBufPaths paths;

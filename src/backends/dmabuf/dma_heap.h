@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Where the backend looks for its devices. Tests point these at a temporary directory; change them
 /// only while no other thread uses the backend.

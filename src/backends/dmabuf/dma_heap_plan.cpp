@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 constexpr HeapCandidate kProbeTable[] = {
     {"default_cma_region", true},  // Linux >= 6.17: the fixed name of the default CMA heap

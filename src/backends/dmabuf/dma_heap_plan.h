@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// One heap the automatic probe tries.
 struct HeapCandidate {

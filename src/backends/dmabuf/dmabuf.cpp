@@ -25,7 +25,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 static_assert(kSyncRead == DMA_BUF_SYNC_READ && kSyncWrite == DMA_BUF_SYNC_WRITE &&
               kSyncStart == DMA_BUF_SYNC_START && kSyncEnd == DMA_BUF_SYNC_END);
@@ -222,7 +222,7 @@ const BackendOps& dmabuf_backend() {
 
 }  // namespace edgetensor::detail
 
-namespace edgetensor::dmabuf {
+namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 namespace {
 
 void fill_access(const std::string& path, bool& present, bool& accessible, std::string& permissions,

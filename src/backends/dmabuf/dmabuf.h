@@ -2,9 +2,11 @@
 // The DMA-BUF backend: dma-heap, udmabuf and imported DMA-BUF fds behind the Backing seam.
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include "core/backend.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Allocation (heap probe -> udmabuf; see include/edgetensor/dmabuf.h), import, status.
 const BackendOps& dmabuf_backend();

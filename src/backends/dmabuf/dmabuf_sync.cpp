@@ -3,7 +3,7 @@
 
 #include <cerrno>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 std::uint64_t direction_flags(MapMode mode) noexcept {
   const auto m = static_cast<unsigned>(mode);

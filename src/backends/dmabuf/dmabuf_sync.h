@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// DMA_BUF_SYNC_* values from include/uapi/linux/dma-buf.h (checked against the header in dmabuf.cpp).
 inline constexpr std::uint64_t kSyncRead = 1u << 0;

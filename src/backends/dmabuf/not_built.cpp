@@ -2,7 +2,7 @@
 // The public DMA-BUF API when the backend is not built (ET_WITH_DMABUF=OFF): same header, Unavailable.
 #include <edgetensor/dmabuf.h>
 
-namespace edgetensor::dmabuf {
+namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 
 Status probe() {
   Status st;

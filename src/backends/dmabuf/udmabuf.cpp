@@ -19,7 +19,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 Result<UniqueFd> open_udmabuf_device() {
@@ -95,7 +95,7 @@ Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view memfd
 
 }  // namespace edgetensor::detail
 
-namespace edgetensor::dmabuf {
+namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 
 Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
   using detail::page_size;

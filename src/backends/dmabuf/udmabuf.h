@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// The system page size in bytes.
 std::size_t page_size() noexcept;

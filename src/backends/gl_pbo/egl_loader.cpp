@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 template <class Fn>

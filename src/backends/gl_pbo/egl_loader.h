@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// The default soname: libglvnd's and Mesa's EGL both install it; the unversioned libEGL.so is a
 /// development symlink that runtime-only systems do not have.

@@ -9,7 +9,7 @@
 #include "backends/gl_pbo/gl_worker.h"
 #include "backends/gl_pbo/pbo.h"
 
-namespace edgetensor::gl {
+namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
 
 using detail::GlContextAccess;
 using detail::GlWorker;

@@ -4,7 +4,7 @@
 
 #include "backends/gl_pbo/egl_loader.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 bool has_extension(std::string_view extensions, std::string_view name) noexcept {
   if (name.empty()) return false;

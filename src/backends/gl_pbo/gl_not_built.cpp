@@ -3,7 +3,7 @@
 // every entry answers Unavailable. Compiled instead of the backend's sources (see src/CMakeLists.txt).
 #include <edgetensor/gl.h>
 
-namespace edgetensor::gl {
+namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
 namespace {
 constexpr const char* kWhy = "GL unavailable: the GL backend was not built into this library (ET_WITH_EGL=OFF)";
 }

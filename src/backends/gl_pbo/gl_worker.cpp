@@ -13,7 +13,7 @@
 
 #include "core/log_internal.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 // The binding point the library uses for its own buffer work; always left bound to 0 afterwards.

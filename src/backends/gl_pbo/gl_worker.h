@@ -37,7 +37,7 @@
 
 #include "backends/gl_pbo/egl_loader.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Per-PBO state owned by another module (e.g. a CUDA graphics registration). Methods run on the GL
 /// thread with the context current.

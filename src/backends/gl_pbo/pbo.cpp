@@ -6,7 +6,7 @@
 #include "backends/gl_pbo/gl_pbo.h"
 #include "core/log_internal.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 PboBacking::~PboBacking() {
   auto worker = worker_;

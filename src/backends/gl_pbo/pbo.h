@@ -11,7 +11,7 @@
 #include "backends/gl_pbo/gl_worker.h"
 #include "core/storage.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 struct GlContextAccess {
   static const std::shared_ptr<GlWorker>& worker(const gl::Context& context) noexcept { return context.worker_; }

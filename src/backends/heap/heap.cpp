@@ -12,7 +12,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 constexpr std::size_t kAlignment = 256;

@@ -16,7 +16,7 @@
 #include "core/log_internal.h"
 #include "core/sys.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 class ShmBacking final : public FdBacking {
@@ -131,7 +131,7 @@ const BackendOps& shm_backend() {
 
 }  // namespace edgetensor::detail
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+
 #include "core/backend.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 /// memfd (default; sealed against shrink and grow) and named POSIX shm (O_EXCL, pages reserved).
 const BackendOps& shm_backend();
 /// Opens an existing named POSIX shm object. Errors: InvalidArgument (bad name), NotFound, PermissionDenied.

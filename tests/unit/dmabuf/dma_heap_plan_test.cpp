@@ -8,7 +8,7 @@
 
 #include "support/test_support.h"
 
-namespace edgetensor::detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 TEST(DmaHeapPlan, ProbeTableTriesEveryCmaNameBeforeSystem) {

@@ -31,7 +31,7 @@
 #include "core/sys.h"
 #include "support/test_support.h"
 
-namespace edgetensor {
+namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace {
 
 namespace fs = std::filesystem;

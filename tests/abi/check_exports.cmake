@@ -1,0 +1,43 @@
+# Checks the installed shape of the shared library's ABI (README, "ABI policy"):
+#  - its SONAME is libedgetensor.so.<SOVERSION>;
+#  - every exported C++ symbol of ours lives in the inline namespace edgetensor::<ABI_NS>, so a program
+#    built against another ABI fails to link or load instead of misbehaving;
+#  - no symbol names the ABI macro literally (a file that opened the namespace without abi.h).
+# Inputs: LIB (path), SOVERSION, ABI_NS.
+execute_process(COMMAND readelf -d --wide ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIB} failed (${rc})")
+endif()
+if(NOT dyn MATCHES "Library soname: \\[libedgetensor\\.so\\.${SOVERSION}\\]")
+  string(REGEX MATCH "Library soname: \\[[^]]*\\]" got "${dyn}")
+  message(FATAL_ERROR "SONAME: expected libedgetensor.so.${SOVERSION}, got '${got}'")
+endif()
+execute_process(COMMAND nm -D --defined-only -C ${LIB} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm -D ${LIB} failed (${rc})")
+endif()
+string(REPLACE "\n" ";" lines "${syms}")
+set(ours 0)
+set(bad "")
+foreach(l IN LISTS lines)
+  if(l MATCHES "ET_ABI_NAMESPACE")
+    list(APPEND bad "${l}")
+  elseif(l MATCHES " [TDRBVW] (.*)$")
+    set(sym "${CMAKE_MATCH_1}")
+    # Our symbols: anything naming edgetensor (typeinfo, vtables, functions, variables).
+    if(sym MATCHES "edgetensor")
+      math(EXPR ours "${ours} + 1")
+      if(NOT sym MATCHES "edgetensor::${ABI_NS}::")
+        list(APPEND bad "${l}")
+      endif()
+    endif()
+  endif()
+endforeach()
+if(bad)
+  string(REPLACE ";" "\n" bad "${bad}")
+  message(FATAL_ERROR "exported symbols outside edgetensor::${ABI_NS}:\n${bad}")
+endif()
+if(ours LESS 50)
+  message(FATAL_ERROR "only ${ours} exported edgetensor symbols found in ${LIB}: is this the library?")
+endif()
+message(STATUS "${ours} exported symbols, all in edgetensor::${ABI_NS}; SONAME libedgetensor.so.${SOVERSION}")

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// GL backend logic that needs no GL: extension parsing, error names, map access bits, device order,
-// option validation, and the failure paths of a machine without EGL. Real GL: tests/hardware/.
+// GL context logic that needs no GL: device order, option validation, platform names, and the
+// failure paths of a machine without EGL. Real GL: tests/hardware/gl_pbo_test.cpp.
 #include <edgetensor/gl.h>
 #include <gtest/gtest.h>
 
 #include "config.h"
 #include "support/test_support.h"
 
-// The only conditional in the tests: the internal helpers exist only when the backend is built.
+// The internal helpers exist only when the GL backend is built.
 #if ET_HAVE_EGL
-#include "backends/gl_pbo/egl_loader.h"
 #include "backends/gl_pbo/gl_worker.h"
 #endif
 
@@ -26,41 +25,6 @@ namespace {
 }  // namespace
 
 #if ET_HAVE_EGL
-TEST(GlNames, HasExtensionMatchesWholeWordsOnly) {
-  const char* list = "EGL_EXT_platform_base EGL_EXT_platform_device EGL_MESA_platform_surfaceless";
-  EXPECT_TRUE(et::detail::has_extension(list, "EGL_EXT_platform_base"));
-  EXPECT_TRUE(et::detail::has_extension(list, "EGL_EXT_platform_device"));
-  EXPECT_TRUE(et::detail::has_extension(list, "EGL_MESA_platform_surfaceless"));
-  EXPECT_FALSE(et::detail::has_extension(list, "EGL_EXT_platform"));
-  EXPECT_FALSE(et::detail::has_extension(list, "platform_device"));
-  EXPECT_FALSE(et::detail::has_extension(list, "EGL_MESA_platform_surfaceles"));
-  EXPECT_FALSE(et::detail::has_extension("", "EGL_EXT_platform_base"));
-  EXPECT_FALSE(et::detail::has_extension(list, ""));
-  EXPECT_TRUE(et::detail::has_extension("A AB", "AB"));
-}
-
-TEST(GlNames, ErrorNamesCarryNameAndNumber) {
-  EXPECT_EQ(et::detail::egl_error_name(EGL_BAD_ALLOC), "EGL_BAD_ALLOC (0x3003)");
-  EXPECT_EQ(et::detail::egl_error_name(EGL_NOT_INITIALIZED), "EGL_NOT_INITIALIZED (0x3001)");
-  EXPECT_EQ(et::detail::egl_error_name(0x1234), "EGL error 0x1234");
-  EXPECT_EQ(et::detail::gl_error_name(GL_OUT_OF_MEMORY), "GL_OUT_OF_MEMORY (0x0505)");
-  EXPECT_EQ(et::detail::gl_error_name(GL_INVALID_OPERATION), "GL_INVALID_OPERATION (0x0502)");
-  EXPECT_EQ(et::detail::gl_error_name(0x9999), "GL error 0x9999");
-}
-
-TEST(GlNames, MapAccessBitsFollowTheMapDirection) {
-  using et::MapMode;
-  EXPECT_EQ(et::detail::map_access_bits(static_cast<unsigned>(MapMode::Read)), GLbitfield{GL_MAP_READ_BIT});
-  EXPECT_EQ(et::detail::map_access_bits(static_cast<unsigned>(MapMode::Write)), GLbitfield{GL_MAP_WRITE_BIT});
-  EXPECT_EQ(et::detail::map_access_bits(static_cast<unsigned>(MapMode::ReadWrite)),
-            GLbitfield{GL_MAP_READ_BIT | GL_MAP_WRITE_BIT});
-  // Never invalidate: a view's map must keep the bytes outside the view.
-  for (unsigned m = 1; m <= 3; ++m) {
-    EXPECT_EQ(et::detail::map_access_bits(m) & GL_MAP_INVALIDATE_BUFFER_BIT, 0u);
-    EXPECT_EQ(et::detail::map_access_bits(m) & GL_MAP_INVALIDATE_RANGE_BIT, 0u);
-  }
-}
-
 TEST(GlDeviceOrder, HardwareBeforeSoftwareEachInEnumerationOrder) {
   EXPECT_EQ(et::detail::device_try_order({}), std::vector<int>{});
   EXPECT_EQ(et::detail::device_try_order({true}), std::vector<int>{0});
@@ -100,29 +64,6 @@ TEST(GlContext, ANonEglLibraryIsUnavailableNamingTheMissingSymbol) {
   et::gl::ContextOptions o;
   o.egl_library = "libc.so.6";
   EXPECT_ERROR(et::gl::Context::create(o), ErrorCode::Unavailable, "has no symbol eglGetProcAddress");
-}
-
-TEST(GlPboAllocate, WithoutAContextIsAClearError) {
-  auto t = et::TensorDyn::allocate({4, 4}, et::DType::F32, mem(MemoryKind::GlPbo));
-  EXPECT_ERROR(t, ErrorCode::InvalidArgument, "AllocateOptions::gl_context is null");
-  // Also for a zero-element tensor, which makes no buffer at all.
-  EXPECT_ERROR(et::TensorDyn::allocate({0, 4}, et::DType::F32, mem(MemoryKind::GlPbo)), ErrorCode::InvalidArgument,
-               "AllocateOptions::gl_context is null");
-}
-
-TEST(GlPboStatus, BuiltAndNamesTheEglLibrary) {
-  auto s = et::backend_status(MemoryKind::GlPbo);
-  EXPECT_TRUE(s.built);
-  EXPECT_FALSE(s.detail.empty());
-}
-
-TEST(GlWithBuffer, RefusesANonPboTensor) {
-  auto t = et::TensorDyn::allocate({8}, et::DType::U8, mem(MemoryKind::Heap));
-  ASSERT_OK(t);
-  auto r = et::gl::with_buffer(*t, [](const et::gl::GlBuffer&) -> et::Result<void> { return {}; });
-  EXPECT_ERROR(r, ErrorCode::InvalidArgument, "not a GL PBO");
-  EXPECT_ERROR(et::gl::with_buffer(et::TensorDyn{}, [](const et::gl::GlBuffer&) -> et::Result<void> { return {}; }),
-               ErrorCode::InvalidArgument, "no storage");
 }
 #else
 TEST(GlNotBuilt, EveryEntryAnswersUnavailable) {

@@ -70,7 +70,7 @@ void with_env(const char* name, const char* value, F&& f) {
 
 }  // namespace
 
-TEST(GlContextHw, ReportsAHeadlessPlatformAndGles3) {
+TEST(GlContextHardware, ReportsAHeadlessPlatformAndGles3) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   const auto& info = ctx->info();
   EXPECT_NE(info.platform, gl::Platform::Auto);
@@ -86,7 +86,7 @@ TEST(GlContextHw, ReportsAHeadlessPlatformAndGles3) {
   EXPECT_EQ(ctx->live_buffer_count(), 0u);
 }
 
-TEST(GlContextHw, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
+TEST(GlContextHardware, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
   ET_GL_CONTEXT_OR_SKIP(any, gl::ContextOptions{});
   for (gl::Platform p : {gl::Platform::Device, gl::Platform::Surfaceless}) {
     gl::ContextOptions o;
@@ -108,7 +108,7 @@ TEST(GlContextHw, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
   EXPECT_ERROR(gl::Context::create(o), ErrorCode::OutOfRange, "device_index 1000 out of range");
 }
 
-TEST(GlContextHw, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
+TEST(GlContextHardware, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
   // :93 has no server at all (checked). :94 is a "dead" server: a socket that accepts connections (the
   // kernel completes them from the backlog) but never answers the X handshake, so an EGL that touched
   // X would hang there. Each ctest run of this test is a fresh process, so EGL is initialised here.
@@ -152,7 +152,7 @@ TEST(GlContextHw, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
   if (seen[0].rfind("error: ", 0) == 0) GTEST_SKIP() << seen[0];
 }
 
-TEST(GlPboHw, RoundTripsThroughMapsAndStartsAsZeros) {
+TEST(GlPboHardware, RoundTripsThroughMapsAndStartsAsZeros) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({64, 64, 4}, DType::F32, pbo(ctx));
   ASSERT_OK(t);
@@ -199,7 +199,7 @@ TEST(GlPboHw, RoundTripsThroughMapsAndStartsAsZeros) {
   ASSERT_OK(typed);
 }
 
-TEST(GlPboHw, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
+TEST(GlPboHardware, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   for (int round = 0; round < 20; ++round) {
     const std::size_t n = 300 * 1024 + static_cast<std::size_t>(round);  // not a multiple of the zero block
@@ -219,7 +219,7 @@ TEST(GlPboHw, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
   }
 }
 
-TEST(GlPboHw, ASecondConcurrentMapIsBusyAlreadyMapped) {
+TEST(GlPboHardware, ASecondConcurrentMapIsBusyAlreadyMapped) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({4096}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -234,7 +234,7 @@ TEST(GlPboHw, ASecondConcurrentMapIsBusyAlreadyMapped) {
   ASSERT_OK(t->map_write());
 }
 
-TEST(GlPboHw, NotShareableByFdAndHasAnIdentity) {
+TEST(GlPboHardware, NotShareableByFdAndHasAnIdentity) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({64}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -250,7 +250,7 @@ TEST(GlPboHw, NotShareableByFdAndHasAnIdentity) {
   EXPECT_FALSE(id.alive());
 }
 
-TEST(GlPboHw, ZeroElementTensorMakesNoBuffer) {
+TEST(GlPboHardware, ZeroElementTensorMakesNoBuffer) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({0, 16}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -262,7 +262,7 @@ TEST(GlPboHw, ZeroElementTensorMakesNoBuffer) {
                ErrorCode::InvalidArgument, "not a GL PBO");
 }
 
-TEST(GlRunHw, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
+TEST(GlRunHardware, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   std::thread::id gl_thread;
   ASSERT_OK(ctx->run([&]() -> et::Result<void> {
@@ -296,7 +296,7 @@ TEST(GlRunHw, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
   EXPECT_EQ(r->bytes()[0], std::byte{9});
 }
 
-TEST(GlRunHw, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
+TEST(GlRunHardware, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   std::atomic<bool> release{false};
   std::atomic<bool> started{false};
@@ -329,7 +329,7 @@ TEST(GlRunHw, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
   EXPECT_TRUE(*finished);
 }
 
-TEST(GlWithBufferHw, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
+TEST(GlWithBufferHardware, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto bind = reinterpret_cast<PFNGLBINDBUFFERPROC>(ctx->proc_address("glBindBuffer"));
   auto sub = reinterpret_cast<PFNGLBUFFERSUBDATAPROC>(ctx->proc_address("glBufferSubData"));
@@ -387,7 +387,7 @@ TEST(GlWithBufferHw, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   }));
 }
 
-TEST(GlPboHw, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
+TEST(GlPboHardware, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   constexpr int kThreads = 8;
   constexpr int kCycles = 120;
@@ -449,7 +449,7 @@ TEST(GlPboHw, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
   EXPECT_EQ(ctx->live_buffer_count(), 1u);  // only `shared` is left
 }
 
-TEST(GlPboHw, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
+TEST(GlPboHardware, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
   const int fds_before = et_test::open_fd_count();
   TensorDyn idle, mapped_tensor, view;
   et::WriteMap open_map;
@@ -490,7 +490,7 @@ TEST(GlPboHw, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
   EXPECT_EQ(et_test::open_fd_count(), fds_before);
 }
 
-TEST(GlPboHw, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
+TEST(GlPboHardware, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
   const int fds_before = et_test::open_fd_count();
   std::vector<TensorDyn> keep;
   {
@@ -507,7 +507,7 @@ TEST(GlPboHw, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
   keep.clear();
 }
 
-TEST(GlPboHw, TwoContextsShareADisplayWithoutBreakingEachOther) {
+TEST(GlPboHardware, TwoContextsShareADisplayWithoutBreakingEachOther) {
   ET_GL_CONTEXT_OR_SKIP(first, gl::ContextOptions{});
   auto second = gl::Context::create();
   ASSERT_OK(second);
@@ -526,7 +526,7 @@ TEST(GlPboHw, TwoContextsShareADisplayWithoutBreakingEachOther) {
   EXPECT_EQ(r->bytes()[511], std::byte{0x77});
 }
 
-TEST(GlPboHw, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
+TEST(GlPboHardware, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
   for (int i = 0; i < 10; ++i) {
     ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
     auto t = TensorDyn::allocate({64}, DType::U8, pbo(ctx));
@@ -546,7 +546,7 @@ TEST(GlPboHw, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
   }
 }
 
-TEST(GlPboHw, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
+TEST(GlPboHardware, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   {
     // Warm up lazily created driver state before taking the baseline.
@@ -572,7 +572,7 @@ TEST(GlPboHw, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
   EXPECT_EQ(et_test::open_fd_count(), fds);
 }
 
-TEST(GlPboHw, ForkedChildFailsFastAndNeverHangs) {
+TEST(GlPboHardware, ForkedChildFailsFastAndNeverHangs) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({128}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -602,7 +602,7 @@ TEST(GlPboHw, ForkedChildFailsFastAndNeverHangs) {
   ASSERT_OK(w);
 }
 
-TEST(GlProbeHw, ReportsPlatformRendererAndARealRoundTrip) {
+TEST(GlProbeHardware, ReportsPlatformRendererAndARealRoundTrip) {
   auto p = gl::probe();
   if (!p.available) {
     if (require_gl()) FAIL() << p.reason;

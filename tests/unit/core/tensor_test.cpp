@@ -166,7 +166,7 @@ TEST(Tensor, ZeroByteTensorsMakeNoAllocationWhateverMemoryIsAsked) {
     auto t = TensorDyn::allocate({0, 640, 3}, DType::U8, mem(kind));
     if (kind == MemoryKind::GlPbo) {
       // PBO memory without a context is a broken contract whatever the size (issue 5); the zero-element
-      // PBO with a real context is covered by GlPboHw.ZeroElementTensorMakesNoBuffer.
+      // PBO with a real context is covered by GlPboHardware.ZeroElementTensorMakesNoBuffer.
       EXPECT_ERROR(t, ErrorCode::InvalidArgument, "gl_context is null");
       EXPECT_EQ(sys::total_calls(), calls);
       continue;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real GL: a headless EGL context (Mesa llvmpipe in CI) and real PBOs. Each test skips with the reason
-// when no context can be created, unless EDGETENSOR_REQUIRE_GL=1 (CI; ctest with ET_REQUIRE_GL=ON),
-// where a missing GL fails.
+// when no context can be created, unless GL is required (et_test::gl_required(): EDGETENSOR_REQUIRE_GL=1
+// or a build with -DET_REQUIRE_GL=ON), where a missing GL fails.
 #include <edgetensor/gl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -31,20 +31,6 @@ using et::TensorDyn;
 
 namespace {
 
-bool require_gl() {
-  const char* v = std::getenv("EDGETENSOR_REQUIRE_GL");
-  return v && std::strcmp(v, "1") == 0;
-}
-
-// Creates a context or skips (fails under EDGETENSOR_REQUIRE_GL=1) naming the reason.
-#define ET_GL_CONTEXT_OR_SKIP(var, options)                                                     \
-  auto var##_result = gl::Context::create(options);                                           \
-  if (!var##_result) {                                                                        \
-    if (require_gl()) FAIL() << "EDGETENSOR_REQUIRE_GL=1 but " << var##_result.error().to_string(); \
-    GTEST_SKIP() << "no headless GL here: " << var##_result.error().to_string();              \
-  }                                                                                           \
-  std::shared_ptr<gl::Context> var = std::move(*var##_result)
-
 et::AllocateOptions pbo(const std::shared_ptr<gl::Context>& ctx) {
   et::AllocateOptions o;
   o.memory = MemoryKind::GlPbo;
@@ -56,17 +42,6 @@ std::byte pattern(std::size_t i, unsigned seed) { return static_cast<std::byte>(
 
 // Waits until every job posted before this call (e.g. fire-and-forget deletes) has run.
 void flush(const gl::Context& ctx) { ASSERT_OK(ctx.run([]() -> et::Result<void> { return {}; })); }
-
-template <class F>
-void with_env(const char* name, const char* value, F&& f) {
-  const char* old = std::getenv(name);
-  std::string saved = old ? old : "";
-  if (value) ::setenv(name, value, 1);
-  else ::unsetenv(name);
-  f();
-  if (old) ::setenv(name, saved.c_str(), 1);
-  else ::unsetenv(name);
-}
 
 }  // namespace
 
@@ -125,27 +100,27 @@ TEST(GlContextHardware, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
   ASSERT_EQ(::listen(dead.get(), 16), 0);
   std::vector<std::string> seen;
   for (const char* display : {static_cast<const char*>(nullptr), ":93", "unix:93.0", ":94"}) {
-    with_env("DISPLAY", display, [&] {
-      with_env("WAYLAND_DISPLAY", nullptr, [&] {
-        auto ctx = gl::Context::create();
-        if (!ctx) {
-          if (require_gl()) FAIL() << ctx.error().to_string();
-          seen.push_back("error: " + ctx.error().message());
-          return;
-        }
-        auto t = TensorDyn::allocate({1024}, DType::U8, pbo(*ctx));
-        ASSERT_OK(t);
-        {
-          auto w = t->map_write();
-          ASSERT_OK(w);
-          for (std::size_t i = 0; i < 1024; ++i) w->bytes()[i] = pattern(i, 3);
-        }
-        auto r = t->map_read();
-        ASSERT_OK(r);
-        for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(r->bytes()[i], pattern(i, 3));
-        seen.push_back((*ctx)->info().platform_detail + " | " + (*ctx)->info().renderer);
-      });
-    });
+    et_test::ScopedEnv display_env("DISPLAY", display);
+    et_test::ScopedEnv wayland_env("WAYLAND_DISPLAY", nullptr);
+    [&] {
+      auto ctx = gl::Context::create();
+      if (!ctx) {
+        if (et_test::gl_required()) FAIL() << ctx.error().to_string();
+        seen.push_back("error: " + ctx.error().message());
+        return;
+      }
+      auto t = TensorDyn::allocate({1024}, DType::U8, pbo(*ctx));
+      ASSERT_OK(t);
+      {
+        auto w = t->map_write();
+        ASSERT_OK(w);
+        for (std::size_t i = 0; i < 1024; ++i) w->bytes()[i] = pattern(i, 3);
+      }
+      auto r = t->map_read();
+      ASSERT_OK(r);
+      for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(r->bytes()[i], pattern(i, 3));
+      seen.push_back((*ctx)->info().platform_detail + " | " + (*ctx)->info().renderer);
+    }();
   }
   ASSERT_EQ(seen.size(), 4u);
   for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_EQ(seen[0], seen[i]) << "DISPLAY variant " << i;
@@ -605,7 +580,7 @@ TEST(GlPboHardware, ForkedChildFailsFastAndNeverHangs) {
 TEST(GlProbeHardware, ReportsPlatformRendererAndARealRoundTrip) {
   auto p = gl::probe();
   if (!p.available) {
-    if (require_gl()) FAIL() << p.reason;
+    if (et_test::gl_required()) FAIL() << p.reason;
     GTEST_SKIP() << p.reason;
   }
   EXPECT_TRUE(p.pbo_round_trip) << p.pbo_detail;

@@ -12,6 +12,7 @@
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::mem;
 
 namespace {
 
@@ -51,12 +52,6 @@ static_assert(!TypedMapExists<float, ReadMap>);
 static_assert(!std::is_copy_constructible_v<ReadMap> && !std::is_copy_assignable_v<ReadMap>);
 static_assert(!std::is_copy_constructible_v<WriteMap> && !std::is_copy_constructible_v<ReadWriteMap>);
 static_assert(std::is_nothrow_move_constructible_v<ReadMap> && std::is_nothrow_move_assignable_v<ReadMap>);
-
-AllocateOptions mem(MemoryKind kind) {
-  AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
 
 class MapEachBackend : public ::testing::TestWithParam<MemoryKind> {};
 INSTANTIATE_TEST_SUITE_P(Backends, MapEachBackend, ::testing::Values(MemoryKind::Heap, MemoryKind::Shm),

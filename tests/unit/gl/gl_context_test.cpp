@@ -16,13 +16,7 @@ namespace et = edgetensor;
 using et::ErrorCode;
 using et::MemoryKind;
 
-namespace {
-[[maybe_unused]] et::AllocateOptions mem(MemoryKind kind) {
-  et::AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
-}  // namespace
+using et_test::mem;
 
 #if ET_HAVE_EGL
 TEST(GlDeviceOrder, HardwareBeforeSoftwareEachInEnumerationOrder) {

@@ -15,3 +15,13 @@ option(ET_BUILD_TOOLS "Build the edgetensor CLI" ${ET_MASTER_PROJECT})
 option(ET_BUILD_BENCH "Build the benchmarks" ${ET_MASTER_PROJECT})
 option(ET_WERROR "Treat warnings as errors" OFF)
 set(ET_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
+
+# Test options (read by tests/ only).
+# GL tests fail instead of skipping when no headless EGL context can be made (CI). ctest gives the GL
+# tests EDGETENSOR_REQUIRE_GL=1 and et_test::gl_required() (tests/support/env.h) answers true.
+option(ET_REQUIRE_GL "GL tests fail (instead of skipping) when no headless EGL context can be created" OFF)
+if(ET_REQUIRE_GL AND NOT ET_WITH_EGL)
+  message(FATAL_ERROR "ET_REQUIRE_GL=ON needs ET_WITH_EGL=ON (EGL/GLES headers: libegl-dev, libgles-dev)")
+endif()
+set(ET_CUDA_TOOLKIT_INCLUDE "/usr/local/cuda/include" CACHE PATH
+    "CUDA toolkit headers, used only by the CUDA test double and the layout checks (never by the library)")

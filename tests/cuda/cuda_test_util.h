@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers for the CUDA lanes: the lane guard, access to the test-double runtime's control functions.
+// Helpers for the CUDA lanes: access to the test-double runtime's control functions, external-memory
+// options. Environment and allocation helpers: support/env.h, support/test_support.h.
 #pragma once
 
 #include <dlfcn.h>
@@ -15,16 +16,6 @@
 
 namespace et_cuda_test {
 
-inline std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-inline edgetensor::AllocateOptions mem(edgetensor::MemoryKind kind) {
-  edgetensor::AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
 inline edgetensor::cuda::ExternalMemoryOptions ext_size(std::size_t size_bytes) {
   edgetensor::cuda::ExternalMemoryOptions o;
   o.size_bytes = size_bytes;

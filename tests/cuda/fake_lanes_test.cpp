@@ -22,7 +22,7 @@ class CudaFakeNoDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDevice : public et_cuda_test::FakeLaneTest {};
 
 TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
-  if (et_cuda_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
   ASSERT_EQ(status_.runtime_version, 12080);
   ASSERT_TRUE(status_.available) << status_.summary();
   int memfd = memfd_create("et-ext12", MFD_CLOEXEC);
@@ -46,7 +46,7 @@ TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
 }
 
 TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
-  if (et_cuda_test::env("ET_FAKE_CUDART_DMABUF") != "1") GTEST_SKIP() << "run through ctest lane cuda.fakedmabuf";
+  if (et_test::env("ET_FAKE_CUDART_DMABUF") != "1") GTEST_SKIP() << "run through ctest lane cuda.fakedmabuf";
   auto storage = et_cuda_test::dmabuf_storage(16384);
   const int fds = et_test::open_fd_count();
   auto m = cuda::detail::map_storage(storage, 0, 16384, {});
@@ -68,11 +68,11 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
 }
 
 TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
-  if (et_cuda_test::env("ET_FAKE_CUDART_DRIVER_VERSION") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodriver";
+  if (et_test::env("ET_FAKE_CUDART_DRIVER_VERSION") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodriver";
   EXPECT_FALSE(status_.available);
   EXPECT_EQ(status_.driver_version, 0);
   EXPECT_NE(status_.error.find("cudaErrorInsufficientDriver (35)"), std::string::npos) << status_.error;
-  auto t = TensorDyn::allocate({64}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   char buf[8] = {};
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
@@ -85,7 +85,7 @@ TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
 }
 
 TEST_F(CudaFakeNoDevice, NoDeviceIsUnavailable) {
-  if (et_cuda_test::env("ET_FAKE_CUDART_DEVICES") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodevice";
+  if (et_test::env("ET_FAKE_CUDART_DEVICES") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodevice";
   EXPECT_FALSE(status_.available);
   EXPECT_FALSE(cuda::available());
   EXPECT_EQ(status_.device_count, 0);
@@ -96,13 +96,13 @@ TEST(CudaFakeIncomplete, MissingRequiredSymbolMakesCudaUnavailable) {
 #if !ET_TEST_HAVE_CUDA_HEADERS
   GTEST_SKIP() << "the CUDA test-double runtime was not built: no toolkit headers at " ET_CUDA_TOOLKIT_INCLUDE;
 #else
-  if (et_cuda_test::env("EDGETENSOR_CUDART") != ET_FAKE_CUDART_INCOMPLETE_PATH)
+  if (et_test::env("EDGETENSOR_CUDART") != ET_FAKE_CUDART_INCOMPLETE_PATH)
     GTEST_SKIP() << "run through ctest lane cuda.fakeincomplete";
   auto st = cuda::status();
   EXPECT_FALSE(st.loaded);
   EXPECT_FALSE(st.available);
   EXPECT_NE(st.error.find("lacks required CUDA runtime symbol(s): cudaHostRegister"), std::string::npos) << st.error;
-  auto t = TensorDyn::allocate({64}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaHostRegister");
 #endif

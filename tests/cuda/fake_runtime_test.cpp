@@ -48,7 +48,7 @@ TEST_F(CudaFake, StatusReportsTheDouble) {
 }
 
 TEST_F(CudaFake, HeapRegistersOnceAndUnregistersBeforeMemoryIsFreed) {
-  auto t = TensorDyn::allocate({kMiB}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({kMiB}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   void* host = nullptr;
   {
@@ -92,7 +92,7 @@ TEST_F(CudaFake, HeapRegistersOnceAndUnregistersBeforeMemoryIsFreed) {
 }
 
 TEST_F(CudaFake, ViewsShareOneHandleAndAddTheirOffset) {
-  auto t = TensorDyn::allocate({4, 256}, DType::U8, et_cuda_test::mem(MemoryKind::Shm));
+  auto t = TensorDyn::allocate({4, 256}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
   auto v1 = t->batch(1);
   auto v3 = t->batch(3);
@@ -122,11 +122,11 @@ TEST_F(CudaFake, ViewsShareOneHandleAndAddTheirOffset) {
 }
 
 TEST_F(CudaFake, ReadOnlyStorageIsRegisteredReadOnly) {
-  auto t = TensorDyn::allocate({4096}, DType::U8, et_cuda_test::mem(MemoryKind::Shm));
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
   auto fd = t->export_fd();
   ASSERT_OK(fd);
-  std::string proc = "/proc/self/fd/" + std::to_string(fd->get());
+  const std::string proc = et_test::proc_fd_path(fd->get());
   int ro = open(proc.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(ro, 0);
   auto imported = TensorDyn::import_fd_dup(ro, {4096}, DType::U8);
@@ -279,8 +279,8 @@ TEST_F(CudaFake, ExternalMemoryPublicApi) {
 }
 
 TEST_F(CudaFake, StreamsAndCopies) {
-  auto a = TensorDyn::allocate({1024}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
-  auto b = TensorDyn::allocate({1024}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto a = TensorDyn::allocate({1024}, DType::U8, et_test::mem(MemoryKind::Heap));
+  auto b = TensorDyn::allocate({1024}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(a);
   ASSERT_OK(b);
   auto ma = cuda::map(*a);
@@ -316,8 +316,8 @@ TEST_F(CudaFake, StreamsAndCopies) {
 }
 
 TEST_F(CudaFake, TensorCopiesRowByRow) {
-  auto t = TensorDyn::allocate({4, 8}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
-  auto dev = TensorDyn::allocate({64}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({4, 8}, DType::U8, et_test::mem(MemoryKind::Heap));
+  auto dev = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   ASSERT_OK(dev);
   {
@@ -365,7 +365,7 @@ TEST_F(CudaFake, TensorCopiesRowByRow) {
 }
 
 TEST_F(CudaFake, RecordAndWaitBeforeCpuAccess) {
-  auto t = TensorDyn::allocate({256}, DType::F32, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({256}, DType::F32, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   auto m = cuda::map(*t);
   ASSERT_OK(m);
@@ -386,7 +386,7 @@ TEST_F(CudaFake, RecordAndWaitBeforeCpuAccess) {
 }
 
 TEST_F(CudaFake, CudaErrorsAreNotCachedAndCarryTheirName) {
-  auto t = TensorDyn::allocate({4096}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   fake_.fail("cudaHostRegister", 1, 2);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::OutOfMemory, "cudaErrorMemoryAllocation (2): out of memory");
@@ -402,7 +402,7 @@ TEST_F(CudaFake, TeardownFailureIsLoggedNotThrown) {
   std::vector<std::string> logged;
   auto old = edgetensor::set_log_callback([&](edgetensor::LogLevel, std::string_view s) { logged.emplace_back(s); });
   {
-    auto t = TensorDyn::allocate({4096}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+    auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Heap));
     ASSERT_OK(t);
     ASSERT_OK(cuda::map(*t));
     fake_.fail("cudaHostUnregister", 1, 1);
@@ -424,16 +424,16 @@ TEST_F(CudaFake, TeardownFailureIsLoggedNotThrown) {
 
 TEST_F(CudaFake, ZeroSizeEmptyAndMissingDevice) {
   EXPECT_ERROR(cuda::map(TensorDyn()), ErrorCode::FailedPrecondition, "empty tensor handle");
-  auto z = TensorDyn::allocate({0, 4}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto z = TensorDyn::allocate({0, 4}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(z);
   EXPECT_ERROR(cuda::map(*z), ErrorCode::FailedPrecondition, "no bytes");
-  auto t = TensorDyn::allocate({16}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t, {.device = 3}), ErrorCode::InvalidArgument, "CUDA device 3 does not exist (1 device(s))");
 }
 
 TEST_F(CudaFake, ForkChildNeverTouchesInheritedCudaState) {
-  auto t = TensorDyn::allocate({kMiB}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({kMiB}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   auto m = cuda::map(*t);
   ASSERT_OK(m);

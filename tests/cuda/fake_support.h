@@ -18,7 +18,7 @@ class FakeLaneTest : public ::testing::Test {
 #if !ET_TEST_HAVE_CUDA_HEADERS
     GTEST_SKIP() << "the CUDA test-double runtime was not built: no toolkit headers at " ET_CUDA_TOOLKIT_INCLUDE;
 #else
-    if (env("EDGETENSOR_CUDART") != expected_path())
+    if (et_test::env("EDGETENSOR_CUDART") != expected_path())
       GTEST_SKIP() << "needs EDGETENSOR_CUDART=" << expected_path() << " (run through its ctest lane)";
     status_ = edgetensor::cuda::status();
     fake_ = Fake::open(expected_path());

@@ -4,7 +4,7 @@
 //   CudaGlFake*          lane cuda.gl.fake.: exact call sequence and thread of every CUDA-GL call
 //   CudaGlFakeNoInterop* lane cuda.gl.fakenointerop.: a runtime without the GL-interop symbols
 //   CudaGlReal*          lane cuda.gl.real.: the installed runtime (no driver here): fast failure
-// Without a headless GL context the tests skip naming why (fail when built with ET_REQUIRE_GL=ON).
+// Without a headless GL context the tests skip naming why (fail when GL is required: support/env.h).
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,22 +28,6 @@ using edgetensor::Result;
 using edgetensor::TensorDyn;
 namespace cuda = edgetensor::cuda;
 namespace gl = edgetensor::gl;
-
-#ifndef ET_TEST_REQUIRE_GL
-#define ET_TEST_REQUIRE_GL 0
-#endif
-
-// Creates a context into `ctx` or skips (fails when GL is required) naming the reason.
-#define ET_GL_CONTEXT_OR_SKIP(ctx)                                                              \
-  do {                                                                                          \
-    auto made_ = gl::Context::create();                                                         \
-    if (!made_) {                                                                               \
-      if (ET_TEST_REQUIRE_GL || std::getenv("EDGETENSOR_REQUIRE_GL"))                           \
-        FAIL() << "GL required but " << made_.error().to_string();                              \
-      GTEST_SKIP() << "no headless GL here: " << made_.error().to_string();                     \
-    }                                                                                           \
-    ctx = *made_;                                                                               \
-  } while (0)
 
 TensorDyn pbo_tensor(const std::shared_ptr<gl::Context>& ctx, std::size_t floats = 4096) {
   edgetensor::AllocateOptions o;
@@ -113,7 +97,6 @@ class CudaGlFake : public FakeLaneTest {
 };
 
 TEST_F(CudaGlFake, RegistersOnceMapsAndUnmapsPerCudaMapAllOnTheGlThread) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   ASSERT_TRUE(status_.gl_interop);
   const int gl_tid = gl_thread_id(*ctx);
@@ -164,7 +147,6 @@ TEST_F(CudaGlFake, RegistersOnceMapsAndUnmapsPerCudaMapAllOnTheGlThread) {
 }
 
 TEST_F(CudaGlFake, MapsAndUnmapsOnTheCallersStreamAndKeepsTheViewOffset) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx, 4096);
   auto second = t.view(1024 * sizeof(float), {std::size_t{1024}}, {});
@@ -198,7 +180,6 @@ TEST_F(CudaGlFake, MapsAndUnmapsOnTheCallersStreamAndKeepsTheViewOffset) {
 }
 
 TEST_F(CudaGlFake, CpuMapsAndUserGlWorkAreRefusedWhileCudaMapped) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   auto m = cuda::map(t);
@@ -221,7 +202,6 @@ TEST_F(CudaGlFake, CpuMapsAndUserGlWorkAreRefusedWhileCudaMapped) {
 }
 
 TEST_F(CudaGlFake, CudaMapIsRefusedWhileACpuMapIsOpen) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   fake_.reset();
@@ -246,7 +226,6 @@ TEST_F(CudaGlFake, CudaMapIsRefusedWhileACpuMapIsOpen) {
 }
 
 TEST_F(CudaGlFake, ContextShutdownUnregistersFirstThenTheTensorIsDisconnected) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   const int gl_tid = gl_thread_id(*ctx);
   TensorDyn t = pbo_tensor(ctx);
@@ -273,7 +252,6 @@ TEST_F(CudaGlFake, ContextShutdownUnregistersFirstThenTheTensorIsDisconnected) {
 }
 
 TEST_F(CudaGlFake, ContextShutdownWhileCudaMappedUnmapsAndUnregistersOnce) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   const int gl_tid = gl_thread_id(*ctx);
   TensorDyn t = pbo_tensor(ctx);
@@ -292,7 +270,6 @@ TEST_F(CudaGlFake, ContextShutdownWhileCudaMappedUnmapsAndUnregistersOnce) {
 }
 
 TEST_F(CudaGlFake, MapOfAPboWhoseContextIsGoneFailsWithThatReason) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   ctx.reset();
@@ -302,7 +279,6 @@ TEST_F(CudaGlFake, MapOfAPboWhoseContextIsGoneFailsWithThatReason) {
 }
 
 TEST_F(CudaGlFake, FailedRegisterIsRetriedAndLeavesNothing) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   fake_.fail("cudaGraphicsGLRegisterBuffer", 1, 2 /* cudaErrorMemoryAllocation */);
@@ -317,7 +293,6 @@ TEST_F(CudaGlFake, FailedRegisterIsRetriedAndLeavesNothing) {
 }
 
 TEST_F(CudaGlFake, FailedMapOrPointerLeavesThePboUsable) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   fake_.fail("cudaGraphicsMapResources", 1, 999);
@@ -337,7 +312,6 @@ TEST_F(CudaGlFake, FailedMapOrPointerLeavesThePboUsable) {
 }
 
 TEST_F(CudaGlFake, RoundTripReportsThatTheFakePointerDoesNotAliasTheBuffer) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   auto r = cuda::gl_round_trip(ctx);
   EXPECT_FALSE(r.ok);
@@ -351,13 +325,14 @@ TEST_F(CudaGlFake, RoundTripReportsThatTheFakePointerDoesNotAliasTheBuffer) {
 class CudaGlFakeDevices : public CudaGlFake {
  protected:
   void set(const char* gl_devices, const char* devices) {
-    setenv("ET_FAKE_CUDART_GL_DEVICES", gl_devices, 1);
-    setenv("ET_FAKE_CUDART_DEVICES", devices, 1);
+    gl_devices_.emplace("ET_FAKE_CUDART_GL_DEVICES", gl_devices);
+    devices_.emplace("ET_FAKE_CUDART_DEVICES", devices);
   }
   void TearDown() override {
-    unsetenv("ET_FAKE_CUDART_GL_DEVICES");
+    gl_devices_.reset();
     CudaGlFake::TearDown();
   }
+  std::optional<et_test::ScopedEnv> gl_devices_, devices_;
 };
 
 class CudaGlFakeTwoGpus : public CudaGlFakeDevices {
@@ -369,7 +344,6 @@ class CudaGlFakeTwoGpus : public CudaGlFakeDevices {
 };
 
 TEST_F(CudaGlFakeTwoGpus, ContextOnAnotherCudaDeviceIsAClearErrorBeforeAnyRegistration) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   ASSERT_EQ(status_.device_count, 2);
   TensorDyn t = pbo_tensor(ctx);
@@ -397,7 +371,6 @@ class CudaGlFakeNotCuda : public CudaGlFakeDevices {
 };
 
 TEST_F(CudaGlFakeNotCuda, ContextOnNoCudaDeviceIsUnsupportedNamingTheRenderer) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   auto m = cuda::map(t);
@@ -422,7 +395,6 @@ class CudaGlFakeNoInterop : public CudaGlFake {
 };
 
 TEST_F(CudaGlFakeNoInterop, RuntimeWithoutGlInteropSymbolsIsUnsupportedNamingThem) {
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   EXPECT_FALSE(status_.gl_interop) << "reported as a capability, not an error";
   EXPECT_TRUE(status_.error.empty()) << status_.error;
@@ -439,7 +411,6 @@ TEST_F(CudaGlFakeNoInterop, RuntimeWithoutGlInteropSymbolsIsUnsupportedNamingThe
 TEST(CudaGlRealRuntime, WithoutADriverMapFailsFastWithTheReasonAndThePboStaysUsable) {
   const auto s = cuda::status();
   if (s.available) GTEST_SKIP() << "CUDA is usable here (" << s.summary() << "); tests/gpu/run.sh covers it";
-  std::shared_ptr<gl::Context> ctx;
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
   auto m = cuda::map(t);

@@ -23,7 +23,7 @@ bool libcudart_mapped() {
 
 void expect_heap_and_shm_work() {
   for (MemoryKind kind : {MemoryKind::Heap, MemoryKind::Shm}) {
-    auto t = TensorDyn::allocate({4, 4}, DType::F32, et_cuda_test::mem(kind));
+    auto t = TensorDyn::allocate({4, 4}, DType::F32, et_test::mem(kind));
     ASSERT_OK(t);
     auto w = t->map_write();
     ASSERT_OK(w);
@@ -32,7 +32,7 @@ void expect_heap_and_shm_work() {
 }
 
 TEST(CudaNoRuntime, UnavailableNamingPathAndDlerror) {
-  const std::string path = et_cuda_test::env("EDGETENSOR_CUDART");
+  const std::string path = et_test::env("EDGETENSOR_CUDART");
   if (path != "/nonexistent/libcudart.so.13") GTEST_SKIP() << "run through ctest lane cuda.noruntime";
   auto st = cuda::status();
   EXPECT_FALSE(st.loaded);
@@ -44,7 +44,7 @@ TEST(CudaNoRuntime, UnavailableNamingPathAndDlerror) {
   EXPECT_NE(st.error.find(path), std::string::npos) << st.error;
   EXPECT_NE(st.error.find("cannot open shared object file"), std::string::npos) << "dlerror text: " << st.error;
   EXPECT_FALSE(libcudart_mapped()) << "no other runtime was loaded instead";
-  auto t = TensorDyn::allocate({16}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, path);
   EXPECT_ERROR(cuda::Stream::create(), ErrorCode::Unavailable, "cannot open shared object file");
@@ -53,14 +53,14 @@ TEST(CudaNoRuntime, UnavailableNamingPathAndDlerror) {
 }
 
 TEST(CudaDisabled, DisabledLoadsNothing) {
-  if (et_cuda_test::env("EDGETENSOR_DISABLE_CUDA") != "1") GTEST_SKIP() << "run through ctest lane cuda.disabled";
+  if (et_test::env("EDGETENSOR_DISABLE_CUDA") != "1") GTEST_SKIP() << "run through ctest lane cuda.disabled";
   auto st = cuda::status();
   EXPECT_TRUE(st.disabled);
   EXPECT_FALSE(st.loaded);
   EXPECT_TRUE(st.tried.empty());
   EXPECT_NE(st.error.find("EDGETENSOR_DISABLE_CUDA"), std::string::npos) << st.error;
   EXPECT_FALSE(libcudart_mapped());
-  auto t = TensorDyn::allocate({16}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "EDGETENSOR_DISABLE_CUDA");
   EXPECT_EQ(st.summary(), "CUDA disabled (EDGETENSOR_DISABLE_CUDA)");
@@ -68,7 +68,7 @@ TEST(CudaDisabled, DisabledLoadsNothing) {
 }
 
 TEST(CudaBareName, OverrideMustBeAPath) {
-  if (et_cuda_test::env("EDGETENSOR_CUDART") != "libcudart.so.13") GTEST_SKIP() << "run through ctest lane cuda.barename";
+  if (et_test::env("EDGETENSOR_CUDART") != "libcudart.so.13") GTEST_SKIP() << "run through ctest lane cuda.barename";
   auto st = cuda::status();
   EXPECT_FALSE(st.loaded);
   EXPECT_NE(st.error.find("is not a path"), std::string::npos) << st.error;

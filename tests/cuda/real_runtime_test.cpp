@@ -21,7 +21,7 @@ namespace {
 class CudaRealRuntime : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!et_cuda_test::env("EDGETENSOR_CUDART").empty())
+    if (!et_test::env("EDGETENSOR_CUDART").empty())
       GTEST_SKIP() << "EDGETENSOR_CUDART is set; this lane needs the loader's own search (ctest lane cuda.real)";
     st_ = cuda::status();
     if (!st_.loaded) GTEST_SKIP() << "no CUDA runtime is installed here: " << st_.error;
@@ -62,7 +62,7 @@ TEST_F(CudaRealRuntime, StatusIsExactWithoutDriver) {
 
 TEST_F(CudaRealRuntime, EveryEntryPointFailsFastAndCleanly) {
   const int fds = et_test::open_fd_count();
-  auto t = TensorDyn::allocate({64, 64}, DType::U8, et_cuda_test::mem(MemoryKind::Heap));
+  auto t = TensorDyn::allocate({64, 64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   const char* reason = "cudaErrorInsufficientDriver (35)";
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, reason);
@@ -90,7 +90,7 @@ TEST_F(CudaRealRuntime, EveryEntryPointFailsFastAndCleanly) {
 TEST_F(CudaRealRuntime, OtherBackendsUnaffected) {
   EXPECT_FALSE(cuda::available());
   for (MemoryKind kind : {MemoryKind::Heap, MemoryKind::Shm}) {
-    auto t = TensorDyn::allocate({8, 32}, DType::U8, et_cuda_test::mem(kind));
+    auto t = TensorDyn::allocate({8, 32}, DType::U8, et_test::mem(kind));
     ASSERT_OK(t);
     EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
     {

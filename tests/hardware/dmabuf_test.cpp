@@ -38,15 +38,10 @@ namespace {
 constexpr const char* kSystemHeap = "/dev/dma_heap/system";
 constexpr const char* kUdmabuf = "/dev/udmabuf";
 
-bool require_devices() {
-  const char* v = std::getenv("ET_DMABUF_REQUIRE_DEVICES");
-  return v && std::strcmp(v, "1") == 0;
-}
-
 #define NEED_DEVICE(path)                                                                           \
   do {                                                                                              \
     if (::access(path, F_OK) != 0) {                                                                \
-      if (require_devices()) FAIL() << path << " is missing but ET_DMABUF_REQUIRE_DEVICES=1";       \
+      if (et_test::dmabuf_devices_required()) FAIL() << path << " is missing but ET_DMABUF_REQUIRE_DEVICES=1";       \
       GTEST_SKIP() << path << " is missing: this kernel has no such DMA-BUF device (run the kernel " \
                    << "lane: tests/kernel/dmabuf_lane.sh)";                                         \
     }                                                                                               \
@@ -303,7 +298,7 @@ TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
   auto st = dmabuf::probe();
   ASSERT_TRUE(st.udmabuf.size_limit_mb.has_value()) << "cannot read /sys/module/udmabuf/parameters/size_limit_mb";
   const std::size_t limit_mb = *st.udmabuf.size_limit_mb;
-  if (const char* want = std::getenv("ET_DMABUF_EXPECT_SIZE_LIMIT_MB")) {
+  if (const std::string want = et_test::env("ET_DMABUF_EXPECT_SIZE_LIMIT_MB"); !want.empty()) {
     ASSERT_EQ(limit_mb, std::stoul(want)) << "udmabuf.size_limit_mb= on the kernel command line took no effect";
   }
   const std::size_t limit = limit_mb << 20;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real GL: a headless EGL context (Mesa llvmpipe in CI) and real PBOs. Each test skips with the reason
-// when no context can be created, unless EDGETENSOR_REQUIRE_GL=1 (CI; ctest with ET_REQUIRE_GL=ON),
-// where a missing GL fails.
+// when no context can be created, unless GL is required (et_test::gl_required(): EDGETENSOR_REQUIRE_GL=1
+// or a build with -DET_REQUIRE_GL=ON), where a missing GL fails.
 #include <edgetensor/gl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -31,20 +31,6 @@ using et::TensorDyn;
 
 namespace {
 
-bool require_gl() {
-  const char* v = std::getenv("EDGETENSOR_REQUIRE_GL");
-  return v && std::strcmp(v, "1") == 0;
-}
-
-// Creates a context or skips (fails under EDGETENSOR_REQUIRE_GL=1) naming the reason.
-#define ET_GL_CONTEXT_OR_SKIP(var, options)                                                     \
-  auto var##_result = gl::Context::create(options);                                           \
-  if (!var##_result) {                                                                        \
-    if (require_gl()) FAIL() << "EDGETENSOR_REQUIRE_GL=1 but " << var##_result.error().to_string(); \
-    GTEST_SKIP() << "no headless GL here: " << var##_result.error().to_string();              \
-  }                                                                                           \
-  std::shared_ptr<gl::Context> var = std::move(*var##_result)
-
 et::AllocateOptions pbo(const std::shared_ptr<gl::Context>& ctx) {
   et::AllocateOptions o;
   o.memory = MemoryKind::GlPbo;
@@ -57,20 +43,9 @@ std::byte pattern(std::size_t i, unsigned seed) { return static_cast<std::byte>(
 // Waits until every job posted before this call (e.g. fire-and-forget deletes) has run.
 void flush(const gl::Context& ctx) { ASSERT_OK(ctx.run([]() -> et::Result<void> { return {}; })); }
 
-template <class F>
-void with_env(const char* name, const char* value, F&& f) {
-  const char* old = std::getenv(name);
-  std::string saved = old ? old : "";
-  if (value) ::setenv(name, value, 1);
-  else ::unsetenv(name);
-  f();
-  if (old) ::setenv(name, saved.c_str(), 1);
-  else ::unsetenv(name);
-}
-
 }  // namespace
 
-TEST(GlContextHw, ReportsAHeadlessPlatformAndGles3) {
+TEST(GlContextHardware, ReportsAHeadlessPlatformAndGles3) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   const auto& info = ctx->info();
   EXPECT_NE(info.platform, gl::Platform::Auto);
@@ -86,7 +61,7 @@ TEST(GlContextHw, ReportsAHeadlessPlatformAndGles3) {
   EXPECT_EQ(ctx->live_buffer_count(), 0u);
 }
 
-TEST(GlContextHw, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
+TEST(GlContextHardware, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
   ET_GL_CONTEXT_OR_SKIP(any, gl::ContextOptions{});
   for (gl::Platform p : {gl::Platform::Device, gl::Platform::Surfaceless}) {
     gl::ContextOptions o;
@@ -108,7 +83,7 @@ TEST(GlContextHw, EachPlatformOnItsOwnGivesTheSameKindOfContextOrANamedError) {
   EXPECT_ERROR(gl::Context::create(o), ErrorCode::OutOfRange, "device_index 1000 out of range");
 }
 
-TEST(GlContextHw, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
+TEST(GlContextHardware, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
   // :93 has no server at all (checked). :94 is a "dead" server: a socket that accepts connections (the
   // kernel completes them from the backlog) but never answers the X handshake, so an EGL that touched
   // X would hang there. Each ctest run of this test is a fresh process, so EGL is initialised here.
@@ -125,34 +100,34 @@ TEST(GlContextHw, SameResultWithDisplayUnsetAndPointingAtADeadXServer) {
   ASSERT_EQ(::listen(dead.get(), 16), 0);
   std::vector<std::string> seen;
   for (const char* display : {static_cast<const char*>(nullptr), ":93", "unix:93.0", ":94"}) {
-    with_env("DISPLAY", display, [&] {
-      with_env("WAYLAND_DISPLAY", nullptr, [&] {
-        auto ctx = gl::Context::create();
-        if (!ctx) {
-          if (require_gl()) FAIL() << ctx.error().to_string();
-          seen.push_back("error: " + ctx.error().message());
-          return;
-        }
-        auto t = TensorDyn::allocate({1024}, DType::U8, pbo(*ctx));
-        ASSERT_OK(t);
-        {
-          auto w = t->map_write();
-          ASSERT_OK(w);
-          for (std::size_t i = 0; i < 1024; ++i) w->bytes()[i] = pattern(i, 3);
-        }
-        auto r = t->map_read();
-        ASSERT_OK(r);
-        for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(r->bytes()[i], pattern(i, 3));
-        seen.push_back((*ctx)->info().platform_detail + " | " + (*ctx)->info().renderer);
-      });
-    });
+    et_test::ScopedEnv display_env("DISPLAY", display);
+    et_test::ScopedEnv wayland_env("WAYLAND_DISPLAY", nullptr);
+    [&] {
+      auto ctx = gl::Context::create();
+      if (!ctx) {
+        if (et_test::gl_required()) FAIL() << ctx.error().to_string();
+        seen.push_back("error: " + ctx.error().message());
+        return;
+      }
+      auto t = TensorDyn::allocate({1024}, DType::U8, pbo(*ctx));
+      ASSERT_OK(t);
+      {
+        auto w = t->map_write();
+        ASSERT_OK(w);
+        for (std::size_t i = 0; i < 1024; ++i) w->bytes()[i] = pattern(i, 3);
+      }
+      auto r = t->map_read();
+      ASSERT_OK(r);
+      for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(r->bytes()[i], pattern(i, 3));
+      seen.push_back((*ctx)->info().platform_detail + " | " + (*ctx)->info().renderer);
+    }();
   }
   ASSERT_EQ(seen.size(), 4u);
   for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_EQ(seen[0], seen[i]) << "DISPLAY variant " << i;
   if (seen[0].rfind("error: ", 0) == 0) GTEST_SKIP() << seen[0];
 }
 
-TEST(GlPboHw, RoundTripsThroughMapsAndStartsAsZeros) {
+TEST(GlPboHardware, RoundTripsThroughMapsAndStartsAsZeros) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({64, 64, 4}, DType::F32, pbo(ctx));
   ASSERT_OK(t);
@@ -199,7 +174,7 @@ TEST(GlPboHw, RoundTripsThroughMapsAndStartsAsZeros) {
   ASSERT_OK(typed);
 }
 
-TEST(GlPboHw, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
+TEST(GlPboHardware, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   for (int round = 0; round < 20; ++round) {
     const std::size_t n = 300 * 1024 + static_cast<std::size_t>(round);  // not a multiple of the zero block
@@ -219,7 +194,7 @@ TEST(GlPboHw, NewBuffersAreZeroEvenAfterDirtyOnesWereReleased) {
   }
 }
 
-TEST(GlPboHw, ASecondConcurrentMapIsBusyAlreadyMapped) {
+TEST(GlPboHardware, ASecondConcurrentMapIsBusyAlreadyMapped) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({4096}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -234,7 +209,7 @@ TEST(GlPboHw, ASecondConcurrentMapIsBusyAlreadyMapped) {
   ASSERT_OK(t->map_write());
 }
 
-TEST(GlPboHw, NotShareableByFdAndHasAnIdentity) {
+TEST(GlPboHardware, NotShareableByFdAndHasAnIdentity) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({64}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -250,7 +225,7 @@ TEST(GlPboHw, NotShareableByFdAndHasAnIdentity) {
   EXPECT_FALSE(id.alive());
 }
 
-TEST(GlPboHw, ZeroElementTensorMakesNoBuffer) {
+TEST(GlPboHardware, ZeroElementTensorMakesNoBuffer) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({0, 16}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -262,7 +237,7 @@ TEST(GlPboHw, ZeroElementTensorMakesNoBuffer) {
                ErrorCode::InvalidArgument, "not a GL PBO");
 }
 
-TEST(GlRunHw, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
+TEST(GlRunHardware, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   std::thread::id gl_thread;
   ASSERT_OK(ctx->run([&]() -> et::Result<void> {
@@ -296,7 +271,7 @@ TEST(GlRunHw, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
   EXPECT_EQ(r->bytes()[0], std::byte{9});
 }
 
-TEST(GlRunHw, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
+TEST(GlRunHardware, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   std::atomic<bool> release{false};
   std::atomic<bool> started{false};
@@ -329,7 +304,7 @@ TEST(GlRunHw, TimeoutsCancelQueuedWorkAndAbandonRunningWork) {
   EXPECT_TRUE(*finished);
 }
 
-TEST(GlWithBufferHw, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
+TEST(GlWithBufferHardware, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto bind = reinterpret_cast<PFNGLBINDBUFFERPROC>(ctx->proc_address("glBindBuffer"));
   auto sub = reinterpret_cast<PFNGLBUFFERSUBDATAPROC>(ctx->proc_address("glBufferSubData"));
@@ -387,7 +362,7 @@ TEST(GlWithBufferHw, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   }));
 }
 
-TEST(GlPboHw, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
+TEST(GlPboHardware, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   constexpr int kThreads = 8;
   constexpr int kCycles = 120;
@@ -449,7 +424,7 @@ TEST(GlPboHw, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {
   EXPECT_EQ(ctx->live_buffer_count(), 1u);  // only `shared` is left
 }
 
-TEST(GlPboHw, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
+TEST(GlPboHardware, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
   const int fds_before = et_test::open_fd_count();
   TensorDyn idle, mapped_tensor, view;
   et::WriteMap open_map;
@@ -490,7 +465,7 @@ TEST(GlPboHw, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
   EXPECT_EQ(et_test::open_fd_count(), fds_before);
 }
 
-TEST(GlPboHw, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
+TEST(GlPboHardware, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
   const int fds_before = et_test::open_fd_count();
   std::vector<TensorDyn> keep;
   {
@@ -507,7 +482,7 @@ TEST(GlPboHw, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
   keep.clear();
 }
 
-TEST(GlPboHw, TwoContextsShareADisplayWithoutBreakingEachOther) {
+TEST(GlPboHardware, TwoContextsShareADisplayWithoutBreakingEachOther) {
   ET_GL_CONTEXT_OR_SKIP(first, gl::ContextOptions{});
   auto second = gl::Context::create();
   ASSERT_OK(second);
@@ -526,7 +501,7 @@ TEST(GlPboHw, TwoContextsShareADisplayWithoutBreakingEachOther) {
   EXPECT_EQ(r->bytes()[511], std::byte{0x77});
 }
 
-TEST(GlPboHw, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
+TEST(GlPboHardware, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
   for (int i = 0; i < 10; ++i) {
     ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
     auto t = TensorDyn::allocate({64}, DType::U8, pbo(ctx));
@@ -546,7 +521,7 @@ TEST(GlPboHw, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
   }
 }
 
-TEST(GlPboHw, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
+TEST(GlPboHardware, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   {
     // Warm up lazily created driver state before taking the baseline.
@@ -572,7 +547,7 @@ TEST(GlPboHw, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {
   EXPECT_EQ(et_test::open_fd_count(), fds);
 }
 
-TEST(GlPboHw, ForkedChildFailsFastAndNeverHangs) {
+TEST(GlPboHardware, ForkedChildFailsFastAndNeverHangs) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({128}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
@@ -602,10 +577,10 @@ TEST(GlPboHw, ForkedChildFailsFastAndNeverHangs) {
   ASSERT_OK(w);
 }
 
-TEST(GlProbeHw, ReportsPlatformRendererAndARealRoundTrip) {
+TEST(GlProbeHardware, ReportsPlatformRendererAndARealRoundTrip) {
   auto p = gl::probe();
   if (!p.available) {
-    if (require_gl()) FAIL() << p.reason;
+    if (et_test::gl_required()) FAIL() << p.reason;
     GTEST_SKIP() << p.reason;
   }
   EXPECT_TRUE(p.pbo_round_trip) << p.pbo_detail;

@@ -2,6 +2,7 @@
 #include "support/test_support.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -24,6 +25,19 @@ int count_dir(const char* path) {
 }  // namespace
 
 int open_fd_count() { return count_dir("/proc/self/fd"); }
+
+std::string proc_fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+std::string fd_link(int fd) {
+  char buf[512];
+  const ssize_t n = ::readlink(proc_fd_path(fd).c_str(), buf, sizeof buf);
+  return n < 0 ? std::string() : std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::string unique_shm_name(const char* tag) {
+  static std::atomic<int> n{0};
+  return "/et-test-" + std::to_string(::getpid()) + "-" + tag + "-" + std::to_string(++n);
+}
 int dev_shm_entry_count() { return count_dir("/dev/shm"); }
 
 int mapping_count() {

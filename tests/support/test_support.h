@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared test helpers: fd and mapping counts, syscall-seam scopes, error assertions.
+// Shared test helpers: fd and mapping counts, fd paths, shm names, allocation options, syscall-seam
+// scopes, log capture, error assertions. The environment (env vars, GL/DMA-BUF switches): env.h.
 #pragma once
 
 #include <edgetensor/edgetensor.h>
@@ -11,11 +12,16 @@
 #include <vector>
 
 #include "core/sys.h"
+#include "support/env.h"
 
 namespace et_test {
 
 /// Entries in /proc/self/fd.
 int open_fd_count();
+/// "/proc/self/fd/<fd>": reopening it gives a new open file description (e.g. O_RDONLY of a RW fd).
+std::string proc_fd_path(int fd);
+/// Where /proc/self/fd/<fd> points ("memfd:name (deleted)", "/dev/dma_heap/system"), or "" on error.
+std::string fd_link(int fd);
 /// Lines in /proc/self/maps.
 int mapping_count();
 
@@ -30,6 +36,16 @@ inline constexpr bool kExactMappingCount = true;
 int dev_shm_entry_count();
 /// Resident set size in bytes (VmRSS).
 long rss_bytes();
+
+/// A POSIX shm name no other test or process uses: "/et-test-<pid>-<tag>-<n>".
+std::string unique_shm_name(const char* tag);
+
+/// AllocateOptions asking for memory of `kind`, everything else default.
+inline edgetensor::AllocateOptions mem(edgetensor::MemoryKind kind) {
+  edgetensor::AllocateOptions o;
+  o.memory = kind;
+  return o;
+}
 
 /// Installs a fault hook for the scope of this object.
 class ScopedFaultHook {

@@ -92,12 +92,12 @@ std::size_t count_mismatches(const std::uint8_t* bytes, std::size_t size_bytes, 
     return bad;
 }
 
-TEST(KernelLane, DmaHeapAndUdmabufDevicesExist) {
+TEST(KernelLaneHardware, DmaHeapAndUdmabufDevicesExist) {
     EXPECT_TRUE(is_char_device("/dev/dma_heap/system")) << "/dev/dma_heap/system: " << errno_text();
     EXPECT_TRUE(is_char_device("/dev/udmabuf")) << "/dev/udmabuf: " << errno_text();
 }
 
-TEST(KernelLane, SystemHeapAllocatesMapsWritesAndReads) {
+TEST(KernelLaneHardware, SystemHeapAllocatesMapsWritesAndReads) {
     Fd heap(open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC));
     ASSERT_TRUE(heap.valid()) << "open /dev/dma_heap/system: " << errno_text();
 
@@ -124,7 +124,7 @@ TEST(KernelLane, SystemHeapAllocatesMapsWritesAndReads) {
     ASSERT_EQ(sync_dma_buf(buf.get(), DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ), 0) << errno_text();
 }
 
-TEST(KernelLane, UdmabufWrapsSealedMemfd) {
+TEST(KernelLaneHardware, UdmabufWrapsSealedMemfd) {
     Fd dev(open("/dev/udmabuf", O_RDWR | O_CLOEXEC));
     ASSERT_TRUE(dev.valid()) << "open /dev/udmabuf: " << errno_text();
     Fd memfd(memfd_create("et-kernel-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -157,7 +157,7 @@ TEST(KernelLane, UdmabufWrapsSealedMemfd) {
     ASSERT_EQ(sync_dma_buf(buf.get(), DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ), 0) << errno_text();
 }
 
-TEST(KernelLane, UdmabufHonoursSizeLimitFromKernelArgs) {
+TEST(KernelLaneHardware, UdmabufHonoursSizeLimitFromKernelArgs) {
     // selftest.sh boots with udmabuf.size_limit_mb=8 to prove --kernel-args.
     FILE* param = std::fopen("/sys/module/udmabuf/parameters/size_limit_mb", "r");
     ASSERT_NE(param, nullptr) << errno_text();
@@ -181,7 +181,7 @@ TEST(KernelLane, UdmabufHonoursSizeLimitFromKernelArgs) {
     EXPECT_FALSE(buf.valid()) << "a 16 MiB udmabuf passed an 8 MiB limit";
 }
 
-TEST(KernelLane, TmpAndDevShmAreTmpfs) {
+TEST(KernelLaneHardware, TmpAndDevShmAreTmpfs) {
     for (const char* path : {"/tmp", "/dev/shm"}) {
         struct statfs fs {};
         ASSERT_EQ(statfs(path, &fs), 0) << path << ": " << errno_text();
@@ -189,7 +189,7 @@ TEST(KernelLane, TmpAndDevShmAreTmpfs) {
     }
 }
 
-TEST(KernelLane, RunsAsRootAndEnvArrives) {
+TEST(KernelLaneHardware, RunsAsRootAndEnvArrives) {
     EXPECT_EQ(geteuid(), 0u);
     const char* value = std::getenv("ET_KERNEL_LANE_SELFTEST_ENV");
     ASSERT_NE(value, nullptr) << "selftest.sh passes --env ET_KERNEL_LANE_SELFTEST_ENV=...";
@@ -209,7 +209,7 @@ int run(const std::string& command, std::string& output) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-TEST(KernelLane, HelperFromFileOptionRuns) {
+TEST(KernelLaneHardware, HelperFromFileOptionRuns) {
     const char* helper = std::getenv("ET_KERNEL_LANE_SELFTEST_HELPER");
     ASSERT_NE(helper, nullptr) << "selftest.sh passes --file HELPER and --env ET_KERNEL_LANE_SELFTEST_HELPER";
     std::string out;
@@ -217,7 +217,7 @@ TEST(KernelLane, HelperFromFileOptionRuns) {
     EXPECT_EQ(out, "pong\n");
 }
 
-TEST(KernelLane, SetprivDropsToNobodyWhoCannotOpenTheHeap) {
+TEST(KernelLaneHardware, SetprivDropsToNobodyWhoCannotOpenTheHeap) {
     const char* helper = std::getenv("ET_KERNEL_LANE_SELFTEST_HELPER");
     ASSERT_NE(helper, nullptr);
     std::string out;

@@ -100,7 +100,7 @@ TEST(FdProbe, RecognisesMemfdAndReadsItsRealSizeAndSeals) {
 }
 
 TEST(FdProbe, RecognisesATmpfsFile) {
-  std::string path = "/dev/shm/et-probe-" + std::to_string(::getpid());
+  const std::string path = "/dev/shm" + et_test::unique_shm_name("probe");
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   ASSERT_TRUE(fd.is_valid()) << std::strerror(errno);
   ::unlink(path.c_str());

@@ -9,16 +9,11 @@
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::mem;
 
 namespace {
 
 constexpr int kCycles = 10000;
-
-AllocateOptions mem(MemoryKind kind) {
-  AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
 
 // One heap cycle: allocate (alternating the malloc and the anonymous-page paths), map, view, release.
 void heap_cycle(int i) {

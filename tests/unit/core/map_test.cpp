@@ -12,6 +12,7 @@
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::mem;
 
 namespace {
 
@@ -52,17 +53,11 @@ static_assert(!std::is_copy_constructible_v<ReadMap> && !std::is_copy_assignable
 static_assert(!std::is_copy_constructible_v<WriteMap> && !std::is_copy_constructible_v<ReadWriteMap>);
 static_assert(std::is_nothrow_move_constructible_v<ReadMap> && std::is_nothrow_move_assignable_v<ReadMap>);
 
-AllocateOptions mem(MemoryKind kind) {
-  AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
-
-class MapTest : public ::testing::TestWithParam<MemoryKind> {};
-INSTANTIATE_TEST_SUITE_P(Backends, MapTest, ::testing::Values(MemoryKind::Heap, MemoryKind::Shm),
+class MapEachBackend : public ::testing::TestWithParam<MemoryKind> {};
+INSTANTIATE_TEST_SUITE_P(Backends, MapEachBackend, ::testing::Values(MemoryKind::Heap, MemoryKind::Shm),
                          [](const auto& p) { return std::string(memory_kind_name(p.param)); });
 
-TEST_P(MapTest, UnmapIsIdempotentAndEmptiesTheSpan) {
+TEST_P(MapEachBackend, UnmapIsIdempotentAndEmptiesTheSpan) {
   auto t = TensorDyn::allocate({256}, DType::U8, mem(GetParam()));
   ASSERT_OK(t);
   auto m = t->map_read_write();
@@ -80,7 +75,7 @@ TEST_P(MapTest, UnmapIsIdempotentAndEmptiesTheSpan) {
   EXPECT_EQ(t->storage()->open_map_count(), 0);
 }
 
-TEST_P(MapTest, UnbalancedUnmapNeverHappens) {
+TEST_P(MapEachBackend, UnbalancedUnmapNeverHappens) {
   et_test::ScopedLogCapture log;
   auto t = TensorDyn::allocate({256}, DType::U8, mem(GetParam()));
   ASSERT_OK(t);
@@ -104,7 +99,7 @@ TEST_P(MapTest, UnbalancedUnmapNeverHappens) {
   EXPECT_TRUE(log.lines().empty()) << ::testing::PrintToString(log.lines());
 }
 
-TEST_P(MapTest, MapsKeepTheStorageAlive) {
+TEST_P(MapEachBackend, MapsKeepTheStorageAlive) {
   std::optional<ReadWriteMap> m;
   BufferIdentity id;
   {
@@ -122,7 +117,7 @@ TEST_P(MapTest, MapsKeepTheStorageAlive) {
   EXPECT_FALSE(id.alive());
 }
 
-TEST_P(MapTest, WriteMapThenReadMapSeesTheData) {
+TEST_P(MapEachBackend, WriteMapThenReadMapSeesTheData) {
   auto t = Tensor<std::uint32_t>::allocate({16, 16}, mem(GetParam()));
   ASSERT_OK(t);
   {
@@ -138,7 +133,7 @@ TEST_P(MapTest, WriteMapThenReadMapSeesTheData) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r->data()) % 256, 0u) << "storage base is 256-byte aligned";
 }
 
-TEST_P(MapTest, AThousandMapsMakeNoSystemCall) {
+TEST_P(MapEachBackend, AThousandMapsMakeNoSystemCall) {
   auto t = TensorDyn::allocate({1920, 1080, 4}, DType::U8, mem(GetParam()));
   ASSERT_OK(t);
   auto b = t->batch(7);
@@ -186,7 +181,7 @@ TEST_P(MapTest, AThousandMapsMakeNoSystemCall) {
   }
 }
 
-TEST_P(MapTest, MapSpanCoversTheViewExtentAtItsOffset) {
+TEST_P(MapEachBackend, MapSpanCoversTheViewExtentAtItsOffset) {
   auto t = TensorDyn::allocate({4, 8}, DType::U16, mem(GetParam()));
   ASSERT_OK(t);
   auto whole = t->map_read();

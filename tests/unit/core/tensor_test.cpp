@@ -14,15 +14,11 @@
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::mem;
 using et_test::open_fd_count;
+using et_test::ScopedEnv;
 
 namespace {
-
-AllocateOptions mem(MemoryKind kind) {
-  AllocateOptions o;
-  o.memory = kind;
-  return o;
-}
 
 // Writes byte i = (i * 7 + seed) to the whole extent.
 void fill_pattern(const TensorDyn& t, unsigned seed) {
@@ -41,23 +37,6 @@ std::vector<std::uint8_t> read_all(const TensorDyn& t) {
   std::memcpy(v.data(), b.data(), b.size());
   return v;
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 const MemoryKind kCpuKinds[] = {MemoryKind::Heap, MemoryKind::Shm};
 
@@ -166,7 +145,7 @@ TEST(Tensor, ZeroByteTensorsMakeNoAllocationWhateverMemoryIsAsked) {
     auto t = TensorDyn::allocate({0, 640, 3}, DType::U8, mem(kind));
     if (kind == MemoryKind::GlPbo) {
       // PBO memory without a context is a broken contract whatever the size (issue 5); the zero-element
-      // PBO with a real context is covered by GlPboHw.ZeroElementTensorMakesNoBuffer.
+      // PBO with a real context is covered by GlPboHardware.ZeroElementTensorMakesNoBuffer.
       EXPECT_ERROR(t, ErrorCode::InvalidArgument, "gl_context is null");
       EXPECT_EQ(sys::total_calls(), calls);
       continue;

@@ -23,6 +23,8 @@
 
 using namespace edgetensor;
 using et_test::open_fd_count;
+using et_test::proc_fd_path;
+using et_test::unique_shm_name;
 
 namespace {
 
@@ -34,11 +36,6 @@ AllocateOptions shm(std::string name = {}) {
 }
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
-
-std::string unique_shm_name(const char* tag) {
-  static int n = 0;
-  return "/et-test-" + std::to_string(::getpid()) + "-" + tag + "-" + std::to_string(++n);
-}
 
 bool dev_shm_has(const std::string& name) {
   struct stat st {};
@@ -122,9 +119,8 @@ TEST(Shm, MemfdNameIsVisibleInProc) {
   ASSERT_OK(t);
   auto fd = t->export_fd();
   ASSERT_OK(fd);
-  char link[256] = {};
-  ASSERT_GT(::readlink(("/proc/self/fd/" + std::to_string(fd->get())).c_str(), link, sizeof link - 1), 0);
-  EXPECT_NE(std::string(link).find("memfd:edgetensor:camera0"), std::string::npos) << link;
+  const std::string link = et_test::fd_link(fd->get());
+  EXPECT_NE(link.find("memfd:edgetensor:camera0"), std::string::npos) << link;
 }
 
 TEST(Shm, ExportImportRoundTripSharesTheBytes) {
@@ -186,7 +182,7 @@ UniqueFd memfd_with_text(unsigned flags) {
 
 TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
   UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
-  UniqueFd ro(::open(("/proc/self/fd/" + std::to_string(rw.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd ro(::open(proc_fd_path(rw.get()).c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(ro.is_valid()) << std::strerror(errno);
   expect_read_only_import(ro.get(), "O_RDONLY reopen");
   // The read-write fd of the same memfd imports writable.
@@ -198,7 +194,7 @@ TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
 
 TEST(Shm, ImportOfAWriteOnlyOrOPathFdIsRefusedNamingTheAccessMode) {
   UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
-  const std::string path = "/proc/self/fd/" + std::to_string(rw.get());
+  const std::string path = proc_fd_path(rw.get());
   UniqueFd wo(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   ASSERT_TRUE(wo.is_valid()) << std::strerror(errno);
   UniqueFd op(::open(path.c_str(), O_PATH | O_CLOEXEC));

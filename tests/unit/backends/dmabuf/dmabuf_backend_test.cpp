@@ -47,10 +47,8 @@ struct IoctlRecord {
 };
 
 std::string fd_target(int fd) {
-  char buf[512];
-  ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
-  if (n < 0) return "?";
-  std::string p(buf, static_cast<std::size_t>(n));
+  const std::string p = et_test::fd_link(fd);
+  if (p.empty()) return "?";
   auto slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
@@ -243,7 +241,7 @@ TEST_F(FakeDmaBuf, RequiredHeapDoesNotFallBack) {
 TEST_F(FakeDmaBuf, EnvironmentSelectsAHeapByName) {
   add_heap("system");
   add_heap("vendor,uncached");
-  ::setenv(dmabuf::kHeapEnvVar, "vendor,uncached", 1);
+  std::optional<et_test::ScopedEnv> heap_env(std::in_place, dmabuf::kHeapEnvVar, "vendor,uncached");
   auto t = alloc(4096);
   ASSERT_OK(t);
   EXPECT_EQ(t->memory_detail(), "dma-heap vendor,uncached");
@@ -252,7 +250,7 @@ TEST_F(FakeDmaBuf, EnvironmentSelectsAHeapByName) {
   auto t2 = alloc(4096, "system");
   ASSERT_OK(t2);
   EXPECT_EQ(t2->memory_detail(), "dma-heap system");
-  ::setenv(dmabuf::kHeapEnvVar, "../x", 1);
+  heap_env.emplace(dmabuf::kHeapEnvVar, "../x");
   EXPECT_ERROR(alloc(4096), ErrorCode::InvalidArgument, "EDGETENSOR_DMA_HEAP");
 }
 
@@ -527,7 +525,7 @@ TEST_F(FakeDmaBuf, ExportIsACloexecDupOfTheSameBuffer) {
 TEST_F(FakeDmaBuf, ImportedReadOnlyMapsReadOnlyAndIsNeverRenamed) {
   UniqueFd m(::memfd_create("imported", MFD_CLOEXEC));
   ASSERT_EQ(::ftruncate(m.get(), 8192), 0);
-  UniqueFd ro(::open(("/proc/self/fd/" + std::to_string(m.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd ro(::open(et_test::proc_fd_path(m.get()).c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(ro);
   detail::FdInfo info;
   info.kind = MemoryKind::DmaBuf;

@@ -133,7 +133,7 @@ TEST(IpcTensor, SendRefusesWhatAReceiverCouldNotTrust) {
   ASSERT_OK(empty);
   EXPECT_ERROR(ipc::send(p.a.get(), *empty), ErrorCode::FailedPrecondition, "empty tensor has no buffer");
   EXPECT_ERROR(ipc::send(p.a.get(), TensorDyn{}), ErrorCode::FailedPrecondition, "no storage");
-  const std::string name = "/et-ipc-test-" + std::to_string(::getpid());
+  const std::string name = et_test::unique_shm_name("ipc");
   (void)shm::remove(name);
   auto named = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm, .shm_name = name});
   ASSERT_OK(named);

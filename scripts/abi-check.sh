@@ -5,7 +5,9 @@
 #   scripts/abi-check.sh --update <build>   regenerate the baseline from <build> (commit it)
 # <build> is a RelWithDebInfo build (the default; the ABI is read from its DWARF).
 # Only types declared in the public headers count (include/ and <build>/include); the others are
-# kept opaque. The XML holds no absolute path, so any clone of the tree produces the same baseline.
+# kept opaque. abidw matches headers by file name, so types of a private header named like a public
+# one (src/backends/shm/shm.h) count too: more is reported, never less. No absolute path is kept, so
+# builds of clones at different paths give the same bytes (see the ccache note under --update).
 # Exit: 0 no change (or baseline written); 1 ABI change or SONAME mismatch; 2 usage or tool error;
 # 77 the baseline describes another architecture (nothing to compare here).
 set -euo pipefail
@@ -82,6 +84,10 @@ report=$(abidiff "$baseline" "$current" 2>&1)
 rc=$?
 set -e
 # abidiff's exit status is a bit set: 1 error, 2 usage error, 4 ABI change, 8 incompatible change.
+# Bit 8 covers only what abidiff can prove (a removed function or variable); a changed type layout
+# (a member added to a public struct) sets bit 4 alone, listed as a "Changed" function or variable.
+# What abidiff lists is harmful by its own filter (harmless changes are hidden), so we call any
+# removed or changed interface incompatible, and only pure additions compatible.
 if ((rc == 0)); then
   echo "abi-check: no ABI change against $baseline_rel ($soname)"
   exit 0
@@ -91,13 +97,16 @@ if ((rc & 3)); then
   die "abidiff failed (exit $rc)"
 fi
 echo "$report"
-if ((rc & 8)); then
-  echo "abi-check: FAILED: INCOMPATIBLE ABI change against $baseline_rel ($soname)." >&2
+changed=$(grep -E '^(Functions|Variables) changes summary:' <<<"$report" |
+          grep -cE '[1-9][0-9]* (Removed|Changed)' || true)
+if ((rc & 8)) || ((changed > 0)); then
+  echo "abi-check: FAILED: INCOMPATIBLE ABI change against $baseline_rel ($soname; abidiff exit $rc)." >&2
   echo "  Bump the version in CMakeLists.txt project(VERSION) as README's \"ABI policy\" says (the" >&2
   echo "  SOVERSION changes with it) and regenerate the baseline in the same commit:" >&2
   echo "  scripts/abi-check.sh --update $1" >&2
 else
-  echo "abi-check: FAILED: compatible ABI change (additions) against $baseline_rel ($soname)." >&2
+  echo "abi-check: FAILED: compatible ABI change (additions only) against $baseline_rel ($soname;" \
+       "abidiff exit $rc)." >&2
   echo "  Update the baseline in the same commit (scripts/abi-check.sh --update $1)." >&2
 fi
 echo "  The new ABI is in $current." >&2

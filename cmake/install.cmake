@@ -10,8 +10,15 @@ install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
 install(EXPORT edgetensorTargets NAMESPACE edgetensor:: DESTINATION ${ET_CMAKE_DIR})
 configure_package_config_file(cmake/edgetensorConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake
                               INSTALL_DESTINATION ${ET_CMAKE_DIR})
+# README, "ABI policy": a compatible release keeps the SOVERSION, so find_package(edgetensor X.Y)
+# accepts the same 0.<minor> (0.x) or the same major (>= 1), at X.Y or newer.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(ET_PACKAGE_COMPATIBILITY SameMinorVersion)
+else()
+  set(ET_PACKAGE_COMPATIBILITY SameMajorVersion)
+endif()
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion)
+                                 COMPATIBILITY ${ET_PACKAGE_COMPATIBILITY})
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
         DESTINATION ${ET_CMAKE_DIR})
 # The .pc file finds its prefix relative to itself, so `cmake --install --prefix X` works anywhere.

@@ -11,6 +11,8 @@ packages=(
   libegl-dev libgles-dev libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
   # Kernel lane / tests: drop privileges, inspect fds.
   util-linux
+  # ABI check (scripts/abi-check.sh, ctest abi.matches_baseline): abidw, abidiff.
+  abigail-tools
 )
 
 missing=()

@@ -41,9 +41,6 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace detail {
 class Storage;
 }
-namespace gl {
-class Context;
-}
 
 namespace cuda {
 
@@ -116,10 +113,10 @@ class ET_API Stream {
   void* native_handle() const noexcept { return stream_; }
 
  private:
-  Stream(void* stream, int pid) noexcept : stream_(stream), pid_(pid) {}
+  Stream(void* stream, std::uint32_t process) noexcept : stream_(stream), process_(process) {}
   void reset() noexcept;
   void* stream_ = nullptr;
-  int pid_ = 0;
+  std::uint32_t process_ = 0;  // the creating process's token: destroy skipped in a fork child
 };
 
 // ---- Copies (bytes; pointers are borrowed for the call; device pointers come from CudaMap,
@@ -217,7 +214,7 @@ class ET_API CudaMap {
   int device_ = 0;
   void* event_ = nullptr;  // cudaEvent_t from record()
   void* stream_ = nullptr;  // cudaStream_t of MapOptions::stream (GL path: unmap on it)
-  int pid_ = 0;
+  std::uint32_t process_ = 0;  // the mapping process's token: release skips CUDA in a fork child
 };
 
 /// A device view of `tensor`: heap and shm storage are host-registered once per storage; DMA-BUF
@@ -248,20 +245,6 @@ class ET_API CudaMap {
 /// runtime lacks the GL-interop symbols, the GL context is on no CUDA device, or the library was
 /// built without EGL), CUDA errors.
 [[nodiscard]] ET_API Result<CudaMap> map(const TensorDyn& tensor, const MapOptions& options = {}) noexcept;
-
-/// Outcome of gl_round_trip().
-struct GlRoundTrip {
-  bool ok = false;     ///< Both directions read back equal.
-  std::string detail;  ///< What ran (renderer, device, sizes, map+unmap time), or where it failed.
-};
-
-/// The CUDA-GL path checked end to end, for `edgetensor info`: allocates a 64 KiB PBO tensor on
-/// `context` (null: a context with default gl::ContextOptions, made and dropped here), writes a
-/// pattern through a CPU map and reads it through cuda::map + cudaMemcpy, then writes a second
-/// pattern through the device pointer, releases the CudaMap and reads it through a CPU map. Never
-/// fails: the outcome is in the result. Takes milliseconds on a GPU; with CUDA unavailable it returns
-/// at once with the reason.
-ET_API GlRoundTrip gl_round_trip(const std::shared_ptr<gl::Context>& context = nullptr);
 
 /// External memory handle types (CUDA Runtime API "External Resource Interoperability"; cuda.h).
 enum class ExternalMemoryHandleType : std::uint8_t {

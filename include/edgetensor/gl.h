@@ -168,19 +168,5 @@ class ET_API Context {
                                               std::function<Result<void>(const GlBuffer&)> fn,
                                               std::chrono::milliseconds timeout);
 
-/// What `edgetensor info` shows about GL on this machine.
-struct ProbeResult {
-  bool available = false;     ///< A context could be created.
-  std::string reason;         ///< Why not (the creation error), when !available.
-  ContextInfo info;           ///< Valid when available.
-  bool pbo_round_trip = false;  ///< A pattern written through a CPU map of a real PBO read back equal.
-  std::string pbo_detail;     ///< What the round trip did, or where it failed.
-};
-
-/// Creates a context with `options`, allocates a 64 KiB PBO tensor, checks it reads as zeros, writes a
-/// pattern through a write map, reads it back through a read map, then drops both. Never fails: the
-/// outcome is in the result. Takes milliseconds (context creation dominates).
-ET_API ProbeResult probe(const ContextOptions& options = {});
-
 }  // namespace gl
 }  // namespace edgetensor

@@ -58,6 +58,13 @@ class Backing {
   virtual void end_cpu_access(MapMode modes) noexcept { (void)modes; }
   /// A new CLOEXEC fd the caller owns. Default: Unsupported.
   virtual Result<UniqueFd> export_fd() const;
+  /// What this backing offers a bridge module (CUDA-GL reaches a PBO this way), asked for by the
+  /// address of a key its backend defines; null when it offers nothing for `key`. Lets a bridge find
+  /// its backend's state without a dynamic_cast to the backend's type.
+  virtual void* interop(const void* key) noexcept {
+    (void)key;
+    return nullptr;
+  }
 };
 
 /// A device-side handle attached to a storage (e.g. a CUDA external-memory import). Destroyed before

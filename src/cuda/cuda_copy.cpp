@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda::Stream and the copy functions (raw pointers and tensors).
-#include <unistd.h>
 
 #include <array>
 
@@ -19,15 +18,15 @@ Result<Stream> Stream::create() {
   detail::CudaStream s = nullptr;
   detail::CudaError e = api->cudaStreamCreateWithFlags(&s, detail::kStreamNonBlocking);
   if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaStreamCreateWithFlags(NonBlocking)"));
-  return Stream(s, static_cast<int>(getpid()));
+  return Stream(s, edgetensor::detail::process_token());
 }
 
-Stream::Stream(Stream&& o) noexcept : stream_(o.stream_), pid_(o.pid_) { o.stream_ = nullptr; }
+Stream::Stream(Stream&& o) noexcept : stream_(o.stream_), process_(o.process_) { o.stream_ = nullptr; }
 Stream& Stream::operator=(Stream&& o) noexcept {
   if (this != &o) {
     reset();
     stream_ = o.stream_;
-    pid_ = o.pid_;
+    process_ = o.process_;
     o.stream_ = nullptr;
   }
   return *this;
@@ -35,7 +34,7 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 Stream::~Stream() { reset(); }
 
 void Stream::reset() noexcept {
-  if (stream_ && !detail::foreign_process(pid_)) {
+  if (stream_ && !edgetensor::detail::forked_since(process_)) {
     if (const auto* api = detail::runtime()) {
       detail::CudaError e = api->cudaStreamDestroy(stream_);
       if (e != detail::kCudaSuccess) log(LogLevel::Warning, "cudaStreamDestroy failed: {}", detail::describe_error(*api, e));

@@ -92,7 +92,7 @@ class ExternalImport {
   std::size_t size_ = 0;
   ExternalMemoryHandleType type_ = ExternalMemoryHandleType::OpaqueFd;
   int device_ = 0;
-  pid_t pid_ = 0;
+  edgetensor::detail::ProcessToken process_ = 0;  // core/process.h: skip CUDA in a fork child
 };
 
 /// cuda::map on a storage: `offset_bytes`/`extent_bytes` locate the view inside it.

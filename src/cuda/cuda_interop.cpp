@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device views of storages (host registration, external memory), ExternalMemory and CudaMap.
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
@@ -111,7 +110,7 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   imp->size_ = size_bytes;
   imp->type_ = type;
   imp->device_ = device;
-  imp->pid_ = getpid();
+  imp->process_ = edgetensor::detail::process_token();
   const std::string what = fmt::format("({}, fd {} dup of {}, {} B, device {})", handle_type_name(type), dup.get(),
                                        borrowed_fd, size_bytes, device);
   void* ext = nullptr;
@@ -145,7 +144,7 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
 
 ExternalImport::~ExternalImport() {
   // A fork child must not touch the parent's CUDA objects; the parent still owns them.
-  if (!api_ || (!ext_ && !ptr_) || foreign_process(pid_)) return;
+  if (!api_ || (!ext_ && !ptr_) || edgetensor::detail::forked_since(process_)) return;
   auto guard = DeviceGuard::enter(*api_, device_);
   if (driver_) (void)api_->cudaSetDevice(device_);  // the driver API needs the primary context current
   // CUDA Runtime API: the mapped buffer "must be freed using cudaFree"; all mapped buffers must be
@@ -200,7 +199,7 @@ class HostRegistration final : public CudaHandle {
     return std::unique_ptr<DeviceHandle>(new HostRegistration(api, host, dptr, device));
   }
   ~HostRegistration() override {
-    if (foreign_process(pid_)) return;
+    if (edgetensor::detail::forked_since(process_)) return;
     CudaError e = api_.cudaHostUnregister(host_);
     if (e != kCudaSuccess) log(LogLevel::Warning, "cudaHostUnregister({}) failed: {}", host_, describe_error(api_, e));
   }
@@ -210,12 +209,12 @@ class HostRegistration final : public CudaHandle {
 
  private:
   HostRegistration(const CudaRuntimeApi& api, void* host, void* dptr, int device)
-      : api_(api), host_(host), device_ptr_(dptr), device_(device), pid_(getpid()) {}
+      : api_(api), host_(host), device_ptr_(dptr), device_(device), process_(edgetensor::detail::process_token()) {}
   const CudaRuntimeApi& api_;
   void* host_;
   void* device_ptr_;
   int device_;
-  pid_t pid_;
+  edgetensor::detail::ProcessToken process_;
 };
 
 class ExternalHandle final : public CudaHandle {
@@ -267,7 +266,7 @@ struct MapAccess {
     m.size_ = size;
     m.path_ = handle->path();
     m.device_ = device;
-    m.pid_ = getpid();
+    m.process_ = edgetensor::detail::process_token();
     return m;
   }
 };
@@ -332,7 +331,7 @@ std::string_view cuda_path_name(CudaPath path) noexcept {
 
 CudaMap::CudaMap(CudaMap&& o) noexcept
     : storage_(std::move(o.storage_)), handle_(o.handle_), ptr_(o.ptr_), size_(o.size_), path_(o.path_),
-      device_(o.device_), event_(o.event_), stream_(o.stream_), pid_(o.pid_) {
+      device_(o.device_), event_(o.event_), stream_(o.stream_), process_(o.process_) {
   o.handle_ = nullptr;
   o.ptr_ = nullptr;
   o.size_ = 0;
@@ -350,7 +349,7 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
     device_ = o.device_;
     event_ = o.event_;
     stream_ = o.stream_;
-    pid_ = o.pid_;
+    process_ = o.process_;
     o.handle_ = nullptr;
     o.ptr_ = nullptr;
     o.size_ = 0;
@@ -362,7 +361,7 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
 CudaMap::~CudaMap() { release(); }
 
 void CudaMap::release() noexcept {
-  const bool own_process = !detail::foreign_process(pid_);
+  const bool own_process = !edgetensor::detail::forked_since(process_);
   if (event_ && own_process) {
     if (const auto* api = detail::runtime()) {
       detail::CudaError e = api->cudaEventDestroy(event_);

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,9 +17,6 @@ namespace {
 
 // Sonames, newest major first. The bare name exists only with a toolkit's -dev files, so it is last.
 constexpr const char* kSonames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
-
-std::atomic<bool> g_forked_child{false};
-void on_fork_child() noexcept { g_forked_child.store(true, std::memory_order_relaxed); }
 
 struct Loaded {
   CudaRuntimeApi api{};
@@ -55,6 +51,7 @@ Loaded load() {
   Loaded out;
   LoadInfo& info = out.info;
   info.load_pid = getpid();
+  info.load_token = edgetensor::detail::process_token();
   if (env_flag("EDGETENSOR_DISABLE_CUDA")) {
     info.disabled = true;
     info.error = "CUDA disabled by EDGETENSOR_DISABLE_CUDA";
@@ -149,9 +146,7 @@ const Loaded& loaded() noexcept {
   // A function-local static: initialised once, thread-safely, on first use (never at load time).
   static const Loaded instance = [] {
     try {
-      Loaded l = load();
-      if (l.ok) pthread_atfork(nullptr, nullptr, on_fork_child);
-      return l;
+      return load();
     } catch (...) {
       Loaded l;
       l.info.error = "CUDA loader failed: out of memory";
@@ -173,10 +168,8 @@ const LoadInfo& load_info() noexcept { return loaded().info; }
 bool in_forked_child() noexcept {
   const Loaded& l = loaded();
   if (!l.ok) return false;
-  return g_forked_child.load(std::memory_order_relaxed) || getpid() != l.info.load_pid;
+  return edgetensor::detail::forked_since(l.info.load_token);
 }
-
-bool foreign_process(pid_t creator) noexcept { return getpid() != creator; }
 
 std::string describe_error(const CudaRuntimeApi& api, CudaError error) {
   const char* name = api.cudaGetErrorName ? api.cudaGetErrorName(error) : nullptr;

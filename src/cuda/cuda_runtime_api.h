@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/process.h"
+
 namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 
 // ---- Minimal ABI declarations (values from driver_types.h, CUDA 13.0; unchanged since 11.0) ----------
@@ -124,7 +126,8 @@ struct LoadInfo {
   std::vector<std::string> tried;  // "<name>: <dlerror>" for every name that failed to load
   std::vector<std::string> missing_optional;  // optional symbols absent
   std::string error;               // why no table, empty when loaded
-  pid_t load_pid = 0;              // process that loaded it
+  pid_t load_pid = 0;              // process that loaded it (for messages)
+  edgetensor::detail::ProcessToken load_token = 0;  // its process token (core/process.h)
 };
 
 /// The runtime table, loading it on first call (thread-safe). Null when nothing usable loaded; then
@@ -134,10 +137,9 @@ const CudaRuntimeApi* runtime() noexcept;
 const LoadInfo& load_info() noexcept;
 
 /// True in a child of fork() made after this process loaded the runtime: CUDA does not survive fork,
-/// so every entry point fails fast there and destructors skip CUDA.
+/// so every entry point fails fast there. Objects holding CUDA state record process_token() and skip
+/// CUDA in their destructors when forked_since() it (core/process.h).
 bool in_forked_child() noexcept;
-/// True when the calling process is not `creator`: an object made by a parent must not call CUDA.
-bool foreign_process(pid_t creator) noexcept;
 
 /// The error name and text, e.g. "cudaErrorInsufficientDriver (35): CUDA driver version is
 /// insufficient for CUDA runtime version". Works without a driver.

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA-GL path in a build without the GL backend (ET_WITH_EGL=OFF): no PBO tensor can exist, and
-// the round trip says why it did not run.
+// The CUDA-GL path in a build without GL (ET_WITH_EGL=OFF): no PBO tensor can exist.
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
-namespace detail {
+namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 
 Result<std::unique_ptr<edgetensor::detail::DeviceHandle>> make_gl_handle(const CudaRuntimeApi&,
                                                                           edgetensor::detail::Storage&, int) {
@@ -12,12 +10,4 @@ Result<std::unique_ptr<edgetensor::detail::DeviceHandle>> make_gl_handle(const C
               "cuda::map of a gl_pbo tensor: this edgetensor was built without the GL backend (ET_WITH_EGL=OFF)");
 }
 
-}  // namespace detail
-
-GlRoundTrip gl_round_trip(const std::shared_ptr<gl::Context>&) {
-  GlRoundTrip out;
-  out.detail = "not built: this edgetensor was built without the GL backend (ET_WITH_EGL=OFF)";
-  return out;
-}
-
-}  // namespace edgetensor::cuda
+}  // namespace edgetensor::cuda::detail

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "gl_checks.h"  // tools/edgetensor: the CUDA-GL round trip of `edgetensor info`
+
 namespace cuda = edgetensor::cuda;
 using edgetensor::DType;
 using edgetensor::MemoryKind;
@@ -237,7 +239,7 @@ void check_cuda_gl() {
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / frames;
   std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + release of a 4 MiB PBO", us, frames);
   pass("cuda-gl timing");
-  auto rt = cuda::gl_round_trip(ctx);
+  auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
   if (rt.ok) pass("cuda-gl round trip (info)", rt.detail);
   else fail("cuda-gl round trip (info)", rt.detail);
 }

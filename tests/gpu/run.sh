@@ -22,8 +22,10 @@ cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_test
 # The CUDA-GL lanes exist only in builds with the GL backend (ET_WITH_EGL).
 cmake --build "$build" -j"$jobs" --target edgetensor_cuda_gl_tests >/dev/null 2>&1 ||
   echo "== no CUDA-GL test binary (built without EGL): the cuda.gl lanes do not run"
-g++ -std=c++20 -O2 -I"$root/include" -I"$cuda_home/include" "$root/tests/gpu/gpu_check.cpp" \
-    -o "$build/gpu_check" "$build/src/libedgetensor.a" -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lcudart -ldl -lpthread
+# $build/include: the generated <edgetensor/abi.h>; tools/edgetensor: the CLI's CUDA-GL round trip.
+g++ -std=c++20 -O2 -I"$root/include" -I"$build/include" -I"$root/tools/edgetensor" -I"$cuda_home/include" \
+    "$root/tests/gpu/gpu_check.cpp" "$root/tools/edgetensor/gl_checks.cpp" -o "$build/gpu_check" \
+    "$build/src/libedgetensor.a" -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lcudart -ldl -lpthread
 
 echo "== non-GPU CUDA lanes (real runtime as found, no runtime, test double; label cuda_gl matches -L cuda)"
 (cd "$build" && ctest -L cuda --output-on-failure -j"$jobs" | grep -E "tests passed|tests failed|Failed|\*\*\*")

@@ -20,6 +20,7 @@
 
 #include <GLES3/gl3.h>  // constants and PFN types only; functions come from Context::proc_address
 
+#include "gl_checks.h"  // tools/edgetensor: the GL check of `edgetensor info`
 #include "support/test_support.h"
 
 namespace et = edgetensor;
@@ -577,8 +578,9 @@ TEST(GlPboHardware, ForkedChildFailsFastAndNeverHangs) {
   ASSERT_OK(w);
 }
 
+// The GL section of `edgetensor info` (public API only; compiled from tools/edgetensor/gl_checks.cpp).
 TEST(GlProbeHardware, ReportsPlatformRendererAndARealRoundTrip) {
-  auto p = gl::probe();
+  auto p = edgetensor_cli::gl_check();
   if (!p.available) {
     if (et_test::gl_required()) FAIL() << p.reason;
     GTEST_SKIP() << p.reason;

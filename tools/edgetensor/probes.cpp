@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "gl_checks.h"
 #include "round_trip.h"
 
 namespace edgetensor_cli {
@@ -157,7 +158,7 @@ Section probe_dmabuf(const std::string& self_exe) {
 
 // GL: a real headless EGL context (platform, vendor, renderer, GLES version) and a PBO round trip.
 Section probe_gl() {
-  auto p = et::gl::probe();
+  auto p = gl_check();
   Section s{"gl_pbo", "unavailable", p.reason, {{"built", et::backend_status(et::MemoryKind::GlPbo).built}}};
   if (!p.available) return s;
   s.fields["platform"] = p.info.platform_detail;
@@ -222,7 +223,7 @@ Section probe_cuda() {
     worked += fmt::format("; {}: {}", label, rt ? *rt + " ok" : "failed (" + rt.error().to_string() + ")");
   }
   // The GL path of CUDA: a PBO written by the CPU read through CUDA, and the reverse.
-  auto gl = et::cuda::gl_round_trip();
+  auto gl = cuda_gl_round_trip();
   paths["gl_pbo"] = {{"ok", gl.ok}, {"detail", gl.detail}};
   s.fields["gl_interop"] = gl.ok;
   worked += fmt::format("; gl_pbo: {}", gl.ok ? "gl-buffer ok" : "failed (" + gl.detail + ")");

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+// The PBO Backing, the backend's table entry, gl::with_buffer and the interop handle (pbo_interop.h).
 #include "backends/gl_pbo/pbo.h"
+
+#include <edgetensor/gl.h>
 
 #include <fmt/format.h>
 
@@ -7,13 +10,17 @@
 #include "core/log_internal.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace {
+// Its address is the key PboBacking answers in Backing::interop.
+constexpr char kPboInteropKey = 0;
+}  // namespace
 
 PboBacking::~PboBacking() {
   auto worker = worker_;
   auto state = state_;
   // Fire and forget: a release never waits for the GL thread. Refused (context gone: already deleted
   // by the shutdown; forked child: the parent owns the buffer) means there is nothing to do here.
-  (void)worker_->post_detached([worker, state] { worker->release_buffer(*state); }, /*drain_ok=*/true);
+  (void)worker_->post_detached([worker, state] { release_buffer(*worker, *state); }, /*drain_ok=*/true);
 }
 
 std::string PboBacking::detail() const {
@@ -28,11 +35,11 @@ Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
   return worker_->call<std::byte*>(
       [worker, state, mode]() -> Result<std::byte*> {
         if (state->disconnected.load()) return fail(worker->gone_error("CPU map of a GL PBO"));
-        return worker->map_buffer(*state, mode);
+        return map_buffer(*worker, *state, mode);
       },
       worker_->timeout(),
       // The caller gave up after the map was made: unmap it, or the buffer would stay mapped forever.
-      [worker, state](Result<std::byte*>&) { worker->unmap_buffer(*state); });
+      [worker, state](Result<std::byte*>&) { unmap_buffer(*worker, *state); });
 }
 
 void PboBacking::end_cpu_access(MapMode) noexcept {
@@ -40,7 +47,7 @@ void PboBacking::end_cpu_access(MapMode) noexcept {
   auto state = state_;
   // Fire and forget, never cancelled by a timeout: the queue is FIFO, so any later map, with_buffer or
   // delete of this buffer runs after the unmap. drain_ok: an orphan's unmap is what deletes it.
-  if (!worker_->post_detached([worker, state] { worker->unmap_buffer(*state); }, /*drain_ok=*/true) &&
+  if (!worker_->post_detached([worker, state] { unmap_buffer(*worker, *state); }, /*drain_ok=*/true) &&
       !state_->disconnected.load())
     log(LogLevel::Warning, "glUnmapBuffer of GL PBO {} could not be posted to the GL thread", state_->name);
 }
@@ -51,16 +58,42 @@ Result<UniqueFd> PboBacking::export_fd() const {
                           "allocate with memory DmaBuf or Shm to share, or copy into one", state_->name));
 }
 
-Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
-  if (!tensor.storage()) return fail(ErrorCode::InvalidArgument, "tensor has no storage (empty handle)");
-  auto* pbo = dynamic_cast<PboBacking*>(&tensor.storage()->backing());
-  if (!pbo)
-    return fail(ErrorCode::InvalidArgument,
-                fmt::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
-                            tensor.memory_detail()));
-  return pbo;
+void* PboBacking::interop(const void* key) noexcept { return key == &kPboInteropKey ? this : nullptr; }
+
+PboBacking* pbo_backing(const Storage& storage) noexcept {
+  return static_cast<PboBacking*>(storage.backing().interop(&kPboInteropKey));
 }
 
+// ---- PboHandle (pbo_interop.h) --------------------------------------------------------------------
+
+Result<PboHandle> PboHandle::of(const Storage& storage) {
+  PboBacking* pbo = pbo_backing(storage);
+  if (!pbo)
+    return fail(ErrorCode::InvalidArgument, fmt::format("storage memory is {} ({}), not a GL PBO buffer",
+                                                        memory_kind_name(storage.kind()), storage.backing().detail()));
+  return PboHandle(pbo->worker(), pbo->state());
+}
+
+GLuint PboHandle::name() const noexcept { return state_->name; }
+std::size_t PboHandle::size_bytes() const noexcept { return state_->size_bytes; }
+bool PboHandle::disconnected() const noexcept { return state_->disconnected.load(); }
+std::string PboHandle::context_label() const {
+  const auto& i = worker_->info();
+  return fmt::format("{} ({})", i.platform_detail, i.renderer);
+}
+bool PboHandle::deleted() const noexcept { return state_->deleted; }
+bool PboHandle::cpu_mapped() const noexcept { return state_->mapped; }
+void PboHandle::attach(std::unique_ptr<PboAttachment> attachment) const { state_->attachments.push_back(std::move(attachment)); }
+void PboHandle::detach(const PboAttachment* attachment) const noexcept {
+  auto& a = state_->attachments;
+  for (auto it = a.begin(); it != a.end(); ++it)
+    if (it->get() == attachment) {
+      a.erase(it);
+      return;
+    }
+}
+
+// ---- the backend ----------------------------------------------------------------------------------
 namespace {
 
 BackendStatus pbo_status() {
@@ -83,14 +116,26 @@ Result<std::unique_ptr<Backing>> pbo_allocate(std::size_t size_bytes, const Allo
   const auto& worker = GlContextAccess::worker(*options.gl_context);
   auto w = worker;
   ET_TRY_ASSIGN(auto state, worker->call<std::shared_ptr<PboState>>(
-                                [w, size_bytes]() { return w->create_buffer(size_bytes); }, worker->timeout(),
+                                [w, size_bytes]() { return create_buffer(*w, size_bytes); }, worker->timeout(),
                                 // The caller gave up after the buffer was made: delete it again.
-                                [w](Result<std::shared_ptr<PboState>>& r) { w->release_buffer(**r); }));
+                                [w](Result<std::shared_ptr<PboState>>& r) { release_buffer(*w, **r); }));
   return std::make_unique<PboBacking>(worker, std::move(state));
 }
 
 Result<std::unique_ptr<Backing>> pbo_import(UniqueFd, const FdInfo&) {
   return fail(ErrorCode::Unsupported, "a GL PBO cannot be imported from an fd");
+}
+
+// The PBO backing of `tensor`. Errors: InvalidArgument naming the tensor's memory when it is not a PBO
+// (or an empty PBO tensor with no buffer).
+Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
+  if (!tensor.storage()) return fail(ErrorCode::InvalidArgument, "tensor has no storage (empty handle)");
+  PboBacking* pbo = pbo_backing(*tensor.storage());
+  if (!pbo)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
+                            tensor.memory_detail()));
+  return pbo;
 }
 
 }  // namespace
@@ -101,3 +146,37 @@ const BackendOps& gl_pbo_backend() {
 }
 
 }  // namespace edgetensor::detail
+
+// ---- gl::with_buffer (declared in gl.h; it needs a PBO, so it lives with the backend) -------------
+namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
+
+Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(const GlBuffer&)> fn) {
+  ET_TRY_ASSIGN(auto* pbo, detail::pbo_of(tensor));
+  return with_buffer(tensor, std::move(fn), pbo->worker()->timeout());
+}
+
+Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(const GlBuffer&)> fn,
+                         std::chrono::milliseconds timeout) {
+  if (!fn) return fail(ErrorCode::InvalidArgument, "gl::with_buffer: empty callable");
+  ET_TRY_ASSIGN(auto* pbo, detail::pbo_of(tensor));
+  auto worker = pbo->worker();
+  auto state = pbo->state();
+  if (state->disconnected.load()) return fail(worker->gone_error("gl::with_buffer"));
+  // The storage (and so the buffer) stays alive for the job even if the caller stops waiting.
+  auto storage = tensor.storage();
+  GlBuffer buffer{state->name, state->size_bytes, tensor.offset_bytes(), tensor.extent_bytes()};
+  return worker->call<void>(
+      [worker, state, storage, buffer, fn = std::move(fn)]() -> Result<void> {
+        if (state->deleted) return fail(worker->gone_error("gl::with_buffer"));
+        if (state->mapped)
+          return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is CPU-mapped; close the map first "
+                                                   "(GLES forbids GL use of a mapped buffer)", state->name));
+        for (auto& a : state->attachments)
+          if (auto why = a->busy_reason())
+            return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is busy: {}", state->name, *why));
+        return fn(buffer);
+      },
+      timeout);
+}
+
+}  // namespace edgetensor::gl

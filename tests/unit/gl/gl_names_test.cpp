@@ -7,7 +7,7 @@
 
 // The internal helpers exist only when the GL backend is built.
 #if ET_HAVE_EGL
-#include "backends/gl_pbo/egl_loader.h"
+#include "gl/egl_loader.h"
 
 namespace et = edgetensor;
 

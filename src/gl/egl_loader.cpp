@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "backends/gl_pbo/egl_loader.h"
+#include "gl/egl_loader.h"
 
 #include <dlfcn.h>
 
@@ -41,7 +41,6 @@ Result<std::unique_ptr<EglApi>> open_egl(const std::string& library) {
   ET_EGL_REQUIRE(GetError, "eglGetError");
   ET_EGL_REQUIRE(QueryString, "eglQueryString");
   ET_EGL_REQUIRE(Initialize, "eglInitialize");
-  ET_EGL_REQUIRE(Terminate, "eglTerminate");
   ET_EGL_REQUIRE(BindAPI, "eglBindAPI");
   ET_EGL_REQUIRE(ChooseConfig, "eglChooseConfig");
   ET_EGL_REQUIRE(CreateContext, "eglCreateContext");
@@ -96,7 +95,6 @@ Result<GlApi> load_gl(const EglApi& egl) {
   ET_GL_REQUIRE(BufferSubData, "glBufferSubData");
   ET_GL_REQUIRE(MapBufferRange, "glMapBufferRange");
   ET_GL_REQUIRE(UnmapBuffer, "glUnmapBuffer");
-  ET_GL_REQUIRE(Finish, "glFinish");
 #undef ET_GL_REQUIRE
   if (missing)
     return fail(ErrorCode::Unavailable,

@@ -1,24 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GL worker: one thread that owns an EGL display + GLES 3 context, runs posted jobs in order with
-// the context current, and owns the bookkeeping of every buffer object created on it.
+// The GL thread: one thread that owns an EGL display + GLES 3 context (EglSession), runs posted jobs
+// in order with the context current, and keeps the GL objects other modules made on it (GlResource)
+// so it can release them when its gl::Context goes.
 //
-//   gl::Context ──shared──> GlWorker <──shared── PboBacking (one per PBO storage)
+//   gl::Context ──shared──> GlWorker <──shared── PboBacking (backends/gl_pbo, one per PBO storage)
 //                              │ <──shared── the worker thread itself (until its loop ends)
-//                              └─ registry of live PboState (GL-thread only)
+//                              └─ registry of live GlResources (GL-thread only)
 //
 // Tensors do not keep the Context alive; they keep the GlWorker object alive, which outlives its
 // thread as a tombstone that refuses work ("GL context gone"). Every GL call, and every read or write
-// of PboState's GL-thread fields, happens on the worker thread, so they need no lock.
-//
-// For the CUDA-GL interop (issue 6): call() runs any callable on the GL thread with the context
-// current; PboAttachment lets a module hang per-PBO state (a cudaGraphicsResource) that is released on
-// the GL thread before glDeleteBuffers and before the context terminates, and that may refuse CPU maps
-// and user GL work while busy; add_shutdown_hook() runs module teardown before EGL terminates.
+// of a resource's GL-thread fields, happens on the worker thread, so they need no lock.
 #pragma once
 
 #include <edgetensor/error.h>
 #include <edgetensor/gl.h>
-#include <edgetensor/map.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,37 +24,29 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
-#include <vector>
 
 #include <fmt/format.h>
 
-#include "backends/gl_pbo/egl_loader.h"
+#include "core/process.h"
+#include "gl/egl_display.h"
+#include "gl/egl_loader.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
-/// Per-PBO state owned by another module (e.g. a CUDA graphics registration). Methods run on the GL
-/// thread with the context current.
-class PboAttachment {
- public:
-  virtual ~PboAttachment() = default;
-  /// Undo whatever was done to the buffer (unregister); called once, before glDeleteBuffers or the
-  /// context shutdown, whichever comes first.
-  virtual void release_on_gl_thread() noexcept = 0;
-  /// Non-empty while the buffer must not be CPU-mapped or handed to user GL code (e.g. CUDA-mapped).
-  virtual std::optional<std::string> busy_reason() const { return std::nullopt; }
-};
+class GlWorker;
 
-/// One buffer object. `disconnected` may be read from any thread; everything else is GL-thread only.
-struct PboState {
-  GLuint name = 0;
-  std::size_t size_bytes = 0;
-  bool mapped = false;   // a CPU map (glMapBufferRange) is open
-  bool deleted = false;  // glDeleteBuffers ran (or the context is gone)
-  bool orphan = false;   // the context shut down while this buffer was mapped: delete at unmap
-  std::vector<std::unique_ptr<PboAttachment>> attachments;
-  std::atomic<bool> disconnected{false};
+/// A GL object another module made on a worker (a PBO), registered with GlWorker::track so the worker
+/// can release it when its gl::Context shuts down. Runs on the GL thread with the context current.
+class GlResource {
+ public:
+  virtual ~GlResource() = default;
+  /// The context shuts down: release the object and return true, or return false to keep it a while
+  /// (a CPU-mapped buffer whose span is still in use). A kept resource calls worker.release_kept()
+  /// once it has released itself; after the last one the thread destroys the context and exits.
+  virtual bool release_at_shutdown(GlWorker& worker) noexcept = 0;
 };
 
 class GlWorker : public std::enable_shared_from_this<GlWorker> {
@@ -71,7 +58,7 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   /// Runs `fn` on the GL thread and waits up to `timeout` (inline on the GL thread). If the caller
   /// stops waiting after `fn` started, `undo` (if any) runs on the GL thread with fn's successful
   /// result, so nothing acquired for the abandoned caller leaks. `drain_ok`: also accepted while the
-  /// context drains mapped buffers after shutdown (unmap/release of orphans).
+  /// context drains kept resources after shutdown (unmap/release of orphans).
   template <class T>
   Result<T> call(std::function<Result<T>()> fn, std::chrono::milliseconds timeout,
                  std::function<void(Result<T>&)> undo = {}, bool drain_ok = false);
@@ -80,31 +67,28 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   /// Queues `fn` without waiting (inline on the GL thread). Returns false when refused (gone, forked).
   bool post_detached(std::function<void()> fn, bool drain_ok) noexcept;
 
-  /// Called by ~Context: deletes unmapped buffers, disconnects all, terminates EGL (see gl.h).
+  /// Called by ~Context: releases every resource, terminates the context (see gl.h).
   void shutdown() noexcept;
 
   bool on_thread() const noexcept { return thread_id_.load() == std::this_thread::get_id(); }
-  /// OK, or why GL work cannot be posted from this process/thread right now (fork, gone).
+  /// OK, or why GL work cannot be posted from this process right now (a fork() child).
   Result<void> check_usable() const;
-  const gl::ContextInfo& info() const noexcept { return info_; }
+  const gl::ContextInfo& info() const noexcept { return session_->info(); }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
-  const EglApi& egl() const noexcept { return *egl_; }
-  std::size_t live_buffers() const noexcept { return live_buffers_.load(); }
+  const EglApi& egl() const noexcept { return session_->egl(); }
+  /// Resources tracked and not yet untracked (for gl::Context::live_buffer_count).
+  std::size_t live_resources() const noexcept { return live_resources_.load(); }
+  /// The error of an operation on an object whose context is gone.
+  Error gone_error(std::string_view what) const;
 
   // ---- GL thread only ---------------------------------------------------------------------------
-  const GlApi& gl() const noexcept { return gl_; }
-  /// glGenBuffers + glBufferData + zero fill; registers the state.
-  Result<std::shared_ptr<PboState>> create_buffer(std::size_t size_bytes);
-  /// glMapBufferRange of the whole buffer with the access bits of `mode`.
-  Result<std::byte*> map_buffer(PboState& state, MapMode mode);
-  /// glUnmapBuffer; an orphan is deleted right after.
-  void unmap_buffer(PboState& state) noexcept;
-  /// Attachments released, unmapped if mapped, glDeleteBuffers; idempotent.
-  void release_buffer(PboState& state) noexcept;
-  /// Runs before EGL terminates (after every buffer was released), on the GL thread.
-  void add_shutdown_hook(std::function<void()> hook);
-  /// The error of an operation on a buffer whose context is gone.
-  Error gone_error(std::string_view what) const;
+  const GlApi& gl() const noexcept { return session_->gl(); }
+  /// Registers a resource made on this worker (released at shutdown unless untracked first).
+  void track(std::shared_ptr<GlResource> resource);
+  /// Forgets a resource that released itself; the caller holds its own reference. Idempotent.
+  void untrack(const GlResource& resource) noexcept;
+  /// A resource kept at shutdown (release_at_shutdown returned false) has released itself.
+  void release_kept() noexcept;
 
  private:
   enum class State { Starting, Running, Draining, Stopped };
@@ -112,17 +96,14 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
 
   explicit GlWorker(const gl::ContextOptions& options);
   void thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init> init, gl::ContextOptions options) noexcept;
-  Result<void> try_display(EGLenum platform, void* native, std::string& why);
-  Result<void> init_egl(const gl::ContextOptions& options);
-  void teardown_egl() noexcept;
   void shutdown_on_thread() noexcept;
   void request_exit() noexcept;  // the loop ends once the queue is empty
   bool enqueue(std::function<void()> job, bool drain_ok);
   Error refused_error() const;
 
   const std::chrono::milliseconds timeout_;
-  const unsigned fork_generation_;
-  const int creator_pid_;
+  const ProcessToken process_;  // core/process.h: a fork() child has no worker thread
+  const int creator_pid_;       // for messages
   std::atomic<std::thread::id> thread_id_{};
   // The thread object is heap-held so a forked child can leak it (it has no such thread to join).
   std::unique_ptr<std::thread> thread_;
@@ -134,28 +115,23 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   bool exit_ = false;                        // guarded by mutex_: leave the loop once the queue is empty
   bool finishing_ = false;                   // guarded by mutex_: counted in the exit census
 
-  // Set during init on the GL thread, read-only afterwards.
-  const EglApi* egl_ = nullptr;
-  GlApi gl_;
-  gl::ContextInfo info_;
-  EGLDisplay display_ = EGL_NO_DISPLAY;
-  EGLContext context_ = EGL_NO_CONTEXT;
-  EGLSurface surface_ = EGL_NO_SURFACE;
+  // Set during init on the GL thread, read-only afterwards (closed on the GL thread at its end).
+  std::unique_ptr<EglSession> session_;
 
   // GL-thread only.
-  std::unordered_map<PboState*, std::shared_ptr<PboState>> buffers_;
-  std::vector<std::function<void()>> shutdown_hooks_;
-  std::size_t orphans_ = 0;
+  std::unordered_map<const GlResource*, std::shared_ptr<GlResource>> resources_;
+  std::size_t kept_ = 0;  // resources kept at shutdown and not yet released
 
-  std::atomic<std::size_t> live_buffers_{0};
+  std::atomic<std::size_t> live_resources_{0};
 };
 
-/// A monotonically increasing number bumped in every forked child (pthread_atfork).
-unsigned fork_generation() noexcept;
-
-/// Order in which Auto tries EGL devices: hardware first, then software, each in enumeration order.
-/// `software[i]` says whether device i has EGL_MESA_device_software. Pure; unit-tested.
-std::vector<int> device_try_order(const std::vector<bool>& software);
+/// Internal access to a gl::Context's worker (the PBO backend allocates on it).
+struct GlContextAccess {
+  static const std::shared_ptr<GlWorker>& worker(const gl::Context& context) noexcept { return context.worker_; }
+  static std::shared_ptr<gl::Context> wrap(std::shared_ptr<GlWorker> worker) {
+    return std::shared_ptr<gl::Context>(new gl::Context(std::move(worker)));
+  }
+};
 
 // ---- call() ------------------------------------------------------------------------------------
 

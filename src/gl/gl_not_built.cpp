@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The gl:: API of a library built without the GL backend (ET_WITH_EGL=OFF): the same public header,
-// every entry answers Unavailable. Compiled instead of the backend's sources (see src/CMakeLists.txt).
+// The gl:: API of a library built without GL (ET_WITH_EGL=OFF): the same public header, every entry
+// answers Unavailable. Compiled instead of src/gl's sources; the PBO backend (backends/gl_pbo, where
+// gl::with_buffer lives in a GL build) is not built at all then (see src/CMakeLists.txt).
 #include <edgetensor/gl.h>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
@@ -40,13 +41,6 @@ Result<void> with_buffer(const TensorDyn&, std::function<Result<void>(const GlBu
 }
 Result<void> with_buffer(const TensorDyn&, std::function<Result<void>(const GlBuffer&)>, std::chrono::milliseconds) {
   return fail(ErrorCode::Unavailable, kWhy);
-}
-
-ProbeResult probe(const ContextOptions&) {
-  ProbeResult r;
-  r.reason = std::string("Unavailable: ") + kWhy;
-  r.pbo_detail = "not attempted";
-  return r;
 }
 
 }  // namespace edgetensor::gl

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pure helpers of the GL backend (no EGL/GL calls): error names, extension lists, access bits.
+// Pure helpers of the GL module (no EGL/GL calls): error names, extension lists, access bits.
 #include <fmt/format.h>
 
-#include "backends/gl_pbo/egl_loader.h"
+#include "gl/egl_loader.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Run-time loader of EGL and the GLES 3 entry points the library uses. Private to the GL backend.
+// Run-time loader of EGL and the GLES 3 entry points the library uses (module et_gl).
 //
 // libEGL is opened with dlopen (never closed: EGL implementations register atexit handlers and
 // thread-local state that must outlive every use) and every GL function comes from eglGetProcAddress.
@@ -28,14 +28,15 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 /// development symlink that runtime-only systems do not have.
 inline constexpr const char* kDefaultEglLibrary = "libEGL.so.1";
 
-/// EGL entry points. Core EGL 1.4 functions are required; the extension ones may be null.
+/// EGL entry points. The core EGL 1.4 functions the library calls are required (only those: a
+/// required function that is never called would make loading fail for nothing); the extension ones
+/// may be null.
 struct EglApi {
   std::string library;  // what was passed to dlopen
   PFNEGLGETPROCADDRESSPROC GetProcAddress = nullptr;
   PFNEGLGETERRORPROC GetError = nullptr;
   PFNEGLQUERYSTRINGPROC QueryString = nullptr;
   PFNEGLINITIALIZEPROC Initialize = nullptr;
-  PFNEGLTERMINATEPROC Terminate = nullptr;
   PFNEGLBINDAPIPROC BindAPI = nullptr;
   PFNEGLCHOOSECONFIGPROC ChooseConfig = nullptr;
   PFNEGLCREATECONTEXTPROC CreateContext = nullptr;
@@ -52,7 +53,7 @@ struct EglApi {
   std::string client_extensions;
 };
 
-/// GLES 3.0 entry points used by the backend (all required).
+/// GLES 3.0 entry points the library calls (all required).
 struct GlApi {
   PFNGLGETSTRINGPROC GetString = nullptr;
   PFNGLGETERRORPROC GetError = nullptr;
@@ -63,7 +64,6 @@ struct GlApi {
   PFNGLBUFFERSUBDATAPROC BufferSubData = nullptr;
   PFNGLMAPBUFFERRANGEPROC MapBufferRange = nullptr;
   PFNGLUNMAPBUFFERPROC UnmapBuffer = nullptr;
-  PFNGLFINISHPROC Finish = nullptr;
 };
 
 /// Loads `library` (kDefaultEglLibrary when empty) once per name, thread-safe; the table lives for

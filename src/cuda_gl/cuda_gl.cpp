@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA-GL path (issue 6): GL PBO storages reached from CUDA through cudaGraphicsGLRegisterBuffer.
+// The CUDA-GL path: GL PBO storages reached from CUDA through cudaGraphicsGLRegisterBuffer.
 // Built only with the GL backend (ET_WITH_EGL); cuda_gl_not_built.cpp answers otherwise.
 //
 //   Storage ──> GlHandle (DeviceHandle slot) ──shared──> GlRegistration <──shared── GlAttachment

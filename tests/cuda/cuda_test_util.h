@@ -27,7 +27,7 @@ inline edgetensor::AllocateOptions mem(edgetensor::MemoryKind kind) {
 }
 inline edgetensor::cuda::ExternalMemoryOptions ext_size(std::size_t size_bytes) {
   edgetensor::cuda::ExternalMemoryOptions o;
-  o.size_bytes = size_bytes;
+  o.buffer_bytes = size_bytes;
   return o;
 }
 inline edgetensor::cuda::ExternalMemoryOptions ext_dedicated() {

@@ -10,7 +10,7 @@
 // thread as a tombstone that refuses work ("GL context gone"). Every GL call, and every read or write
 // of PboState's GL-thread fields, happens on the worker thread, so they need no lock.
 //
-// For the CUDA-GL interop (issue 6): call() runs any callable on the GL thread with the context
+// For the CUDA-GL interop (src/cuda_gl): call() runs any callable on the GL thread with the context
 // current; PboAttachment lets a module hang per-PBO state (a cudaGraphicsResource) that is released on
 // the GL thread before glDeleteBuffers and before the context terminates, and that may refuse CPU maps
 // and user GL work while busy; add_shutdown_hook() runs module teardown before EGL terminates.

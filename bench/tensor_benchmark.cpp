@@ -94,7 +94,7 @@ void allocate_and_write(benchmark::State& state, Frame f, MemoryKind kind) {
   for (auto _ : state) {
     TensorDyn t = must_allocate(f, kind);
     auto m = t.map_write();
-    std::memset(m->data(), 0x5a, m->size_bytes());
+    std::memset(m->data(), 0x5a, m->extent_bytes());
     benchmark::ClobberMemory();
   }
 }
@@ -113,7 +113,7 @@ void write_through_map(benchmark::State& state, Frame f, MemoryKind kind) {
   std::vector<unsigned char> src(f.bytes(), 0x5a);
   {
     auto m = t.map_write();
-    std::memset(m->data(), 1, m->size_bytes());  // prefault, like the memcpy baseline
+    std::memset(m->data(), 1, m->extent_bytes());  // prefault, like the memcpy baseline
   }
   for (auto _ : state) {
     auto m = t.map_write();

@@ -135,15 +135,15 @@ class ET_API Stream {
 [[nodiscard]] ET_API Result<void> copy_device_to_device_async(void* device_dst, const void* device_src,
                                                             std::size_t size_bytes, const Stream& stream);
 
-/// Copies a tensor's elements to `device_dst`, packed in C order (size_bytes() bytes). A tensor whose
+/// Copies a tensor's elements to `device_dst`, packed in C order (packed_bytes() bytes). A tensor whose
 /// innermost stride is the element size is copied row by row; any other layout is refused
 /// (InvalidArgument, naming the stride). With a stream the copies are queued on it and the call waits
 /// for the stream before it closes its CPU map (so a DMA-BUF sync bracket covers the DMA).
-/// Errors: OutOfRange when device_capacity_bytes < size_bytes(), FailedPrecondition (empty handle),
+/// Errors: OutOfRange when device_capacity_bytes < packed_bytes(), FailedPrecondition (empty handle),
 /// the map's errors, CUDA errors.
 [[nodiscard]] ET_API Result<void> copy_to_device(const TensorDyn& src, void* device_dst,
                                                  std::size_t device_capacity_bytes, const Stream* stream = nullptr);
-/// The reverse: `device_src` holds dst.size_bytes() packed bytes; they land in the tensor's layout
+/// The reverse: `device_src` holds dst.packed_bytes() bytes; they land in the tensor's layout
 /// through a write map. Errors as copy_to_device, plus PermissionDenied on read-only storage.
 [[nodiscard]] ET_API Result<void> copy_from_device(const void* device_src, std::size_t device_size_bytes,
                                                    const TensorDyn& dst, const Stream* stream = nullptr);
@@ -171,7 +171,8 @@ struct MapOptions {
 };
 
 /// A device view of a tensor: device_ptr() is the tensor's first element (the storage's single CUDA
-/// handle plus the tensor's byte offset), size() its extent in bytes. Keeps the storage alive.
+/// handle plus the tensor's byte offset), extent_bytes() its extent (TensorDyn::extent_bytes()). Keeps
+/// the storage alive.
 ///
 /// CPU and device access are not synchronised for you: device work that reads or writes through
 /// this pointer must be complete before the CPU maps the same storage (and CPU writes must be done,
@@ -190,8 +191,11 @@ class ET_API CudaMap {
   /// Device address of the tensor's first element; null when released.
   void* device_ptr() const noexcept { return ptr_; }
   /// Bytes from the first element to one past the last (the tensor's extent).
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_; }
+  std::size_t extent_bytes() const noexcept { return extent_bytes_; }
+  /// Deprecated: use extent_bytes().
+  [[deprecated("use extent_bytes()")]] std::size_t size() const noexcept { return extent_bytes_; }
+  /// Deprecated: use extent_bytes().
+  [[deprecated("use extent_bytes()")]] std::size_t size_bytes() const noexcept { return extent_bytes_; }
   CudaPath path() const noexcept { return path_; }
   int device() const noexcept { return device_; }
   bool is_mapped() const noexcept { return storage_ != nullptr; }
@@ -209,7 +213,7 @@ class ET_API CudaMap {
   std::shared_ptr<edgetensor::detail::Storage> storage_;
   detail::CudaHandle* handle_ = nullptr;  // owned by storage_
   void* ptr_ = nullptr;
-  std::size_t size_ = 0;
+  std::size_t extent_bytes_ = 0;
   CudaPath path_ = CudaPath::HostRegistered;
   int device_ = 0;
   void* event_ = nullptr;  // cudaEvent_t from record()
@@ -253,16 +257,23 @@ enum class ExternalMemoryHandleType : std::uint8_t {
   DmaBufFd = 1,  ///< A DMA-BUF fd, through the driver API (Jetson Thor and later, driver >= 13.0).
 };
 
+// The deprecated member's default initialiser must not warn in every user's synthesized constructor:
+// the diagnostic is silenced over the definition only (a user's own use of size_bytes still warns).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct ExternalMemoryOptions {
-  /// Size of the memory object in bytes. 0 = the fd's real size (fstat for memfd/tmpfs, lseek for a
-  /// DMA-BUF). When the kernel reports a size, a non-zero value must equal it; when it reports none
-  /// (e.g. CUDA's own opaque fds) this is required.
-  std::size_t size_bytes = 0;
+  /// Size of the whole memory object in bytes. 0 = the fd's real size (fstat for memfd/tmpfs, lseek
+  /// for a DMA-BUF). When the kernel reports a size, a non-zero value must equal it; when it reports
+  /// none (e.g. CUDA's own opaque fds) this is required.
+  std::size_t buffer_bytes = 0;
   /// cudaExternalMemoryDedicated.
   bool dedicated = false;
   /// Device to import on; -1 = the calling thread's current device.
   int device = -1;
+  /// Deprecated: use buffer_bytes. Read when buffer_bytes is 0; both set and different is InvalidArgument.
+  [[deprecated("use buffer_bytes")]] std::size_t size_bytes = 0;
 };
+#pragma GCC diagnostic pop
 
 /// An imported external memory object, mapped whole as one device buffer. Ownership of the fd: the
 /// caller's fd is borrowed; CUDA receives a CLOEXEC dup and owns it after a successful import (it
@@ -282,7 +293,10 @@ class ET_API ExternalMemory {
 
   /// Device address of byte 0; valid while this object lives.
   void* device_ptr() const noexcept;
-  std::size_t size_bytes() const noexcept;
+  /// Size of the whole imported memory object in bytes.
+  std::size_t buffer_bytes() const noexcept;
+  /// Deprecated: use buffer_bytes().
+  [[deprecated("use buffer_bytes()")]] std::size_t size_bytes() const noexcept { return buffer_bytes(); }
   ExternalMemoryHandleType type() const noexcept;
   int device() const noexcept;
 

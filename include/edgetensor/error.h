@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Error model: every expected failure is a value, never an exception.
 //
-// A fallible call returns `Result<T>` (= tl::expected<T, Error>, behind one alias so a later switch to
-// std::expected is a one-line change). An Error holds an ErrorCode, the saved errno (0 if none) and one
+// A fallible call returns `Result<T>`: a tl::expected<T, Error> (a later switch to std::expected changes
+// only its base class) that is [[nodiscard]] as a class, so ignoring any call that returns one is a
+// warning (an error with -Werror), whether or not the function itself says [[nodiscard]]. Discard one
+// on purpose with a `(void)` cast. An Error holds an ErrorCode, the saved errno (0 if none) and one
 // line of context naming the value and the limit that were involved.
 #pragma once
 
@@ -18,7 +20,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
 enum class ErrorCode : int {
-  Ok = 0,
+  /// Deprecated: never held by an Error (success is a Result holding a value); kept for one minor
+  /// version, value 0 stays unused.
+  Ok [[deprecated("an Error never holds Ok: success is a Result with a value")]] = 0,
   InvalidArgument = 1,     ///< A broken public contract: bad shape, negative stride, wrong dtype.
   OutOfRange = 2,          ///< A value past a limit: size overflow, view out of bounds, short fd.
   NotFound = 3,            ///< A named object does not exist (shm name, device node).
@@ -60,9 +64,20 @@ class ET_API Error {
   std::string message_;
 };
 
-/// The result of a fallible call.
+/// The result of a fallible call: a value of T, or an Error. [[nodiscard]] as a class: every call that
+/// returns one must use it (or cast it to void). It is a tl::expected<T, Error> in every other respect
+/// (value(), error(), operator bool, operator*, ...), and converts from and to it.
 template <class T>
-using Result = tl::expected<T, Error>;
+class [[nodiscard]] Result : public tl::expected<T, Error> {
+  using Base = tl::expected<T, Error>;
+
+ public:
+  using Base::Base;
+  using Base::operator=;
+  Result() = default;
+  Result(const Base& other) : Base(other) {}
+  Result(Base&& other) : Base(std::move(other)) {}
+};
 
 /// The error side of a Result, for `return unexpected(Error(...))`.
 using Unexpected = tl::unexpected<Error>;
@@ -88,7 +103,8 @@ ET_API std::string errno_name(int sys_errno);
 #define ET_CONCAT_INNER_(a, b) a##b
 #define ET_CONCAT_(a, b) ET_CONCAT_INNER_(a, b)
 /// `ET_TRY_ASSIGN(auto x, expr);` assigns the value of a Result or returns its error.
-#define ET_TRY_ASSIGN(lhs, expr) ET_TRY_ASSIGN_IMPL_(ET_CONCAT_(et_try_tmp_, __LINE__), lhs, expr)
+/// The temporary is named by __COUNTER__, so two uses on one line (e.g. in a macro) do not collide.
+#define ET_TRY_ASSIGN(lhs, expr) ET_TRY_ASSIGN_IMPL_(ET_CONCAT_(et_try_tmp_, __COUNTER__), lhs, expr)
 #define ET_TRY_ASSIGN_IMPL_(tmp, lhs, expr)                                  \
   auto tmp = (expr);                                                         \
   if (!tmp) return ::edgetensor::Unexpected(std::move(tmp).error());         \

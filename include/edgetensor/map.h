@@ -37,14 +37,17 @@ class ET_API MapBase {
   /// Ends this map's CPU access (for DMA-BUF the last one closes the sync bracket; for a PBO the GL
   /// buffer is unmapped). Safe to call twice; after it, the span is empty.
   void unmap() noexcept;
-  /// Bytes covered by the map: from the tensor's first element to one past its last (its extent).
-  std::size_t size_bytes() const noexcept { return size_; }
+  /// Bytes covered by the map: from the tensor's first element to one past its last (its extent,
+  /// TensorDyn::extent_bytes()).
+  std::size_t extent_bytes() const noexcept { return extent_bytes_; }
+  /// Deprecated: use extent_bytes().
+  [[deprecated("use extent_bytes()")]] std::size_t size_bytes() const noexcept { return extent_bytes_; }
   bool is_mapped() const noexcept { return storage_ != nullptr; }
   MapMode mode() const noexcept { return mode_; }
 
   /// Internal: made by TensorDyn.
-  MapBase(std::shared_ptr<detail::Storage> storage, std::byte* data, std::size_t size, MapMode mode) noexcept
-      : storage_(std::move(storage)), data_(data), size_(size), mode_(mode) {}
+  MapBase(std::shared_ptr<detail::Storage> storage, std::byte* data, std::size_t extent_bytes, MapMode mode) noexcept
+      : storage_(std::move(storage)), data_(data), extent_bytes_(extent_bytes), mode_(mode) {}
 
  protected:
   // Protected: assigning through the base would turn a ReadMap into a WriteMap. The map types assign
@@ -53,7 +56,7 @@ class ET_API MapBase {
 
   std::shared_ptr<detail::Storage> storage_;  // null when empty or unmapped
   std::byte* data_ = nullptr;
-  std::size_t size_ = 0;
+  std::size_t extent_bytes_ = 0;
   MapMode mode_ = MapMode::Read;
 };
 
@@ -63,7 +66,7 @@ class ReadMap : public MapBase {
   using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   ReadMap() noexcept = default;
-  std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+  std::span<const std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }
   const std::byte* data() const noexcept { return data_; }
 
  private:
@@ -80,7 +83,7 @@ class WriteMap : public MapBase {
   using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   WriteMap() noexcept = default;
-  std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  std::span<std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }
   std::byte* data() const noexcept { return data_; }
 
  private:
@@ -94,7 +97,7 @@ class ReadWriteMap : public MapBase {
   using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   ReadWriteMap() noexcept = default;
-  std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+  std::span<std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }
   std::byte* data() const noexcept { return data_; }
 
  private:
@@ -111,7 +114,7 @@ class TypedMap {
   explicit TypedMap(M map) noexcept : map_(std::move(map)) {}
   std::span<T> span() const noexcept {
     return {reinterpret_cast<T*>(const_cast<std::byte*>(reinterpret_cast<const std::byte*>(map_.data()))),
-            map_.size_bytes() / sizeof(T)};
+            map_.extent_bytes() / sizeof(T)};
   }
   T* data() const noexcept { return span().data(); }
   std::size_t size() const noexcept { return span().size(); }

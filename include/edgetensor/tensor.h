@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // TensorDyn (dtype-erased) and Tensor<T> (typed face): storage + dtype + shape + strides + offset.
 //
-// Units: shape in elements; strides and offsets in bytes (DLPack counts elements: convert at that
-// boundary). Strides are non-negative multiples of the element size; a zero stride is allowed only on a
+// Units (one vocabulary across the library: tensor.h, map.h, cuda.h, gl.h):
+//   shape            elements per dimension
+//   strides          bytes between neighbours along a dimension (DLPack counts elements: convert there)
+//   offset_bytes     bytes from the start of the backing buffer to the first element
+//   packed_bytes     element_count x element size: the elements alone, as a C-contiguous copy holds them
+//   extent_bytes     bytes from the first element to one past the last reachable one: what a CPU map
+//                    (MapBase::extent_bytes) or a cuda::CudaMap covers; >= packed_bytes, equal when contiguous
+//   buffer_bytes     the whole backing buffer (its real size; an fd import may be larger than the view)
+// For a strided view packed_bytes <= extent_bytes <= buffer_bytes - offset_bytes, and all three may
+// differ. Strides are non-negative multiples of the element size; a zero stride is allowed only on a
 // dimension of size 1. Rank is 0 to kMaxRank. All size arithmetic is checked: an overflow is an
 // OutOfRange error naming the values, never a wrap.
 //
@@ -127,12 +135,17 @@ class ET_API TensorDyn {
   std::size_t offset_bytes() const noexcept { return offset_bytes_; }
   /// Product of the shape (1 for rank 0).
   std::size_t element_count() const noexcept { return element_count_; }
-  /// element_count() * element_size(): the bytes of the elements themselves.
-  std::size_t size_bytes() const noexcept { return element_count_ * dtype_size(dtype_); }
-  /// Bytes from the first element to one past the last reachable one (0 for an empty tensor).
+  /// element_count() * element_size(): the bytes of the elements themselves (a packed copy's size).
+  std::size_t packed_bytes() const noexcept { return element_count_ * dtype_size(dtype_); }
+  /// Bytes from the first element to one past the last reachable one (0 for an empty tensor); what a
+  /// CPU map covers.
   std::size_t extent_bytes() const noexcept { return extent_bytes_; }
-  /// Real size of the backing buffer in bytes (0 for an empty tensor).
-  std::size_t storage_size_bytes() const noexcept;
+  /// Real size of the whole backing buffer in bytes (0 for an empty tensor).
+  std::size_t buffer_bytes() const noexcept;
+  /// Deprecated: use packed_bytes().
+  [[deprecated("use packed_bytes()")]] std::size_t size_bytes() const noexcept { return packed_bytes(); }
+  /// Deprecated: use buffer_bytes().
+  [[deprecated("use buffer_bytes()")]] std::size_t storage_size_bytes() const noexcept { return buffer_bytes(); }
   bool is_contiguous() const noexcept;
   bool is_empty_handle() const noexcept { return storage_ == nullptr; }
   /// The backend that holds the bytes.

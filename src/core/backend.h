@@ -15,7 +15,7 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 /// What the kernel says an fd is.
 struct FdInfo {
   MemoryKind kind = MemoryKind::Shm;  // Shm (tmpfs/hugetlbfs/memfd) or DmaBuf
-  std::size_t size_bytes = 0;         // real size
+  std::size_t buffer_bytes = 0;       // real size of the whole buffer
   bool read_only = false;             // O_RDONLY or sealed against writes
   unsigned seals = 0;                 // F_GET_SEALS (0 where sealing is not supported)
   ObjectKey key;                      // st_dev, st_ino
@@ -25,6 +25,10 @@ struct FdInfo {
 /// Recognises `fd` from fstat/fstatfs/F_GET_SEALS and reads its real size without moving the file
 /// offset. Errors: InvalidArgument naming what the fd is when it is not shareable memory.
 Result<FdInfo> probe_fd(int fd);
+
+/// The real size of a DMA-BUF in bytes: lseek(SEEK_END), then back to 0 (dma_buf_llseek accepts only
+/// offset 0 with SEEK_SET/SEEK_END; the position has no other meaning). Errors: from_errno of lseek.
+Result<std::size_t> dmabuf_buffer_bytes(int fd);
 
 /// Pure classification of fstatfs magic + st_mode: returns the MemoryKind, or an error naming the
 /// object (pipe, socket, directory, "file on ext4 (magic 0xef53)").
@@ -46,6 +50,12 @@ const BackendOps& backend_ops(MemoryKind kind);
 /// extent against the backing's real size). For backends that open buffers themselves (named shm).
 Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
                                       const ImportOptions& options);
+
+/// A tensor over `fd` (owned; closed on every error path), which probe_fd already recognised as `info`
+/// (or a dup of the fd it probed: a dup shares the file description), checked like an import. The one
+/// import path after the probe: adopt_fd, import_fd_dup and ipc::receive probe once and call this.
+Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::size_t> shape, DType dtype,
+                                 const ImportOptions& options);
 
 /// A zero-byte backing: no allocation, empty maps, no fd.
 std::unique_ptr<Backing> make_empty_backing(MemoryKind kind);

@@ -14,14 +14,14 @@
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 FdBacking::~FdBacking() {
-  if (base_ && sys::munmap(base_, size_) != 0)
-    log(LogLevel::Warning, "munmap of {} ({} B) failed: {}", detail_, size_, errno_name(errno));
+  if (base_ && sys::munmap(base_, buffer_bytes_) != 0)
+    log(LogLevel::Warning, "munmap of {} ({} B) failed: {}", detail_, buffer_bytes_, errno_name(errno));
 }
 
 int FdBacking::ensure_mapping() noexcept {
   if (base_) return 0;
   int prot = read_only_ ? PROT_READ : PROT_READ | PROT_WRITE;
-  void* p = sys::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
+  void* p = sys::mmap(nullptr, buffer_bytes_, prot, MAP_SHARED, fd_.get(), 0);
   if (p == MAP_FAILED) return errno;
   base_ = static_cast<std::byte*>(p);
   return 0;

@@ -17,23 +17,31 @@ class FdBacking : public Backing {
  public:
   ~FdBacking() override;
   std::string detail() const override { return detail_; }
-  std::size_t size_bytes() const noexcept override { return size_; }
+  std::size_t buffer_bytes() const noexcept override { return buffer_bytes_; }
   bool read_only() const noexcept override { return read_only_; }
   int fd() const noexcept override { return fd_.get(); }
+  unsigned seals() const noexcept override { return seals_; }
   ObjectKey object_key() const noexcept override { return key_; }
   Result<UniqueFd> export_fd() const override { return fd_.dup(); }
 
  protected:
-  FdBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
-      : fd_(std::move(fd)), size_(size), read_only_(read_only), key_(key), detail_(std::move(detail)) {}
+  FdBacking(UniqueFd fd, std::size_t buffer_bytes, bool read_only, ObjectKey key, std::string detail,
+            unsigned seals = 0)
+      : fd_(std::move(fd)),
+        buffer_bytes_(buffer_bytes),
+        read_only_(read_only),
+        seals_(seals),
+        key_(key),
+        detail_(std::move(detail)) {}
   /// Makes the persistent mapping on first use (PROT_READ only when read-only). Returns 0 or the mmap
   /// errno. Call under the storage's map lock (from begin_cpu_access).
   int ensure_mapping() noexcept;
   std::byte* base() const noexcept { return base_; }
 
   UniqueFd fd_;
-  std::size_t size_;
+  std::size_t buffer_bytes_;
   bool read_only_;
+  unsigned seals_;  // F_SEAL_* known set (see Backing::seals)
   ObjectKey key_;
   std::string detail_;
 

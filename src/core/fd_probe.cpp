@@ -59,6 +59,15 @@ Result<MemoryKind> classify_fd(std::uint64_t magic, unsigned mode) {
                           fs_name(magic), magic));
 }
 
+Result<std::size_t> dmabuf_buffer_bytes(int fd) {
+  // A DMA-BUF's size is answered by lseek(SEEK_END); its file position has no meaning and
+  // dma_buf_llseek only accepts offset 0 with SEEK_SET/SEEK_END, so put it back at 0.
+  off_t end = sys::lseek(fd, 0, SEEK_END);
+  if (end < 0) return fail(Error::from_errno(errno, fmt::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
+  (void)sys::lseek(fd, 0, SEEK_SET);
+  return static_cast<std::size_t>(end);
+}
+
 Result<FdInfo> probe_fd(int fd) {
   if (fd < 0) return fail(ErrorCode::InvalidArgument, fmt::format("fd {} is not a valid fd", fd));
   struct stat st {};
@@ -87,18 +96,13 @@ Result<FdInfo> probe_fd(int fd) {
   info.read_only = (fl & O_ACCMODE) == O_RDONLY;
   if (info.kind == MemoryKind::Shm) {
     if (st.st_size < 0) return fail(ErrorCode::Internal, fmt::format("fd {}: negative size {}", fd, st.st_size));
-    info.size_bytes = static_cast<std::size_t>(st.st_size);
+    info.buffer_bytes = static_cast<std::size_t>(st.st_size);
     int seals = sys::fcntl(fd, F_GET_SEALS);
     info.seals = seals > 0 ? static_cast<unsigned>(seals) : 0u;
     if (info.seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) info.read_only = true;
     info.what = sfs.f_type == HUGETLBFS_MAGIC ? "hugetlbfs file" : "tmpfs/memfd file";
   } else {
-    // A DMA-BUF's size is answered by lseek(SEEK_END); its file position has no meaning and
-    // dma_buf_llseek only accepts offset 0 with SEEK_SET/SEEK_END, so put it back at 0.
-    off_t end = sys::lseek(fd, 0, SEEK_END);
-    if (end < 0) return fail(Error::from_errno(errno, fmt::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
-    (void)sys::lseek(fd, 0, SEEK_SET);
-    info.size_bytes = static_cast<std::size_t>(end);
+    ET_TRY_ASSIGN(info.buffer_bytes, dmabuf_buffer_bytes(fd));
     info.what = "DMA-BUF";
   }
   return info;

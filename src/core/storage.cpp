@@ -17,6 +17,11 @@ Result<UniqueFd> Backing::export_fd() const {
               fmt::format("{} tensor is not shareable by fd ({})", memory_kind_name(kind()), detail()));
 }
 
+Result<std::byte*> Backing::cpu_address() {
+  return fail(ErrorCode::Unsupported, fmt::format("{} ({}) has no persistent CPU mapping; map it to reach its bytes",
+                                                  memory_kind_name(kind()), detail()));
+}
+
 Storage::Storage(std::unique_ptr<Backing> backing)
     : id_(next_storage_id()), backing_(std::move(backing)), bracket_(backing_->needs_cpu_access_bracket()) {}
 
@@ -33,15 +38,7 @@ Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
                             backing_->detail()));
   if (!bracket_) {
     // Persistent mapping, no hooks: after the first map, a map is one atomic load and one add.
-    std::byte* base = persistent_base_.load(std::memory_order_acquire);
-    if (!base) {
-      std::lock_guard lock(map_mutex_);
-      base = persistent_base_.load(std::memory_order_relaxed);
-      if (!base) {
-        ET_TRY_ASSIGN(base, backing_->begin_cpu_access(mode));
-        persistent_base_.store(base, std::memory_order_release);
-      }
-    }
+    ET_TRY_ASSIGN(std::byte* base, cpu_address());
     open_maps_.fetch_add(1, std::memory_order_relaxed);
     return base;
   }
@@ -78,6 +75,19 @@ void Storage::release_cpu(MapMode mode) noexcept {
 }
 
 int Storage::open_map_count() const { return open_maps_.load(std::memory_order_relaxed); }
+
+Result<std::byte*> Storage::cpu_address() {
+  if (bracket_) return backing_->Backing::cpu_address();  // Unsupported, naming the backing
+  std::byte* base = persistent_base_.load(std::memory_order_acquire);
+  if (base) return base;
+  std::lock_guard lock(map_mutex_);
+  base = persistent_base_.load(std::memory_order_relaxed);
+  if (!base) {
+    ET_TRY_ASSIGN(base, backing_->cpu_address());
+    persistent_base_.store(base, std::memory_order_release);
+  }
+  return base;
+}
 
 Result<DeviceHandle*> Storage::device_handle(
     const std::function<Result<std::unique_ptr<DeviceHandle>>(Storage&)>& make) {

@@ -41,19 +41,28 @@ class Backing {
   virtual MemoryKind kind() const noexcept = 0;
   /// What serves, e.g. "memfd", "posix shm /cam0", "heap (mmap)".
   virtual std::string detail() const = 0;
-  /// Real size in bytes.
-  virtual std::size_t size_bytes() const noexcept = 0;
+  /// Real size of the whole buffer in bytes.
+  virtual std::size_t buffer_bytes() const noexcept = 0;
   virtual bool read_only() const noexcept { return false; }
   /// Borrowed fd of the buffer, -1 when it has none.
   virtual int fd() const noexcept { return -1; }
+  /// F_SEAL_* bits known to be set on the buffer's file (0 when none is known, or it is not a memfd).
+  /// Seals only accumulate, so a bit reported here stays set; one not reported may have been added since.
+  virtual unsigned seals() const noexcept { return 0; }
   virtual ObjectKey object_key() const noexcept { return {reinterpret_cast<std::uintptr_t>(this), 0}; }
   /// False when begin_cpu_access only hands out a persistent mapping and end_cpu_access does nothing
-  /// (heap, shm): the storage then opens maps without its lock (one atomic load and add per map).
+  /// (heap, shm): the storage then opens maps without its lock (one atomic load and add per map),
+  /// taking the address from cpu_address(), which such a backing must answer.
   virtual bool needs_cpu_access_bracket() const noexcept { return true; }
   /// A backend that allows one CPU map at a time (PBO).
   virtual bool single_map() const noexcept { return false; }
   /// Called under the storage's map lock when the first map opens. Returns the base of the whole buffer.
   virtual Result<std::byte*> begin_cpu_access(MapMode mode) = 0;
+  /// The address of byte 0 of a CPU mapping that lives as long as the backing (heap, shm), made on
+  /// first use. Backings that need no CPU-access bracket must answer it; call it through
+  /// Storage::cpu_address (the first call runs under the storage's map lock). Default: Unsupported
+  /// (DMA-BUF and PBO memory is CPU-visible only inside a map).
+  virtual Result<std::byte*> cpu_address();
   /// Called under the storage's map lock when the last map closes; `modes` = union of the bracket.
   virtual void end_cpu_access(MapMode modes) noexcept { (void)modes; }
   /// A new CLOEXEC fd the caller owns. Default: Unsupported.
@@ -84,7 +93,7 @@ class Storage {
   std::uint64_t id() const noexcept { return id_; }
   Backing& backing() const noexcept { return *backing_; }
   MemoryKind kind() const noexcept { return backing_->kind(); }
-  std::size_t size_bytes() const noexcept { return backing_->size_bytes(); }
+  std::size_t buffer_bytes() const noexcept { return backing_->buffer_bytes(); }
 
   /// Opens one CPU map: returns the base of the buffer. Thread-safe.
   Result<std::byte*> acquire_cpu(MapMode mode);
@@ -92,6 +101,10 @@ class Storage {
   void release_cpu(MapMode mode) noexcept;
   /// CPU maps open now (lock-free read).
   int open_map_count() const;
+  /// The backing's persistent CPU address (Backing::cpu_address), made once and then read lock-free;
+  /// opens no map. Valid until the Backing is destroyed. Thread-safe. Errors: Unsupported for backings
+  /// that need a CPU-access bracket (DMA-BUF, PBO), the backing's mmap error.
+  Result<std::byte*> cpu_address();
 
   /// The device handle, creating it with `make` on first use (under a lock; one per storage).
   Result<DeviceHandle*> device_handle(const std::function<Result<std::unique_ptr<DeviceHandle>>(Storage&)>& make);

@@ -24,7 +24,7 @@ class EmptyBacking final : public Backing {
   explicit EmptyBacking(MemoryKind kind) : kind_(kind) {}
   MemoryKind kind() const noexcept override { return kind_; }
   std::string detail() const override { return "empty (no buffer)"; }
-  std::size_t size_bytes() const noexcept override { return 0; }
+  std::size_t buffer_bytes() const noexcept override { return 0; }
   Result<std::byte*> begin_cpu_access(MapMode) override { return nullptr; }
   Result<UniqueFd> export_fd() const override {
     return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
@@ -67,7 +67,7 @@ struct TensorAccess {
     }
     ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
     if (layout.element_count > 0)
-      ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->size_bytes(), label));
+      ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
     t.element_count_ = layout.element_count;
     t.extent_bytes_ = layout.extent_bytes;
     t.offset_bytes_ = layout.element_count > 0 ? offset : 0;
@@ -143,26 +143,35 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   } else {
     ET_TRY_ASSIGN(backing, allocate_backing(bytes, options));
   }
-  return TensorAccess::make(std::make_shared<Storage>(std::move(backing)), shape, dtype, {}, 0, options.name,
-                            "allocate");
+  // The strides computed above are the tensor's (C-contiguous): make() takes them instead of deriving them again.
+  return TensorAccess::make(std::make_shared<Storage>(std::move(backing)), shape, dtype,
+                            ArrayRef<std::int64_t>(strides.data(), shape.size()), 0, options.name, "allocate");
 }
+
+namespace detail {
+Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::size_t> shape, DType dtype,
+                                 const ImportOptions& options) {
+  ET_TRY_ASSIGN(auto backing, backend_ops(info.kind).import_fd(std::move(fd), info));
+  return TensorAccess::import(std::move(backing), shape, dtype, options);
+}
+}  // namespace detail
 
 Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                       const ImportOptions& options) {
   ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
-  ET_TRY_ASSIGN(auto backing, detail::backend_ops(info.kind).import_fd(std::move(fd), info));
-  return TensorAccess::import(std::move(backing), shape, dtype, options);
+  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }
 
 Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape, DType dtype,
                                            const ImportOptions& options) {
-  // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it.
-  ET_TRY(detail::probe_fd(borrowed_fd));
+  // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it. The dup
+  // shares the open file description (same inode, size, access mode and seals): no second probe.
+  ET_TRY_ASSIGN(auto info, detail::probe_fd(borrowed_fd));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
-  return adopt_fd(std::move(fd), shape, dtype, options);
+  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }
 
-std::size_t TensorDyn::storage_size_bytes() const noexcept { return storage_ ? storage_->size_bytes() : 0; }
+std::size_t TensorDyn::buffer_bytes() const noexcept { return storage_ ? storage_->buffer_bytes() : 0; }
 
 bool TensorDyn::is_contiguous() const noexcept {
   std::size_t expected = element_size();
@@ -199,7 +208,7 @@ BufferIdentity TensorDyn::identity() const {
 bool TensorDyn::same_buffer(const TensorDyn& other) const noexcept {
   if (!storage_ || !other.storage_) return false;
   if (storage_ == other.storage_) return true;
-  if (storage_->kind() != other.storage_->kind() || storage_->size_bytes() == 0) return false;
+  if (storage_->kind() != other.storage_->kind() || storage_->buffer_bytes() == 0) return false;
   return storage_->backing().object_key() == other.storage_->backing().object_key();
 }
 
@@ -281,25 +290,25 @@ Result<ReadWriteMap> TensorDyn::map_read_write() const {
 
 Result<UniqueFd> TensorDyn::export_fd() const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "export_fd: tensor has no storage");
-  if (storage_->size_bytes() == 0) return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
+  if (storage_->buffer_bytes() == 0) return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
   return storage_->backing().export_fd();
 }
 
 // ---- MapBase ------------------------------------------------------------------------------------
 MapBase::MapBase(MapBase&& o) noexcept
-    : storage_(std::move(o.storage_)), data_(o.data_), size_(o.size_), mode_(o.mode_) {
+    : storage_(std::move(o.storage_)), data_(o.data_), extent_bytes_(o.extent_bytes_), mode_(o.mode_) {
   o.data_ = nullptr;
-  o.size_ = 0;
+  o.extent_bytes_ = 0;
 }
 MapBase& MapBase::operator=(MapBase&& o) noexcept {
   if (this != &o) {
     unmap();
     storage_ = std::move(o.storage_);
     data_ = o.data_;
-    size_ = o.size_;
+    extent_bytes_ = o.extent_bytes_;
     mode_ = o.mode_;
     o.data_ = nullptr;
-    o.size_ = 0;
+    o.extent_bytes_ = 0;
   }
   return *this;
 }
@@ -308,7 +317,7 @@ void MapBase::unmap() noexcept {
   if (storage_) storage_->release_cpu(mode_);
   storage_.reset();
   data_ = nullptr;
-  size_ = 0;
+  extent_bytes_ = 0;
 }
 
 // ---- Backend status ------------------------------------------------------------------------------

@@ -117,8 +117,8 @@ Result<RowPlan> plan_rows(const TensorDyn& t, const char* what) {
   RowPlan p;
   const std::size_t es = t.element_size();
   if (t.is_contiguous() || t.rank() == 0) {
-    p.row_bytes = t.size_bytes();
-    p.rows = t.size_bytes() ? 1 : 0;
+    p.row_bytes = t.packed_bytes();
+    p.rows = t.packed_bytes() ? 1 : 0;
     return p;
   }
   const auto strides = t.strides();
@@ -171,7 +171,7 @@ Result<void> copy_to_device(const TensorDyn& src, void* device_dst, std::size_t 
   constexpr const char* what = "cuda::copy_to_device";
   if (src.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, fmt::format("{}: empty tensor handle", what));
   ET_TRY(detail::usable(what));
-  const std::size_t need = src.size_bytes();
+  const std::size_t need = src.packed_bytes();
   if (need > cap)
     return fail(ErrorCode::OutOfRange,
                 fmt::format("{}: the tensor has {} B, the device buffer holds {} B", what, need, cap));
@@ -191,7 +191,7 @@ Result<void> copy_from_device(const void* device_src, std::size_t src_bytes, con
   constexpr const char* what = "cuda::copy_from_device";
   if (dst.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, fmt::format("{}: empty tensor handle", what));
   ET_TRY(detail::usable(what));
-  const std::size_t need = dst.size_bytes();
+  const std::size_t need = dst.packed_bytes();
   if (need > src_bytes)
     return fail(ErrorCode::OutOfRange,
                 fmt::format("{}: the tensor needs {} B, the device buffer has {} B", what, need, src_bytes));

@@ -70,14 +70,14 @@ class ExternalImport {
  public:
   /// Imports a dup of `borrowed_fd` (closed here if the import fails; CUDA's after success).
   static Result<std::unique_ptr<ExternalImport>> create(const CudaRuntimeApi& api, int borrowed_fd,
-                                                        ExternalMemoryHandleType type, std::size_t size_bytes,
+                                                        ExternalMemoryHandleType type, std::size_t buffer_bytes,
                                                         bool dedicated, int device);
   ~ExternalImport();
   ExternalImport(const ExternalImport&) = delete;
   ExternalImport& operator=(const ExternalImport&) = delete;
 
   void* device_ptr() const noexcept { return ptr_; }
-  std::size_t size_bytes() const noexcept { return size_; }
+  std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   ExternalMemoryHandleType type() const noexcept { return type_; }
   int device() const noexcept { return device_; }
 
@@ -89,7 +89,7 @@ class ExternalImport {
   const DriverApi* driver_ = nullptr;  // set on the DMA-BUF path: teardown uses the driver API
   void* ext_ = nullptr;                // cudaExternalMemory_t / CUexternalMemory
   void* ptr_ = nullptr;
-  std::size_t size_ = 0;
+  std::size_t buffer_bytes_ = 0;
   ExternalMemoryHandleType type_ = ExternalMemoryHandleType::OpaqueFd;
   int device_ = 0;
   edgetensor::detail::ProcessToken process_ = 0;  // core/process.h: skip CUDA in a fork child

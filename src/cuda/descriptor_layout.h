@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Byte layouts of the external-memory descriptors, per CUDA runtime major (x86-64 and aarch64 LP64).
 //
-// Sources (checked by tests/cuda/layout_test.cpp against the installed toolkit headers when present):
+// Sources (checked by tests/cuda/header_layout_test.cpp against the installed toolkit headers when present):
 //  - 11.x and 12.x runtime: driver_types.h `struct cudaExternalMemoryHandleDesc { type; union handle
 //    { int fd; struct { void* handle; const void* name; } win32; const void* nvSciBufObject; };
 //    unsigned long long size; unsigned int flags; }` and `struct cudaExternalMemoryBufferDesc

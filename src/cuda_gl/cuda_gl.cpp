@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA-GL path (issue 6): GL PBO storages reached from CUDA through cudaGraphicsGLRegisterBuffer.
+// The CUDA-GL path: GL PBO storages reached from CUDA through cudaGraphicsGLRegisterBuffer.
 // Built only with the GL backend (ET_WITH_EGL); cuda_gl_not_built.cpp answers otherwise.
 //
 //   Storage ──> GlHandle (DeviceHandle slot) ──shared──> GlRegistration <──shared── GlAttachment
@@ -124,7 +124,7 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
   e = api.cudaGraphicsGLRegisterBuffer(&res, pbo.name(), kGraphicsRegisterFlagsNone);
   if (e != kCudaSuccess)
     return fail(cuda_error(api, e, fmt::format("cudaGraphicsGLRegisterBuffer(GL buffer {}, {} B, flags none) on device {}",
-                                               pbo.name(), pbo.size_bytes(), device)));
+                                               pbo.name(), pbo.buffer_bytes(), device)));
   auto reg = std::make_shared<GlRegistration>();
   reg->api = &api;
   reg->device = device;
@@ -164,13 +164,13 @@ Result<void*> map_on_gl_thread(const PboHandle& pbo, GlRegistration& reg, CudaSt
   void* ptr = nullptr;
   std::size_t size = 0;
   e = api.cudaGraphicsResourceGetMappedPointer(&ptr, &size, res);
-  if (e != kCudaSuccess || !ptr || size < pbo.size_bytes()) {
+  if (e != kCudaSuccess || !ptr || size < pbo.buffer_bytes()) {
     Error err = e != kCudaSuccess
                     ? cuda_error(api, e, fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {})", pbo.name()))
                     : Error(ErrorCode::Internal,
                             fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {}) gave {} B at {}; the buffer "
                                         "has {} B",
-                                        pbo.name(), size, ptr, pbo.size_bytes()));
+                                        pbo.name(), size, ptr, pbo.buffer_bytes()));
     unmap_on_gl_thread(reg, stream);
     return fail(std::move(err));
   }

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "core/backend.h"
+#include "core/storage.h"
+#include "core/sys.h"
 #include "ipc/ipc_wire.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
@@ -63,10 +65,20 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
     return fail(ErrorCode::Unsupported, fmt::format("ipc::send: {} tensors ({}) cannot travel; allocate memory Shm "
                                                     "(memfd) or DmaBuf", memory_kind_name(kind),
                                                     tensor.memory_detail()));
-  ET_TRY_ASSIGN(auto fd, tensor.export_fd());
-  if (kind == MemoryKind::Shm) {
-    ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
-    if (!(info.seals & F_SEAL_SHRINK))
+  // SCM_RIGHTS only borrows the fd (the kernel installs its own copy in the receiver): send the
+  // storage's fd itself, no dup, no probe. The storage already knows what the fd is.
+  const detail::Backing& backing = tensor.storage()->backing();
+  if (backing.buffer_bytes() == 0)
+    return fail(ErrorCode::FailedPrecondition, "ipc::send: empty tensor has no buffer to send");
+  const int fd = backing.fd();
+  if (fd < 0)
+    return fail(ErrorCode::Internal, fmt::format("ipc::send: {} storage ({}) has no fd", memory_kind_name(kind),
+                                                 backing.detail()));
+  if (kind == MemoryKind::Shm && !(backing.seals() & F_SEAL_SHRINK)) {
+    // Not known sealed (our memfds are, from allocation): a named POSIX shm object or an imported file.
+    // Its creator may have sealed it since the import (seals only accumulate), so ask the kernel.
+    int seals = sys::fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(static_cast<unsigned>(seals) & F_SEAL_SHRINK))
       return fail(ErrorCode::Unsupported,
                   fmt::format("ipc::send: {} is not sealed against shrinking (F_SEAL_SHRINK), so a receiver could "
                               "be killed by SIGBUS; named POSIX shm cannot be sealed: allocate an anonymous memfd",
@@ -91,8 +103,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   while (n > 0 && n < tensor.name().size() && (static_cast<unsigned char>(tensor.name()[n]) & 0xC0) == 0x80) --n;
   std::memcpy(h.name, tensor.name().data(), n);
   auto bytes = detail::encode_header(h);
-  int raw = fd.get();
-  return send_fds(socket_fd, bytes, {raw});
+  return send_fds(socket_fd, bytes, {fd});
 }
 
 Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
@@ -104,10 +115,10 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
     return fail(ErrorCode::InvalidArgument,
                 fmt::format("malformed tensor message: {} fds arrived, a tensor message carries exactly 1", msg.fds.size()));
   ET_TRY_ASSIGN(auto info, detail::probe_fd(msg.fds[0].get()));
-  if (info.size_bytes > limits.max_buffer_bytes)
+  if (info.buffer_bytes > limits.max_buffer_bytes)
     return fail(ErrorCode::OutOfRange,
                 fmt::format("received {} of {} B exceeds the receiver's limit of {} B (ReceiveOptions::max_buffer_bytes)",
-                            info.what, info.size_bytes, limits.max_buffer_bytes));
+                            info.what, info.buffer_bytes, limits.max_buffer_bytes));
   const auto kind = static_cast<MemoryKind>(h.memory);
   if (info.kind != kind)
     return fail(ErrorCode::InvalidArgument, fmt::format("tensor message says {} but the fd is {}",
@@ -121,7 +132,9 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   options.offset_bytes = static_cast<std::size_t>(h.offset_bytes);
   options.strides_bytes.assign(h.strides, h.strides + h.rank);
   options.name = h.name;
-  ET_TRY_ASSIGN(auto tensor, TensorDyn::adopt_fd(std::move(msg.fds[0]), shape, static_cast<DType>(h.dtype), options));
+  // The fd was probed above: import it with that answer (no second probe).
+  ET_TRY_ASSIGN(auto tensor, detail::tensor_from_fd(std::move(msg.fds[0]), info, shape, static_cast<DType>(h.dtype),
+                                                    options));
   ImageMeta meta{static_cast<PixelFormat>(h.pixel_format), static_cast<std::size_t>(h.row_stride_bytes),
                  static_cast<std::size_t>(h.plane_offset_bytes)};
   ET_TRY(tensor.set_image(meta));

@@ -18,7 +18,7 @@ namespace et_cuda_test {
 
 inline edgetensor::cuda::ExternalMemoryOptions ext_size(std::size_t size_bytes) {
   edgetensor::cuda::ExternalMemoryOptions o;
-  o.size_bytes = size_bytes;
+  o.buffer_bytes = size_bytes;
   return o;
 }
 inline edgetensor::cuda::ExternalMemoryOptions ext_dedicated() {

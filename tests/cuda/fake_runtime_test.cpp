@@ -38,13 +38,42 @@ TEST_F(CudaFake, StatusReportsTheDouble) {
   EXPECT_EQ(status_.devices[0].compute_capability_minor, 7);
   EXPECT_TRUE(status_.driver_entry_points);
   EXPECT_TRUE(status_.dmabuf_handle_type);
-  // The double exports the GL-interop group (issue 6); the variant without it is checked in
+  // The double exports the GL-interop group (cudaGraphicsGL*); the variant without it is checked in
   // cuda.gl.fakenointerop (missing optional symbols reported as a capability, not an error).
   EXPECT_TRUE(status_.gl_interop);
   for (const auto& m : status_.missing_optional_symbols)
     EXPECT_EQ(m.rfind("cudaGraphics", 0), std::string::npos) << m << " is exported by the double";
   EXPECT_TRUE(status_.error.empty());
   EXPECT_NE(status_.summary().find(": available"), std::string::npos) << status_.summary();
+}
+
+// The deprecated size spellings (kept for one minor version) answer what the new names answer.
+TEST_F(CudaFake, DeprecatedSizeNamesEqualTheNewOnes) {
+  auto t = TensorDyn::allocate({4, 4}, DType::F32, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(t);
+  auto v = t->view(4, {3, 2}, {16, 4});  // strided: extent 40 B, packed 24 B
+  ASSERT_OK(v);
+  auto m = cuda::map(*v);
+  ASSERT_OK(m);
+  int memfd = memfd_create("et-ext-deprecated", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(ftruncate(memfd, 8192), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_EQ(m->size(), m->extent_bytes());
+  EXPECT_EQ(m->size_bytes(), m->extent_bytes());
+  cuda::ExternalMemoryOptions old_spelling;
+  old_spelling.size_bytes = 8192;
+  auto ext = cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd, old_spelling);
+  ASSERT_OK(ext);
+  EXPECT_EQ(ext->size_bytes(), ext->buffer_bytes());
+  old_spelling.buffer_bytes = 4096;  // both spellings set and different: refused
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd, old_spelling),
+               ErrorCode::InvalidArgument, "buffer_bytes 4096 and the deprecated size_bytes 8192 differ");
+#pragma GCC diagnostic pop
+  EXPECT_EQ(m->extent_bytes(), 40u);
+  EXPECT_EQ(ext->buffer_bytes(), 8192u);
+  close(memfd);
 }
 
 TEST_F(CudaFake, HeapRegistersOnceAndUnregistersBeforeMemoryIsFreed) {
@@ -65,7 +94,7 @@ TEST_F(CudaFake, HeapRegistersOnceAndUnregistersBeforeMemoryIsFreed) {
   EXPECT_EQ(reg->args[1], kMiB);
   EXPECT_EQ(reg->args[2], 0x3u) << "cudaHostRegisterMapped | cudaHostRegisterPortable";
   EXPECT_EQ(m->device_ptr(), host) << "the double uses unified addressing";
-  EXPECT_EQ(m->size(), kMiB);
+  EXPECT_EQ(m->extent_bytes(), kMiB);
   EXPECT_EQ(m->path(), cuda::CudaPath::HostRegistered);
 
   // Data written through the device pointer is what the CPU reads.
@@ -109,7 +138,7 @@ TEST_F(CudaFake, ViewsShareOneHandleAndAddTheirOffset) {
   auto* base = static_cast<std::byte*>(whole->device_ptr());
   EXPECT_EQ(m1->device_ptr(), base + 256);
   EXPECT_EQ(m3->device_ptr(), base + 768);
-  EXPECT_EQ(m1->size(), 256u);
+  EXPECT_EQ(m1->extent_bytes(), 256u);
   // Only a CudaMap keeps the storage now.
   *t = TensorDyn();
   *v1 = TensorDyn();
@@ -245,7 +274,7 @@ TEST_F(CudaFake, ExternalMemoryPublicApi) {
   {
     auto ext = cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd);
     ASSERT_OK(ext);
-    EXPECT_EQ(ext->size_bytes(), 8192u) << "size from fstat";
+    EXPECT_EQ(ext->buffer_bytes(), 8192u) << "size from fstat";
     EXPECT_EQ(ext->type(), cuda::ExternalMemoryHandleType::OpaqueFd);
     char back[sizeof msg] = {};
     ASSERT_OK(cuda::copy_device_to_host(back, static_cast<char*>(ext->device_ptr()) + 100, sizeof back));
@@ -257,7 +286,7 @@ TEST_F(CudaFake, ExternalMemoryPublicApi) {
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaFree", "cudaDestroyExternalMemory"}));
   fake_.reset();
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd, et_cuda_test::ext_size(4096)),
-               ErrorCode::InvalidArgument, "size_bytes 4096 differs from the real size 8192 B");
+               ErrorCode::InvalidArgument, "buffer_bytes 4096 differs from the real size 8192 B");
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::DmaBufFd),
                ErrorCode::InvalidArgument, "not a DMA-BUF");
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(-1, cuda::ExternalMemoryHandleType::OpaqueFd),
@@ -268,7 +297,7 @@ TEST_F(CudaFake, ExternalMemoryPublicApi) {
   int pipefd[2];
   ASSERT_EQ(pipe2(pipefd, O_CLOEXEC), 0);
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(pipefd[0], cuda::ExternalMemoryHandleType::OpaqueFd),
-               ErrorCode::InvalidArgument, "pass ExternalMemoryOptions::size_bytes");
+               ErrorCode::InvalidArgument, "pass ExternalMemoryOptions::buffer_bytes");
   const auto closes = edgetensor::sys::call_count(edgetensor::sys::Call::Close);
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(pipefd[0], cuda::ExternalMemoryHandleType::OpaqueFd, et_cuda_test::ext_size(4096)),
                ErrorCode::Internal, "cudaErrorOperatingSystem");
@@ -330,7 +359,7 @@ TEST_F(CudaFake, TensorCopiesRowByRow) {
   auto view = t->view(2, {4, 4}, {8, 1});  // columns 2..5 of each row
   ASSERT_OK(view);
   fake_.reset();
-  ASSERT_OK(cuda::copy_to_device(*view, md->device_ptr(), md->size()));
+  ASSERT_OK(cuda::copy_to_device(*view, md->device_ptr(), md->extent_bytes()));
   EXPECT_EQ(fake_.names(), (Names{"cudaMemcpy", "cudaMemcpy", "cudaMemcpy", "cudaMemcpy"}));
   EXPECT_EQ(fake_.call(0)->args[2], 4u);
   {
@@ -356,7 +385,7 @@ TEST_F(CudaFake, TensorCopiesRowByRow) {
   }
   auto cols = t->view(0, {4, 2}, {8, 2});  // innermost stride 2 B != 1 B
   ASSERT_OK(cols);
-  EXPECT_ERROR(cuda::copy_to_device(*cols, md->device_ptr(), md->size()), ErrorCode::InvalidArgument,
+  EXPECT_ERROR(cuda::copy_to_device(*cols, md->device_ptr(), md->extent_bytes()), ErrorCode::InvalidArgument,
                "the innermost stride is 2 B but the element size is 1 B");
   EXPECT_ERROR(cuda::copy_to_device(*t, md->device_ptr(), 16), ErrorCode::OutOfRange,
                "the tensor has 32 B, the device buffer holds 16 B");

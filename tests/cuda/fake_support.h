@@ -61,7 +61,7 @@ class MemfdAsDmaBuf final : public edgetensor::detail::Backing {
   }
   edgetensor::MemoryKind kind() const noexcept override { return edgetensor::MemoryKind::DmaBuf; }
   std::string detail() const override { return "memfd posing as DMA-BUF (test)"; }
-  std::size_t size_bytes() const noexcept override { return size_; }
+  std::size_t buffer_bytes() const noexcept override { return size_; }
   int fd() const noexcept override { return fd_.get(); }
   edgetensor::Result<std::byte*> begin_cpu_access(edgetensor::MapMode) override {
     if (!base_) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA-GL interop (issue 6): cuda::map of GL PBO tensors, on a real headless EGL context (Mesa llvmpipe
+// CUDA-GL interop: cuda::map of GL PBO tensors, on a real headless EGL context (Mesa llvmpipe
 // here) with the CUDA test-double runtime (libet_fake_cudart.so) or the installed runtime.
 //   CudaGlFake*          lane cuda.gl.fake.: exact call sequence and thread of every CUDA-GL call
 //   CudaGlFakeNoInterop* lane cuda.gl.fakenointerop.: a runtime without the GL-interop symbols
@@ -110,7 +110,7 @@ TEST_F(CudaGlFake, RegistersOnceMapsAndUnmapsPerCudaMapAllOnTheGlThread) {
       auto m = cuda::map(t);
       ASSERT_TRUE(m) << m.error().to_string();
       EXPECT_NE(m->device_ptr(), nullptr);
-      EXPECT_EQ(m->size_bytes(), t.extent_bytes());
+      EXPECT_EQ(m->extent_bytes(), t.extent_bytes());
       EXPECT_EQ(m->path(), cuda::CudaPath::GlBuffer);
       EXPECT_EQ(m->device(), 0);
     }
@@ -162,7 +162,7 @@ TEST_F(CudaGlFake, MapsAndUnmapsOnTheCallersStreamAndKeepsTheViewOffset) {
   const EtFakeCall* ptr = fake_.last("cudaGraphicsResourceGetMappedPointer");
   ASSERT_NE(ptr, nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m->device_ptr()), ptr->args[1] + 1024 * sizeof(float));
-  EXPECT_EQ(m->size_bytes(), 1024 * sizeof(float));
+  EXPECT_EQ(m->extent_bytes(), 1024 * sizeof(float));
   m->release();
   m->release();  // idempotent
   flush(*ctx);

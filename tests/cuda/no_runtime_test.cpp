@@ -27,7 +27,7 @@ void expect_heap_and_shm_work() {
     ASSERT_OK(t);
     auto w = t->map_write();
     ASSERT_OK(w);
-    EXPECT_EQ(w->size_bytes(), 64u);
+    EXPECT_EQ(w->extent_bytes(), 64u);
   }
 }
 

@@ -96,7 +96,7 @@ TEST_F(CudaRealRuntime, OtherBackendsUnaffected) {
     {
       auto w = t->map_write();
       ASSERT_OK(w);
-      std::memset(w->data(), 0x5a, w->size_bytes());
+      std::memset(w->data(), 0x5a, w->extent_bytes());
     }
     auto r = t->map_read();
     ASSERT_OK(r);

@@ -128,7 +128,7 @@ void check_external_memory() {
   acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   cuMemSetAccess_(va, n, &acc, 1);
   cuda::ExternalMemoryOptions o;
-  o.size_bytes = n;
+  o.buffer_bytes = n;
   {
   auto ext = cuda::ExternalMemory::import_fd_dup(fd, cuda::ExternalMemoryHandleType::OpaqueFd, o);
   if (!ext) {

@@ -108,7 +108,7 @@ TEST(DmaBufHardware, SystemHeapAllocationIsNamedAndReadsBack) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
   EXPECT_EQ(t->memory_detail(), "dma-heap system");
-  EXPECT_EQ(t->storage_size_bytes(), 1u << 20);
+  EXPECT_EQ(t->buffer_bytes(), 1u << 20);
   int fd = t->storage()->backing().fd();
   EXPECT_EQ(fdinfo_field(fd, "exp_name"), "system");
   EXPECT_EQ(fdinfo_field(fd, "name"), "et:hw-system") << "DMA_BUF_SET_NAME took effect";
@@ -227,7 +227,7 @@ TEST(DmaBufHardware, SeparateProcessImportsOverScmRightsAndWritesBack) {
       std::uint64_t size_bytes;
       std::uint8_t expect;
       std::uint8_t write;
-    } req{t->size_bytes(), 0x11, 0x77};  // the tensor's bytes (the buffer is page-rounded)
+    } req{t->packed_bytes(), 0x11, 0x77};  // the tensor's bytes (the buffer is page-rounded)
     auto exported = t->export_fd();
     ASSERT_OK(exported);
     ASSERT_OK(ipc::send_fds(mine.get(), std::as_bytes(std::span(&req, 1)), {exported->get()}));
@@ -268,7 +268,7 @@ TEST(DmaBufHardware, UdmabufFromMemfdSharesThePages) {
   auto t = TensorDyn::adopt_fd(std::move(*fd), {2, 4096}, DType::U8);
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
-  EXPECT_EQ(t->storage_size_bytes(), 2u * 4096);
+  EXPECT_EQ(t->buffer_bytes(), 2u * 4096);
   EXPECT_NE(t->memory_detail().find("udmabuf"), std::string::npos) << t->memory_detail();
   fill(*t, 0x3c);
   void* p = ::mmap(nullptr, 4 * 4096, PROT_READ, MAP_SHARED, m.get(), 0);
@@ -286,7 +286,7 @@ TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
   auto t = alloc(10000, "udmabuf", "hw-udmabuf");
   ASSERT_OK(t);
   EXPECT_EQ(t->memory_detail(), "udmabuf");
-  EXPECT_EQ(t->storage_size_bytes(), 12288u);
+  EXPECT_EQ(t->buffer_bytes(), 12288u);
   EXPECT_EQ(fdinfo_field(t->storage()->backing().fd(), "exp_name"), "udmabuf");
   EXPECT_EQ(fdinfo_field(t->storage()->backing().fd(), "name"), "et:hw-udmabuf");
   fill(*t, 0xc3);
@@ -317,7 +317,7 @@ TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
   if (limit_mb <= 16) {  // exactly the limit works (kept small: it pins the pages)
     auto at = alloc(limit, "udmabuf");
     ASSERT_OK(at);
-    EXPECT_EQ(at->storage_size_bytes(), limit);
+    EXPECT_EQ(at->buffer_bytes(), limit);
   }
 }
 
@@ -425,7 +425,7 @@ TEST(DmaBufHardware, EightThreadsAllocateAndMapAtOnce) {
         if (auto w = t->map_write()) std::memset(w->data(), v, w->bytes().size()); else { ++bad; continue; }
         auto fd = t->export_fd();
         if (!fd) { ++bad; continue; }
-        auto im = TensorDyn::import_fd_dup(fd->get(), {t->storage_size_bytes()}, DType::U8);
+        auto im = TensorDyn::import_fd_dup(fd->get(), {t->buffer_bytes()}, DType::U8);
         if (!im) { ++bad; continue; }
         auto r = im->map_read();
         if (!r || r->bytes()[r->bytes().size() - 1] != std::byte{v}) ++bad;

@@ -134,13 +134,13 @@ TEST(GlPboHardware, RoundTripsThroughMapsAndStartsAsZeros) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::GlPbo);
   EXPECT_NE(t->memory_detail().find("GL PBO"), std::string::npos) << t->memory_detail();
-  EXPECT_EQ(t->storage_size_bytes(), 64u * 64 * 4 * 4);
+  EXPECT_EQ(t->buffer_bytes(), 64u * 64 * 4 * 4);
   EXPECT_EQ(ctx->live_buffer_count(), 1u);
-  const std::size_t n = t->size_bytes();
+  const std::size_t n = t->packed_bytes();
   {
     auto r = t->map_read();
     ASSERT_OK(r);
-    ASSERT_EQ(r->size_bytes(), n);
+    ASSERT_EQ(r->extent_bytes(), n);
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(r->bytes()[i], std::byte{0}) << "byte " << i;
   }
   {
@@ -162,7 +162,7 @@ TEST(GlPboHardware, RoundTripsThroughMapsAndStartsAsZeros) {
   {
     auto w = b->map_write();
     ASSERT_OK(w);
-    std::memset(w->data(), 0x5a, w->size_bytes());
+    std::memset(w->data(), 0x5a, w->extent_bytes());
   }
   auto r = t->map_read();
   ASSERT_OK(r);
@@ -233,7 +233,7 @@ TEST(GlPboHardware, ZeroElementTensorMakesNoBuffer) {
   EXPECT_EQ(ctx->live_buffer_count(), 0u);
   auto m = t->map_read();
   ASSERT_OK(m);
-  EXPECT_EQ(m->size_bytes(), 0u);
+  EXPECT_EQ(m->extent_bytes(), 0u);
   EXPECT_ERROR(gl::with_buffer(*t, [](const gl::GlBuffer&) -> et::Result<void> { return {}; }),
                ErrorCode::InvalidArgument, "not a GL PBO");
 }
@@ -320,7 +320,7 @@ TEST(GlWithBufferHardware, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = pattern(i, 5);
   // GL writes into A ...
   ASSERT_OK(gl::with_buffer(*a, [&](const gl::GlBuffer& buf) -> et::Result<void> {
-    EXPECT_EQ(buf.size_bytes, 1024u);
+    EXPECT_EQ(buf.buffer_bytes, 1024u);
     EXPECT_EQ(buf.offset_bytes, 0u);
     bind(GL_PIXEL_UNPACK_BUFFER, buf.name);
     sub(GL_PIXEL_UNPACK_BUFFER, 0, 1024, src.data());
@@ -361,6 +361,22 @@ TEST(GlWithBufferHardware, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
     EXPECT_EQ(buf.extent_bytes, 128u);
     return {};
   }));
+}
+
+// The deprecated spelling of GlBuffer::buffer_bytes (kept for one minor version) carries the same value.
+TEST(GlWithBufferHardware, DeprecatedSizeBytesEqualsBufferBytes) {
+  ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
+  auto t = TensorDyn::allocate({256}, DType::U8, pbo(ctx));
+  ASSERT_OK(t);
+  auto check = [](const gl::GlBuffer& buf) -> et::Result<void> {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    EXPECT_EQ(buf.size_bytes, buf.buffer_bytes);
+#pragma GCC diagnostic pop
+    EXPECT_EQ(buf.buffer_bytes, 256u);
+    return {};
+  };
+  ASSERT_OK(gl::with_buffer(*t, check));
 }
 
 TEST(GlPboHardware, EightThreadsMapTheirOwnPbosAndContendOnASharedOne) {

@@ -90,7 +90,7 @@ Section probe_heap() {
   }
   s.status = "ok";
   s.detail = fmt::format("{}: allocated {} B, pattern written and read back through maps", t->memory_detail(),
-                         t->size_bytes());
+                         t->packed_bytes());
   return s;
 }
 
@@ -181,7 +181,7 @@ et::Result<std::string> cuda_round_trip(et::MemoryKind kind) {
   ET_TRY_ASSIGN(auto t, et::TensorDyn::allocate({256, 1024}, et::DType::U8, {.memory = kind}));
   ET_TRY(write_pattern(t, 11));
   ET_TRY_ASSIGN(auto dev, et::cuda::map(t));
-  std::vector<std::byte> host(dev.size_bytes());
+  std::vector<std::byte> host(dev.extent_bytes());
   ET_TRY(et::cuda::copy_device_to_host(host.data(), dev.device_ptr(), host.size()));
   for (std::size_t i = 0; i < host.size(); ++i)
     if (host[i] != std::byte{pattern_byte(i, 11)})

@@ -59,7 +59,7 @@ class DmaBufBacking final : public FdBacking {
       return fail(ErrorCode::Unsupported,
                   fmt::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
                               "use still work",
-                              detail_, size_, fd_.get(), std::strerror(e), errno_name(e)),
+                              detail_, buffer_bytes_, fd_.get(), std::strerror(e), errno_name(e)),
                   e);
     const std::uint64_t flags = sync_start_flags(read_only_ ? MapMode::Read : mode);
     if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)
@@ -78,19 +78,11 @@ class DmaBufBacking final : public FdBacking {
 
 };
 
-// The real size of a DMA-BUF (lseek SEEK_END, then back to 0 as dma_buf_llseek allows).
-Result<std::size_t> real_size(int fd) {
-  off_t end = sys::lseek(fd, 0, SEEK_END);
-  if (end < 0) return fail(Error::from_errno(errno, fmt::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
-  (void)sys::lseek(fd, 0, SEEK_SET);
-  return static_cast<std::size_t>(end);
-}
-
 Result<std::unique_ptr<Backing>> finish(UniqueFd fd, std::size_t requested, const std::string& tensor_name,
                                         std::string detail) {
   name_dmabuf(fd.get(), tensor_name);
   ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "DMA-BUF"));
-  ET_TRY_ASSIGN(std::size_t size, real_size(fd.get()));
+  ET_TRY_ASSIGN(std::size_t size, dmabuf_buffer_bytes(fd.get()));
   if (size < requested)
     return fail(ErrorCode::Internal, fmt::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,
                                                  requested));
@@ -138,8 +130,7 @@ Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const Allocat
       failures.push_back(std::move(fd).error());
   }
   if (plan->use_udmabuf) {
-    std::size_t rounded = 0;
-    auto fd = udmabuf_allocate(size, options.name, &rounded);
+    auto fd = udmabuf_allocate(size, options.name);
     if (fd) {
       if (!plan->heaps.empty())
         log(LogLevel::Info, "no dma-heap served {} B ({} missing, {} failed): udmabuf serves", size, missing.size(),
@@ -183,7 +174,7 @@ Result<std::unique_ptr<Backing>> dmabuf_import(UniqueFd fd, const FdInfo& info) 
   std::string exporter = exporter_name(fd.get());
   std::string detail = exporter.empty() ? "imported DMA-BUF" : fmt::format("imported DMA-BUF ({})", exporter);
   if (info.read_only) detail += ", read-only";
-  return make_dmabuf_backing(std::move(fd), info.size_bytes, info.read_only, info.key, std::move(detail));
+  return make_dmabuf_backing(std::move(fd), info.buffer_bytes, info.read_only, info.key, std::move(detail));
 }
 
 BackendStatus dmabuf_status() {

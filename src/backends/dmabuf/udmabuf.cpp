@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <linux/udmabuf.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
+#include "core/memfd.h"
 #include "core/sys.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
@@ -75,22 +75,14 @@ std::optional<std::size_t> udmabuf_size_limit_mb() {
   return static_cast<std::size_t>(v);
 }
 
-Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view memfd_name, std::size_t* rounded_out) {
+Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tensor_name) {
   ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, page_size()));
   ET_TRY(check_limit(rounded));
   ET_TRY_ASSIGN(UniqueFd dev, open_udmabuf_device());
-  std::string name = memfd_name.empty() ? std::string("edgetensor-udmabuf")
-                                        : fmt::format("edgetensor-udmabuf:{}", memfd_name.substr(0, 200));
-  UniqueFd memfd(sys::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!memfd) return fail(Error::from_errno(errno, "memfd_create for udmabuf"));
-  if (sys::ftruncate(memfd.get(), static_cast<off_t>(rounded)) != 0)
-    return fail(Error::from_errno(errno, fmt::format("ftruncate of the udmabuf memfd to {} B", rounded)));
   // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF).
-  if (sys::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0)
-    return fail(Error::from_errno(errno, "fcntl(F_ADD_SEALS, F_SEAL_SHRINK) on the udmabuf memfd"));
-  ET_TRY_ASSIGN(UniqueFd buf, create(dev.get(), memfd.get(), 0, rounded));
-  if (rounded_out) *rounded_out = rounded;
-  return buf;
+  ET_TRY_ASSIGN(UniqueFd memfd,
+                create_sealed_memfd(memfd_name("edgetensor-udmabuf", tensor_name), rounded, F_SEAL_SHRINK));
+  return create(dev.get(), memfd.get(), 0, rounded);
 }
 
 }  // namespace edgetensor::detail

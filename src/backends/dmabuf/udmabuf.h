@@ -18,10 +18,11 @@ std::size_t page_size() noexcept;
 std::optional<std::size_t> udmabuf_size_limit_mb();
 
 /// A new udmabuf of `size_bytes` rounded up to the page size: opens /dev/udmabuf, makes a memfd of the
-/// rounded size sealed with F_SEAL_SHRINK (the kernel refuses unsealed memfds), and UDMABUF_CREATE with
-/// UDMABUF_FLAGS_CLOEXEC. The memfd is closed before returning (the DMA-BUF holds the pages).
-/// `rounded_out` receives the real size. Errors: OutOfRange over size_limit_mb (naming it), the device
-/// open errors, from_errno of memfd_create / ftruncate / F_ADD_SEALS / UDMABUF_CREATE.
-Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view memfd_name, std::size_t* rounded_out);
+/// rounded size sealed with F_SEAL_SHRINK (the kernel refuses unsealed memfds; named after
+/// `tensor_name`), and UDMABUF_CREATE with UDMABUF_FLAGS_CLOEXEC. The memfd is closed before returning
+/// (the DMA-BUF holds the pages); the DMA-BUF's real size (lseek) is the rounded size.
+/// Errors: OutOfRange over size_limit_mb (naming it), the device open errors, from_errno of
+/// memfd_create / ftruncate / F_ADD_SEALS / UDMABUF_CREATE.
+Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tensor_name);
 
 }  // namespace edgetensor::detail

@@ -75,7 +75,7 @@ Result<PboHandle> PboHandle::of(const Storage& storage) {
 }
 
 GLuint PboHandle::name() const noexcept { return state_->name; }
-std::size_t PboHandle::size_bytes() const noexcept { return state_->size_bytes; }
+std::size_t PboHandle::buffer_bytes() const noexcept { return state_->size_bytes; }
 bool PboHandle::disconnected() const noexcept { return state_->disconnected.load(); }
 std::string PboHandle::context_label() const {
   const auto& i = worker_->info();

@@ -51,7 +51,7 @@ class PboBacking final : public Backing {
   ~PboBacking() override;
   MemoryKind kind() const noexcept override { return MemoryKind::GlPbo; }
   std::string detail() const override;
-  std::size_t size_bytes() const noexcept override { return state_->size_bytes; }
+  std::size_t buffer_bytes() const noexcept override { return state_->size_bytes; }
   bool single_map() const noexcept override { return true; }
   /// glMapBufferRange on the GL thread. Errors: FailedPrecondition (context gone, fork), Busy (timeout,
   /// an attachment refuses), OutOfMemory / Internal (GL error, named).

@@ -43,7 +43,7 @@ class PboHandle {
   // ---- any thread ----
   /// The GL buffer name (use it on the GL thread only) and the buffer's size; fixed for its life.
   GLuint name() const noexcept;
-  std::size_t size_bytes() const noexcept;
+  std::size_t buffer_bytes() const noexcept;
   /// True once the context is gone: the buffer is deleted, or will be at the close of its CPU map.
   bool disconnected() const noexcept;
   /// "<platform detail> (<renderer>)" of the PBO's context, for messages.

@@ -32,8 +32,9 @@ class HeapBacking final : public Backing {
   }
   MemoryKind kind() const noexcept override { return MemoryKind::Heap; }
   std::string detail() const override { return mmapped_ ? "heap (anonymous pages)" : "heap (malloc)"; }
-  std::size_t size_bytes() const noexcept override { return size_; }
+  std::size_t buffer_bytes() const noexcept override { return size_; }
   bool needs_cpu_access_bracket() const noexcept override { return false; }
+  Result<std::byte*> cpu_address() override { return data_; }
   Result<std::byte*> begin_cpu_access(MapMode) override { return data_; }
   Result<UniqueFd> export_fd() const override {
     return fail(ErrorCode::Unsupported, "heap tensor is not shareable: allocate with memory Shm or DmaBuf to export an fd");

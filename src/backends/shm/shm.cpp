@@ -14,6 +14,7 @@
 
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
+#include "core/memfd.h"
 #include "core/sys.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
@@ -21,16 +22,17 @@ namespace {
 
 class ShmBacking final : public FdBacking {
  public:
-  ShmBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
-      : FdBacking(std::move(fd), size, read_only, key, std::move(detail)) {}
+  ShmBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail, unsigned seals)
+      : FdBacking(std::move(fd), size, read_only, key, std::move(detail), seals) {}
   MemoryKind kind() const noexcept override { return MemoryKind::Shm; }
   // Heap-like: the persistent mapping is all a map needs, so maps take the storage's lock-free path.
   bool needs_cpu_access_bracket() const noexcept override { return false; }
-  Result<std::byte*> begin_cpu_access(MapMode) override {
+  Result<std::byte*> cpu_address() override {
     if (int e = ensure_mapping(); e != 0)
-      return fail(Error::from_errno(e, fmt::format("mmap of {} ({} B)", detail_, size_)));
+      return fail(Error::from_errno(e, fmt::format("mmap of {} ({} B)", detail_, buffer_bytes_)));
     return base();
   }
+  Result<std::byte*> begin_cpu_access(MapMode) override { return cpu_address(); }
 };
 
 BackendStatus shm_status() {
@@ -47,16 +49,11 @@ BackendStatus shm_status() {
 }
 
 Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
-  std::string memfd_name = name.empty() ? "edgetensor" : "edgetensor:" + name.substr(0, 200);
-  UniqueFd fd(sys::memfd_create(memfd_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return fail(Error::from_errno(errno, "memfd_create"));
-  if (sys::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
-    return fail(Error::from_errno(errno, fmt::format("ftruncate of memfd to {} B", size)));
   // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
-  if (sys::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
-    return fail(Error::from_errno(errno, "fcntl(F_ADD_SEALS, F_SEAL_SHRINK|F_SEAL_GROW) on memfd"));
+  constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
+  ET_TRY_ASSIGN(UniqueFd fd, create_sealed_memfd(memfd_name("edgetensor", name), size, kSeals));
   ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "new shm"));
-  return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd");
+  return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd", kSeals);
 }
 
 Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::string& name) {
@@ -85,7 +82,8 @@ Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::str
   }
   auto key = object_key_of(fd.get(), "new shm");
   if (!key) return undo(key.error());
-  return std::make_unique<ShmBacking>(std::move(fd), size, false, *key, "posix shm " + name);
+  // POSIX shm objects cannot be sealed (no MFD_ALLOW_SEALING): no seals.
+  return std::make_unique<ShmBacking>(std::move(fd), size, false, *key, "posix shm " + name, 0u);
 }
 
 Result<std::unique_ptr<Backing>> shm_allocate(std::size_t size, const AllocateOptions& options) {
@@ -94,8 +92,8 @@ Result<std::unique_ptr<Backing>> shm_allocate(std::size_t size, const AllocateOp
 }
 
 Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
-  return std::make_unique<ShmBacking>(std::move(fd), info.size_bytes, info.read_only, info.key,
-                                      "imported " + info.what);
+  return std::make_unique<ShmBacking>(std::move(fd), info.buffer_bytes, info.read_only, info.key,
+                                      "imported " + info.what, info.seals);
 }
 
 }  // namespace
@@ -121,7 +119,8 @@ Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool re
   }
   ET_TRY_ASSIGN(auto info, probe_fd(fd.get()));
   *info_out = info;
-  return std::make_unique<ShmBacking>(std::move(fd), info.size_bytes, info.read_only, info.key, "posix shm " + name);
+  return std::make_unique<ShmBacking>(std::move(fd), info.buffer_bytes, info.read_only, info.key, "posix shm " + name,
+                                      info.seals);
 }
 
 const BackendOps& shm_backend() {

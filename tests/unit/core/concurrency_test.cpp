@@ -51,7 +51,7 @@ void eight_threads_map_view_release(MemoryKind kind) {
           }
           {
             auto whole = ta.map_read();  // maps of the whole tensor overlap other threads' writes:
-            if (!whole || whole->size_bytes() != kThreads * 1024 * 4) { ++failures; return; }  // no reads of them
+            if (!whole || whole->extent_bytes() != kThreads * 1024 * 4) { ++failures; return; }  // no reads of them
             auto m = row->map_read();
             if (!m) { ++failures; return; }
             std::uint32_t v;

@@ -11,7 +11,6 @@ using namespace edgetensor;
 namespace {
 
 TEST(Error, CodeNames) {
-  EXPECT_EQ(error_code_name(ErrorCode::Ok), "Ok");
   EXPECT_EQ(error_code_name(ErrorCode::InvalidArgument), "InvalidArgument");
   EXPECT_EQ(error_code_name(ErrorCode::OutOfRange), "OutOfRange");
   EXPECT_EQ(error_code_name(ErrorCode::NotFound), "NotFound");
@@ -78,6 +77,31 @@ Result<int> quarter(int v) {
 Result<void> check_even(int v) {
   ET_TRY(half(v));
   return {};
+}
+
+// Two ET_TRY_ASSIGN on one line, as a user macro expanding to both would put them: the temporaries are
+// named by __COUNTER__, so they do not collide (with __LINE__ this did not compile).
+#define ET_TEST_TWO_HALVES(a, b, x, y) ET_TRY_ASSIGN(int a, half(x)); ET_TRY_ASSIGN(int b, half(y))
+Result<int> sum_of_halves(int x, int y) {
+  ET_TEST_TWO_HALVES(hx, hy, x, y);
+  return hx + hy;
+}
+#undef ET_TEST_TWO_HALVES
+
+TEST(Error, TryAssignTwiceOnOneLine) {
+  ASSERT_TRUE(sum_of_halves(4, 8).has_value());
+  EXPECT_EQ(*sum_of_halves(4, 8), 6);
+  EXPECT_EQ(sum_of_halves(4, 7).error().message(), "odd value 7");
+}
+
+// Result is a tl::expected in every other respect: it converts from and to one.
+TEST(Error, ResultConvertsFromAndToTheExpectedItWraps) {
+  tl::expected<int, Error> plain = half(8);
+  Result<int> back = plain;
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, 4);
+  Result<int> err = tl::expected<int, Error>(tl::unexpect, Error(ErrorCode::Busy, "later"));
+  EXPECT_EQ(err.error().code(), ErrorCode::Busy);
 }
 
 TEST(Error, TryMacrosPropagateTheFirstError) {

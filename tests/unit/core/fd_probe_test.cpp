@@ -91,7 +91,7 @@ TEST(FdProbe, RecognisesMemfdAndReadsItsRealSizeAndSeals) {
   auto info = probe_fd(fd.get());
   ASSERT_OK(info);
   EXPECT_EQ(info->kind, MemoryKind::Shm);
-  EXPECT_EQ(info->size_bytes, 12345u);
+  EXPECT_EQ(info->buffer_bytes, 12345u);
   EXPECT_FALSE(info->read_only);
   EXPECT_EQ(info->seals & F_SEAL_SHRINK, static_cast<unsigned>(F_SEAL_SHRINK));
   struct stat st {};
@@ -108,7 +108,7 @@ TEST(FdProbe, RecognisesATmpfsFile) {
   auto info = probe_fd(fd.get());
   ASSERT_OK(info);
   EXPECT_EQ(info->kind, MemoryKind::Shm);
-  EXPECT_EQ(info->size_bytes, 8192u);
+  EXPECT_EQ(info->buffer_bytes, 8192u);
   auto t = TensorDyn::import_fd_dup(fd.get(), {2048}, DType::F32);
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::Shm);

@@ -64,7 +64,7 @@ TEST_P(MapEachBackend, UnmapIsIdempotentAndEmptiesTheSpan) {
   ASSERT_OK(m);
   EXPECT_TRUE(m->is_mapped());
   EXPECT_EQ(m->mode(), MapMode::ReadWrite);
-  EXPECT_EQ(m->size_bytes(), 256u);
+  EXPECT_EQ(m->extent_bytes(), 256u);
   EXPECT_EQ(t->storage()->open_map_count(), 1);
   m->unmap();
   EXPECT_FALSE(m->is_mapped());
@@ -111,7 +111,7 @@ TEST_P(MapEachBackend, MapsKeepTheStorageAlive) {
     m = std::move(*mm);
   }
   ASSERT_TRUE(id.alive());
-  std::memset(m->data(), 0x5A, m->size_bytes());  // ASan would flag this if the memory were gone
+  std::memset(m->data(), 0x5A, m->extent_bytes());  // ASan would flag this if the memory were gone
   EXPECT_EQ(m->bytes()[4095], std::byte{0x5A});
   m->unmap();
   EXPECT_FALSE(id.alive());
@@ -168,7 +168,7 @@ TEST_P(MapEachBackend, AThousandMapsMakeNoSystemCall) {
       default: {
         auto m = b->map_read();
         ASSERT_OK(m);
-        EXPECT_EQ(m->size_bytes(), 1080u * 4u);
+        EXPECT_EQ(m->extent_bytes(), 1080u * 4u);
       }
     }
   }
@@ -191,7 +191,7 @@ TEST_P(MapEachBackend, MapSpanCoversTheViewExtentAtItsOffset) {
   auto m = col->map_read();
   ASSERT_OK(m);
   EXPECT_EQ(m->data(), whole->data() + 6);
-  EXPECT_EQ(m->size_bytes(), 3u * 16u + 2u);
+  EXPECT_EQ(m->extent_bytes(), 3u * 16u + 2u);
 }
 
 TEST(Map, DefaultMapIsEmpty) {

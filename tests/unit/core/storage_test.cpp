@@ -26,7 +26,7 @@ class RecordingBacking final : public Backing {
   ~RecordingBacking() override { ev_->log.push_back("backing freed"); }
   MemoryKind kind() const noexcept override { return MemoryKind::DmaBuf; }
   std::string detail() const override { return "recording"; }
-  std::size_t size_bytes() const noexcept override { return sizeof(buf_); }
+  std::size_t buffer_bytes() const noexcept override { return sizeof(buf_); }
   bool read_only() const noexcept override { return ro_; }
   bool single_map() const noexcept override { return single_; }
   Result<std::byte*> begin_cpu_access(MapMode mode) override {

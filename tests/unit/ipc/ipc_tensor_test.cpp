@@ -67,7 +67,7 @@ TEST(IpcTensor, ShmTensorRoundTripsWithViewImageAndName) {
     {
       auto m = t->map_write();
       ASSERT_OK(m);
-      for (std::size_t i = 0; i < m->size_bytes(); ++i) m->bytes()[i] = std::byte(i & 0xff);
+      for (std::size_t i = 0; i < m->extent_bytes(); ++i) m->bytes()[i] = std::byte(i & 0xff);
     }
     auto v = t->batch(2);
     ASSERT_OK(v);
@@ -110,7 +110,7 @@ TEST(IpcTensor, AcrossAForkedProcess) {
     if (!r) ::_exit(2);
     auto m = r->map_write();
     if (!m) ::_exit(3);
-    std::memset(m->data(), 0x5A, m->size_bytes());
+    std::memset(m->data(), 0x5A, m->extent_bytes());
     ::_exit(0);
   }
   ASSERT_OK(ipc::send(p.a.get(), *t));

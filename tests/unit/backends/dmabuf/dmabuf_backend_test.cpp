@@ -201,7 +201,7 @@ TEST_F(FakeDmaBuf, CmaExhaustedFallsBackToSystemAndNamesTheBuffer) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
   EXPECT_EQ(t->memory_detail(), "dma-heap system");
-  EXPECT_EQ(t->storage_size_bytes(), 12288u);  // the kernel's page-rounded size, read back with lseek
+  EXPECT_EQ(t->buffer_bytes(), 12288u);  // the kernel's page-rounded size, read back with lseek
   auto allocs = ioctls(DMA_HEAP_IOCTL_ALLOC);
   ASSERT_EQ(allocs.size(), 2u);
   EXPECT_EQ(allocs[0].target, "linux,cma");
@@ -301,7 +301,7 @@ TEST_F(FakeDmaBuf, UdmabufServesWhenNoHeapExists) {
   auto t = alloc(5000);
   ASSERT_OK(t);
   EXPECT_EQ(t->memory_detail(), "udmabuf");
-  EXPECT_EQ(t->storage_size_bytes(), 8192u);
+  EXPECT_EQ(t->buffer_bytes(), 8192u);
   auto creates = ioctls(UDMABUF_CREATE);
   ASSERT_EQ(creates.size(), 1u);
   EXPECT_EQ(creates[0].target, "udmabuf");
@@ -529,7 +529,7 @@ TEST_F(FakeDmaBuf, ImportedReadOnlyMapsReadOnlyAndIsNeverRenamed) {
   ASSERT_TRUE(ro);
   detail::FdInfo info;
   info.kind = MemoryKind::DmaBuf;
-  info.size_bytes = 8192;
+  info.buffer_bytes = 8192;
   info.read_only = true;
   struct stat st {};
   ASSERT_EQ(::fstat(ro.get(), &st), 0);

@@ -57,13 +57,13 @@ std::string mapping_perms(const void* addr) {
 void write_pattern(const TensorDyn& t, unsigned seed) {
   auto m = t.map_write();
   ASSERT_OK(m);
-  for (std::size_t i = 0; i < m->size_bytes(); ++i) m->bytes()[i] = static_cast<std::byte>(i * 13 + seed);
+  for (std::size_t i = 0; i < m->extent_bytes(); ++i) m->bytes()[i] = static_cast<std::byte>(i * 13 + seed);
 }
 
 bool has_pattern(const TensorDyn& t, unsigned seed) {
   auto m = t.map_read();
   if (!m) return false;
-  for (std::size_t i = 0; i < m->size_bytes(); ++i)
+  for (std::size_t i = 0; i < m->extent_bytes(); ++i)
     if (m->bytes()[i] != static_cast<std::byte>(i * 13 + seed)) return false;
   return true;
 }
@@ -136,15 +136,15 @@ TEST(Shm, ExportImportRoundTripSharesTheBytes) {
   ASSERT_OK(row);
   EXPECT_EQ(row->memory(), MemoryKind::Shm);
   EXPECT_EQ(row->memory_detail(), "imported tmpfs/memfd file");
-  EXPECT_EQ(row->storage_size_bytes(), 1200u);
+  EXPECT_EQ(row->buffer_bytes(), 1200u);
   auto expect = t->batch(1);
   ASSERT_OK(expect);
   auto a = row->map_read();
   auto b = expect->map_read();
   ASSERT_OK(a);
   ASSERT_OK(b);
-  ASSERT_EQ(a->size_bytes(), b->size_bytes());
-  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->size_bytes()), 0);
+  ASSERT_EQ(a->extent_bytes(), b->extent_bytes());
+  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->extent_bytes()), 0);
   EXPECT_TRUE(row->same_buffer(*t));
 }
 
@@ -350,7 +350,7 @@ int sigkilled_child_leaves_nothing() {
       if (!t) ::_exit(1);
       auto m = t->map_write();
       if (!m) ::_exit(2);
-      std::memset(m->data(), 0x77, m->size_bytes());
+      std::memset(m->data(), 0x77, m->extent_bytes());
       auto fd = t->export_fd();  // an exported fd, too
       if (t->memory() != MemoryKind::Heap && !fd) ::_exit(3);
       keep.push_back(*t);

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <mutex>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/backend.h"
 #include "core/log_internal.h"
@@ -44,7 +44,7 @@ const DriverLookup& driver_lookup(const CudaRuntimeApi& rt) {
     DriverLookup l;
     const Status& s = cached_status();
     if (s.driver_version < 13000) {
-      l.reason = fmt::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
+      l.reason = text::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
                              version_string(s.driver_version));
       return l;
     }
@@ -70,7 +70,7 @@ Error driver_error(const ExternalImport::DriverApi& d, CuResult r, std::string_v
   if (d.get_error_name) d.get_error_name(r, &name);
   if (d.get_error_string) d.get_error_string(r, &text);
   // CUresult and cudaError share the values that matter here (1, 2, 3, 100, 400, 801).
-  return Error(code_for_cuda_error(r), fmt::format("{}: {} ({}): {}", call, name ? name : "CUresult", r,
+  return Error(code_for_cuda_error(r), text::format("{}: {} ({}): {}", call, name ? name : "CUresult", r,
                                                    text ? text : "no description"));
 }
 
@@ -98,7 +98,7 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
     layout = layout_for_runtime(rv);
     if (!layout)
       return fail(ErrorCode::Unsupported,
-                  fmt::format("no cudaExternalMemoryHandleDesc layout for CUDA runtime {} (known: 11.x-13.x)",
+                  text::format("no cudaExternalMemoryHandleDesc layout for CUDA runtime {} (known: 11.x-13.x)",
                               version_string(rv)));
   }
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
@@ -112,13 +112,13 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   imp->type_ = type;
   imp->device_ = device;
   imp->pid_ = getpid();
-  const std::string what = fmt::format("({}, fd {} dup of {}, {} B, device {})", handle_type_name(type), dup.get(),
+  const std::string what = text::format("({}, fd {} dup of {}, {} B, device {})", handle_type_name(type), dup.get(),
                                        borrowed_fd, size_bytes, device);
   void* ext = nullptr;
   if (drv) {
     // Driver calls need a current context: cudaSetDevice makes the primary context current (12.0+).
     CudaError se = api.cudaSetDevice(device);
-    if (se != kCudaSuccess) return fail(cuda_error(api, se, fmt::format("cudaSetDevice({})", device)));
+    if (se != kCudaSuccess) return fail(cuda_error(api, se, text::format("cudaSetDevice({})", device)));
     CuResult r = drv->import(&ext, desc.data());
     if (r != 0) return fail(driver_error(*drv, r, "cuImportExternalMemory" + what));
   } else {
@@ -131,13 +131,13 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   if (drv) {
     CuDevicePtr p = 0;
     CuResult r = drv->get_mapped_buffer(&p, ext, bdesc.data());
-    if (r != 0) return fail(driver_error(*drv, r, fmt::format("cuExternalMemoryGetMappedBuffer(0, {} B)", size_bytes)));
+    if (r != 0) return fail(driver_error(*drv, r, text::format("cuExternalMemoryGetMappedBuffer(0, {} B)", size_bytes)));
     imp->ptr_ = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
   } else {
     void* p = nullptr;
     CudaError e = api.cudaExternalMemoryGetMappedBuffer(&p, ext, bdesc.data());
     if (e != kCudaSuccess)
-      return fail(cuda_error(api, e, fmt::format("cudaExternalMemoryGetMappedBuffer(0, {} B)", size_bytes)));
+      return fail(cuda_error(api, e, text::format("cudaExternalMemoryGetMappedBuffer(0, {} B)", size_bytes)));
     imp->ptr_ = p;
   }
   return imp;
@@ -187,13 +187,13 @@ class HostRegistration final : public CudaHandle {
     ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
     CudaError e = api.cudaHostRegister(host, size, flags);
     if (e != kCudaSuccess)
-      return fail(cuda_error(api, e, fmt::format("cudaHostRegister({}, {} B, flags {:#x}) of {} storage ({})",
+      return fail(cuda_error(api, e, text::format("cudaHostRegister({}, {} B, flags {:#x}) of {} storage ({})",
                                                  static_cast<void*>(host), size, flags,
                                                  memory_kind_name(storage.kind()), storage.backing().detail())));
     void* dptr = nullptr;
     e = api.cudaHostGetDevicePointer(&dptr, host, 0);
     if (e != kCudaSuccess) {
-      Error err = cuda_error(api, e, fmt::format("cudaHostGetDevicePointer({})", static_cast<void*>(host)));
+      Error err = cuda_error(api, e, text::format("cudaHostGetDevicePointer({})", static_cast<void*>(host)));
       (void)api.cudaHostUnregister(host);
       return fail(std::move(err));
     }
@@ -236,7 +236,7 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
   const std::size_t size = storage.size_bytes();
   if (fd < 0)
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map: dmabuf storage ({}) has no fd to import", storage.backing().detail()));
+                text::format("cuda::map: dmabuf storage ({}) has no fd to import", storage.backing().detail()));
   std::string dmabuf_reason, opaque_reason;
   auto a = ExternalImport::create(api, fd, ExternalMemoryHandleType::DmaBufFd, size, false, device);
   if (a) return std::unique_ptr<DeviceHandle>(new ExternalHandle(std::move(*a)));
@@ -248,7 +248,7 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
   }
   opaque_reason = b.error().message();
   return fail(ErrorCode::Unsupported,
-              fmt::format("cuda::map: this platform cannot give CUDA the dmabuf storage ({}, {} B): [1] {}; [2] {}. "
+              text::format("cuda::map: this platform cannot give CUDA the dmabuf storage ({}, {} B): [1] {}; [2] {}. "
                           "dma-heap buffers are PFN mappings that cudaHostRegister cannot pin, and desktop GPUs "
                           "do not import DMA-BUFs: use map_read() with cuda::copy_to_device instead",
                           storage.backing().detail(), size, dmabuf_reason, opaque_reason));
@@ -292,7 +292,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
         return make_gl_handle(*api, s, device);
       default:
         return fail(ErrorCode::Unsupported,
-                    fmt::format("cuda::map: no CUDA path for {} storage", memory_kind_name(s.kind())));
+                    text::format("cuda::map: no CUDA path for {} storage", memory_kind_name(s.kind())));
     }
   };
   ET_TRY_ASSIGN(DeviceHandle* dh, storage->device_handle(make));
@@ -300,7 +300,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
   if (!h) return fail(ErrorCode::Internal, "cuda::map: the storage's device handle is not a CUDA handle");
   if (h->device() != device)
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("cuda::map: the storage is bound to CUDA device {} (where it was first mapped); "
+                text::format("cuda::map: the storage is bound to CUDA device {} (where it was first mapped); "
                             "a map for device {} is refused",
                             h->device(), device));
   ET_TRY_ASSIGN(void* base, h->begin_map(stream));
@@ -414,10 +414,10 @@ Result<ExternalMemory> ExternalMemory::import_fd_dup(int borrowed_fd, ExternalMe
   try {
     ET_TRY_ASSIGN(const auto* api, detail::usable("ExternalMemory::import_fd_dup"));
     if (borrowed_fd < 0)
-      return fail(ErrorCode::InvalidArgument, fmt::format("ExternalMemory::import_fd_dup: fd {} is not valid", borrowed_fd));
+      return fail(ErrorCode::InvalidArgument, text::format("ExternalMemory::import_fd_dup: fd {} is not valid", borrowed_fd));
     if (sys::fcntl(borrowed_fd, F_GETFD) < 0)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("ExternalMemory::import_fd_dup: fd {} is not an open file descriptor", borrowed_fd), errno);
+                  text::format("ExternalMemory::import_fd_dup: fd {} is not an open file descriptor", borrowed_fd), errno);
     if (type == ExternalMemoryHandleType::DmaBufFd && options.dedicated)
       return fail(ErrorCode::InvalidArgument,
                   "ExternalMemory::import_fd_dup: a DMA-BUF import takes no flags (cuda.h: flags must be zero); "
@@ -427,23 +427,23 @@ Result<ExternalMemory> ExternalMemory::import_fd_dup(int borrowed_fd, ExternalMe
     if (info) {
       if (type == ExternalMemoryHandleType::DmaBufFd && info->kind != MemoryKind::DmaBuf)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: fd {} is a {}, not a DMA-BUF", borrowed_fd, info->what));
+                    text::format("ExternalMemory::import_fd_dup: fd {} is a {}, not a DMA-BUF", borrowed_fd, info->what));
       if (info->size_bytes == 0)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: fd {} ({}) has size 0", borrowed_fd, info->what));
+                    text::format("ExternalMemory::import_fd_dup: fd {} ({}) has size 0", borrowed_fd, info->what));
       if (size != 0 && size != info->size_bytes)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: size_bytes {} differs from the real size {} B of fd {} ({})",
+                    text::format("ExternalMemory::import_fd_dup: size_bytes {} differs from the real size {} B of fd {} ({})",
                                 size, info->size_bytes, borrowed_fd, info->what));
       size = info->size_bytes;
     } else {
       if (type == ExternalMemoryHandleType::DmaBufFd)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: DmaBufFd given an fd that is not a DMA-BUF: {}",
+                    text::format("ExternalMemory::import_fd_dup: DmaBufFd given an fd that is not a DMA-BUF: {}",
                                 info.error().message()));
       if (size == 0)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: the kernel reports no size for fd {} ({}); pass "
+                    text::format("ExternalMemory::import_fd_dup: the kernel reports no size for fd {} ({}); pass "
                                 "ExternalMemoryOptions::size_bytes",
                                 borrowed_fd, info.error().message()));
     }

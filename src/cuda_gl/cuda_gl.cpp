@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include <edgetensor/gl.h>
 
@@ -88,7 +88,7 @@ class GlAttachment final : public PboAttachment {
   void release_on_gl_thread() noexcept override { unregister_on_gl_thread(*reg_); }
   std::optional<std::string> busy_reason() const override {
     if (!reg_->mapped) return std::nullopt;
-    return fmt::format("it is mapped by CUDA (a cuda::CudaMap on device {} is open); release the CudaMap first",
+    return text::format("it is mapped by CUDA (a cuda::CudaMap on device {} is open); release the CudaMap first",
                        reg_->device);
   }
   const GlRegistration* registration() const noexcept { return reg_.get(); }
@@ -99,13 +99,13 @@ class GlAttachment final : public PboAttachment {
 
 std::string join_devices(const int* devices, unsigned n) {
   std::string out;
-  for (unsigned i = 0; i < n; ++i) out += fmt::format("{}{}", i ? ", " : "", devices[i]);
+  for (unsigned i = 0; i < n; ++i) out += text::format("{}{}", i ? ", " : "", devices[i]);
   return out;
 }
 
 std::string context_label(const GlWorker& worker) {
   const auto& i = worker.info();
-  return fmt::format("{} ({})", i.platform_detail, i.renderer);
+  return text::format("{} ({})", i.platform_detail, i.renderer);
 }
 
 // GL thread: the device check and the registration.
@@ -113,7 +113,7 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
                                                               PboState& state, int device) {
   if (state.deleted) return fail(worker.gone_error("cuda::map of a GL PBO"));
   if (state.mapped)
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
                                              "(ReadMap/WriteMap) first",
                                              state.name));
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
@@ -122,7 +122,7 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
   CudaError e = api.cudaGLGetDevices(&count, devices, kMaxGlDevices, kGLDeviceListAll);
   if (e == kCudaErrorNoDevice)
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map of GL buffer {}: the GL context on {} is not on a CUDA device ({}); create "
+                text::format("cuda::map of GL buffer {}: the GL context on {} is not on a CUDA device ({}); create "
                             "the gl::Context on the NVIDIA EGL device (gl::ContextOptions::device_index)",
                             state.name, context_label(worker), describe_error(api, e)));
   if (e != kCudaSuccess) return fail(cuda_error(api, e, "cudaGLGetDevices(cudaGLDeviceListAll)"));
@@ -131,14 +131,14 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
   for (unsigned i = 0; i < count; ++i) found = found || devices[i] == device;
   if (!found)
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("cuda::map of GL buffer {}: the GL context on {} runs on CUDA device(s) [{}], not on the "
+                text::format("cuda::map of GL buffer {}: the GL context on {} runs on CUDA device(s) [{}], not on the "
                             "requested CUDA device {}; map with MapOptions::device set to one of those, or create the "
                             "gl::Context on the EGL device of CUDA device {}",
                             state.name, context_label(worker), join_devices(devices, count), device, device));
   CudaGraphicsResource res = nullptr;
   e = api.cudaGraphicsGLRegisterBuffer(&res, state.name, kGraphicsRegisterFlagsNone);
   if (e != kCudaSuccess)
-    return fail(cuda_error(api, e, fmt::format("cudaGraphicsGLRegisterBuffer(GL buffer {}, {} B, flags none) on device {}",
+    return fail(cuda_error(api, e, text::format("cudaGraphicsGLRegisterBuffer(GL buffer {}, {} B, flags none) on device {}",
                                                state.name, state.size_bytes, device)));
   auto reg = std::make_shared<GlRegistration>();
   reg->api = &api;
@@ -166,11 +166,11 @@ void drop_registration(PboState& state, const std::shared_ptr<GlRegistration>& r
 Result<void*> map_on_gl_thread(GlWorker& worker, PboState& state, GlRegistration& reg, CudaStream stream) {
   if (state.deleted || reg.released) return fail(worker.gone_error("cuda::map of a GL PBO"));
   if (state.mapped)
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
                                              "(ReadMap/WriteMap) first",
                                              state.name));
   if (reg.mapped)
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: another CudaMap of it is open (one "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: another CudaMap of it is open (one "
                                              "CUDA map per PBO at a time); release it first",
                                              state.name));
   const CudaRuntimeApi& api = *reg.api;
@@ -178,7 +178,7 @@ Result<void*> map_on_gl_thread(GlWorker& worker, PboState& state, GlRegistration
   CudaGraphicsResource res = reg.resource;
   CudaError e = api.cudaGraphicsMapResources(1, &res, stream);
   if (e != kCudaSuccess)
-    return fail(cuda_error(api, e, fmt::format("cudaGraphicsMapResources(GL buffer {}, stream {})", state.name,
+    return fail(cuda_error(api, e, text::format("cudaGraphicsMapResources(GL buffer {}, stream {})", state.name,
                                                static_cast<void*>(stream))));
   reg.mapped = true;
   void* ptr = nullptr;
@@ -186,9 +186,9 @@ Result<void*> map_on_gl_thread(GlWorker& worker, PboState& state, GlRegistration
   e = api.cudaGraphicsResourceGetMappedPointer(&ptr, &size, res);
   if (e != kCudaSuccess || !ptr || size < state.size_bytes) {
     Error err = e != kCudaSuccess
-                    ? cuda_error(api, e, fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {})", state.name))
+                    ? cuda_error(api, e, text::format("cudaGraphicsResourceGetMappedPointer(GL buffer {})", state.name))
                     : Error(ErrorCode::Internal,
-                            fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {}) gave {} B at {}; the buffer "
+                            text::format("cudaGraphicsResourceGetMappedPointer(GL buffer {}) gave {} B at {}; the buffer "
                                         "has {} B",
                                         state.name, size, ptr, state.size_bytes));
     unmap_on_gl_thread(reg, stream);
@@ -250,7 +250,7 @@ Result<std::unique_ptr<DeviceHandle>> make_gl_handle(const CudaRuntimeApi& api, 
     for (const auto& m : load_info().missing_optional)
       if (m.rfind("cudaGraphics", 0) == 0 || m.rfind("cudaGL", 0) == 0) missing += (missing.empty() ? "" : ", ") + m;
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map of a gl_pbo tensor: the CUDA runtime {} lacks the GL-interop symbols ({})",
+                text::format("cuda::map of a gl_pbo tensor: the CUDA runtime {} lacks the GL-interop symbols ({})",
                             load_info().file, missing.empty() ? "some" : missing));
   }
   auto worker = pbo->worker();
@@ -315,7 +315,7 @@ GlRoundTrip gl_round_trip(const std::shared_ptr<gl::Context>& context) {
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (host[i] != pattern(i, 1)) {
-        out.detail = fmt::format("CUDA read of a CPU-written PBO differs at byte {} (device pointer does not alias "
+        out.detail = text::format("CUDA read of a CPU-written PBO differs at byte {} (device pointer does not alias "
                                  "the GL buffer)",
                                  i);
         return out;
@@ -335,11 +335,11 @@ GlRoundTrip gl_round_trip(const std::shared_ptr<gl::Context>& context) {
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (rm->bytes()[i] != pattern(i, 2)) {
-        out.detail = fmt::format("CPU read of a CUDA-written PBO differs at byte {}", i);
+        out.detail = text::format("CPU read of a CUDA-written PBO differs at byte {}", i);
         return out;
       }
     out.ok = true;
-    out.detail = fmt::format("64 KiB PBO on {} <-> CUDA device {}: both directions equal ({} us map+copies+unmap)",
+    out.detail = text::format("64 KiB PBO on {} <-> CUDA device {}: both directions equal ({} us map+copies+unmap)",
                              ctx->info().renderer, device,
                              std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
   } catch (const std::exception& e) {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/gl_pbo/gl_worker.h"
 #include "backends/gl_pbo/pbo.h"
@@ -71,11 +71,11 @@ Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(con
       [worker, state, storage, buffer, fn = std::move(fn)]() -> Result<void> {
         if (state->deleted) return fail(worker->gone_error("gl::with_buffer"));
         if (state->mapped)
-          return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is CPU-mapped; close the map first "
+          return fail(ErrorCode::Busy, text::format("gl::with_buffer: GL buffer {} is CPU-mapped; close the map first "
                                                    "(GLES forbids GL use of a mapped buffer)", state->name));
         for (auto& a : state->attachments)
           if (auto why = a->busy_reason())
-            return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is busy: {}", state->name, *why));
+            return fail(ErrorCode::Busy, text::format("gl::with_buffer: GL buffer {} is busy: {}", state->name, *why));
         return fn(buffer);
       },
       timeout);
@@ -109,7 +109,7 @@ ProbeResult probe(const ContextOptions& options) {
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (m->bytes()[i] != std::byte{0}) {
-        result.pbo_detail = fmt::format("new PBO not zero at byte {}", i);
+        result.pbo_detail = text::format("new PBO not zero at byte {}", i);
         return result;
       }
   }
@@ -128,11 +128,11 @@ ProbeResult probe(const ContextOptions& options) {
   }
   for (std::size_t i = 0; i < kBytes; ++i)
     if (m->bytes()[i] != pattern(i)) {
-      result.pbo_detail = fmt::format("read back differs at byte {}", i);
+      result.pbo_detail = text::format("read back differs at byte {}", i);
       return result;
     }
   result.pbo_round_trip = true;
-  result.pbo_detail = fmt::format("{} B: zeros at creation, pattern written and read back through "
+  result.pbo_detail = text::format("{} B: zeros at creation, pattern written and read back through "
                                   "glMapBufferRange/glUnmapBuffer", kBytes);
   return result;
 }

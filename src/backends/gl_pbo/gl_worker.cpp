@@ -9,7 +9,7 @@
 #include <set>
 #include <system_error>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 
@@ -41,7 +41,7 @@ Result<void> acquire_display(const EglApi& egl, EGLDisplay dpy, EGLint* major, E
   std::lock_guard lock(g_display_mutex);
   // eglInitialize on an initialised display only reports its version again.
   if (egl.Initialize(dpy, major, minor) != EGL_TRUE)
-    return fail(ErrorCode::Unavailable, fmt::format("eglInitialize failed: {}", egl_error_name(egl.GetError())));
+    return fail(ErrorCode::Unavailable, text::format("eglInitialize failed: {}", egl_error_name(egl.GetError())));
   initialised_displays().insert(dpy);
   return {};
 }
@@ -137,16 +137,16 @@ GlWorker::~GlWorker() {
 Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& options) {
   if (options.timeout.count() <= 0)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: timeout {} ms must be greater than 0", options.timeout.count()));
+                text::format("gl::Context: timeout {} ms must be greater than 0", options.timeout.count()));
   if (static_cast<unsigned>(options.platform) > static_cast<unsigned>(gl::Platform::Surfaceless))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: invalid platform {}", static_cast<unsigned>(options.platform)));
+                text::format("gl::Context: invalid platform {}", static_cast<unsigned>(options.platform)));
   if (options.device_index < -1)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: device_index {} is invalid (-1 = automatic, else >= 0)", options.device_index));
+                text::format("gl::Context: device_index {} is invalid (-1 = automatic, else >= 0)", options.device_index));
   if (options.device_index >= 0 && options.platform == gl::Platform::Surfaceless)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
+                text::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
   static std::once_flag atfork_once;
   std::call_once(atfork_once, [] { ::pthread_atfork(nullptr, nullptr, &on_fork_child); });
 
@@ -155,7 +155,7 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
   try {
     worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), worker, init, options);
   } catch (const std::system_error& e) {
-    return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
+    return fail(ErrorCode::Unavailable, text::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
   }
   std::unique_lock lock(init->mutex);
   if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; })) {
@@ -167,7 +167,7 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
     }
     lock.unlock();
     worker->thread_->detach();
-    return fail(ErrorCode::Busy, fmt::format("gl::Context: EGL initialisation did not finish within {} ms",
+    return fail(ErrorCode::Busy, text::format("gl::Context: EGL initialisation did not finish within {} ms",
                                              options.timeout.count()));
   }
   if (init->error) {
@@ -237,11 +237,11 @@ Result<void> GlWorker::try_display(EGLenum platform, void* native, std::string& 
   const EglApi& egl = *egl_;
   EGLDisplay dpy = egl.GetPlatformDisplayEXT(platform, native, nullptr);
   if (dpy == EGL_NO_DISPLAY)
-    return fail(ErrorCode::Unavailable, fmt::format("{}: eglGetPlatformDisplayEXT failed: {}", label,
+    return fail(ErrorCode::Unavailable, text::format("{}: eglGetPlatformDisplayEXT failed: {}", label,
                                                     egl_error_name(egl.GetError())));
   EGLint major = 0, minor = 0;
   if (auto r = acquire_display(egl, dpy, &major, &minor); !r)
-    return fail(ErrorCode::Unavailable, fmt::format("{}: {}", label, r.error().message()));
+    return fail(ErrorCode::Unavailable, text::format("{}: {}", label, r.error().message()));
   display_ = dpy;
   auto undo = [&](std::string what) {
     egl.MakeCurrent(dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
@@ -251,10 +251,10 @@ Result<void> GlWorker::try_display(EGLenum platform, void* native, std::string& 
     context_ = EGL_NO_CONTEXT;
     release_display(egl, dpy);
     display_ = EGL_NO_DISPLAY;
-    return fail(ErrorCode::Unavailable, fmt::format("{}: {}", label, what));
+    return fail(ErrorCode::Unavailable, text::format("{}: {}", label, what));
   };
   if (egl.BindAPI(EGL_OPENGL_ES_API) != EGL_TRUE)
-    return undo(fmt::format("eglBindAPI(EGL_OPENGL_ES_API) failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglBindAPI(EGL_OPENGL_ES_API) failed: {}", egl_error_name(egl.GetError())));
   const char* dext = egl.QueryString(dpy, EGL_EXTENSIONS);
   const std::string display_ext = dext ? dext : "";
   const bool surfaceless = has_extension(display_ext, "EGL_KHR_surfaceless_context");
@@ -264,19 +264,19 @@ Result<void> GlWorker::try_display(EGLenum platform, void* native, std::string& 
   EGLConfig config = nullptr;
   EGLint configs = 0;
   if (egl.ChooseConfig(dpy, config_attribs, &config, 1, &configs) != EGL_TRUE || configs < 1)
-    return undo(fmt::format("no EGL config with EGL_OPENGL_ES3_BIT ({})", egl_error_name(egl.GetError())));
+    return undo(text::format("no EGL config with EGL_OPENGL_ES3_BIT ({})", egl_error_name(egl.GetError())));
   const EGLint context_attribs[] = {EGL_CONTEXT_MAJOR_VERSION, 3, EGL_CONTEXT_MINOR_VERSION, 0, EGL_NONE};
   context_ = egl.CreateContext(dpy, config, EGL_NO_CONTEXT, context_attribs);
   if (context_ == EGL_NO_CONTEXT)
-    return undo(fmt::format("eglCreateContext(GLES 3.0) failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglCreateContext(GLES 3.0) failed: {}", egl_error_name(egl.GetError())));
   if (!surfaceless) {
     const EGLint pbuffer_attribs[] = {EGL_WIDTH, 1, EGL_HEIGHT, 1, EGL_NONE};
     surface_ = egl.CreatePbufferSurface(dpy, config, pbuffer_attribs);
     if (surface_ == EGL_NO_SURFACE)
-      return undo(fmt::format("eglCreatePbufferSurface(1x1) failed: {}", egl_error_name(egl.GetError())));
+      return undo(text::format("eglCreatePbufferSurface(1x1) failed: {}", egl_error_name(egl.GetError())));
   }
   if (egl.MakeCurrent(dpy, surface_, surface_, context_) != EGL_TRUE)
-    return undo(fmt::format("eglMakeCurrent failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglMakeCurrent failed: {}", egl_error_name(egl.GetError())));
   auto gl = load_gl(egl);
   if (!gl) return undo(gl.error().message());
   gl_ = *gl;
@@ -288,7 +288,7 @@ Result<void> GlWorker::try_display(EGLenum platform, void* native, std::string& 
   info_.renderer = str(GL_RENDERER);
   info_.version = str(GL_VERSION);
   if (info_.version.rfind("OpenGL ES 3", 0) != 0)
-    return undo(fmt::format("GL_VERSION is \"{}\", not OpenGL ES 3.x", info_.version));
+    return undo(text::format("GL_VERSION is \"{}\", not OpenGL ES 3.x", info_.version));
   const char* vendor = egl.QueryString(dpy, EGL_VENDOR);
   const char* version = egl.QueryString(dpy, EGL_VERSION);
   info_.egl_vendor = vendor ? vendor : "";
@@ -310,7 +310,7 @@ Result<void> GlWorker::init_egl(const gl::ContextOptions& options) {
   auto note = [&](const std::string& why) { attempts += (attempts.empty() ? "" : "; ") + why; };
 
   if (want_device && !device_platform) {
-    note(fmt::format("{} lacks EGL_EXT_platform_device", egl.library));
+    note(text::format("{} lacks EGL_EXT_platform_device", egl.library));
   } else if (want_device) {
     EGLint count = 0;
     if (egl.QueryDevicesEXT(0, nullptr, &count) != EGL_TRUE) count = 0;
@@ -319,7 +319,7 @@ Result<void> GlWorker::init_egl(const gl::ContextOptions& options) {
     devices.resize(static_cast<std::size_t>(count));
     info_.device_count = count;
     if (options.device_index >= count)
-      return fail(ErrorCode::OutOfRange, fmt::format("gl::Context: device_index {} out of range: EGL reports {} "
+      return fail(ErrorCode::OutOfRange, text::format("gl::Context: device_index {} out of range: EGL reports {} "
                                                      "device(s)", options.device_index, count));
     std::vector<DeviceCandidate> candidates;
     std::vector<bool> software;
@@ -340,7 +340,7 @@ Result<void> GlWorker::init_egl(const gl::ContextOptions& options) {
     if (count == 0) note("EGL_EXT_platform_device reports no devices");
     for (int i : order) {
       const DeviceCandidate& c = candidates[static_cast<std::size_t>(i)];
-      std::string label = fmt::format("EGL_EXT_platform_device, device {} of {} ({}{}{})", i, count,
+      std::string label = text::format("EGL_EXT_platform_device, device {} of {} ({}{}{})", i, count,
                                       c.software ? "software" : "hardware", c.file.empty() ? "" : ", ", c.file);
       auto r = try_display(EGL_PLATFORM_DEVICE_EXT, c.device, label);
       if (r) {
@@ -354,7 +354,7 @@ Result<void> GlWorker::init_egl(const gl::ContextOptions& options) {
     }
   }
   if (want_surfaceless && !surfaceless_platform) {
-    note(fmt::format("{} lacks EGL_MESA_platform_surfaceless", egl.library));
+    note(text::format("{} lacks EGL_MESA_platform_surfaceless", egl.library));
   } else if (want_surfaceless) {
     std::string label = "EGL_MESA_platform_surfaceless";
     // The extension requires EGL_DEFAULT_DISPLAY as the native display: this is the surfaceless
@@ -367,7 +367,7 @@ Result<void> GlWorker::init_egl(const gl::ContextOptions& options) {
     }
     note(r.error().message());
   }
-  return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: no headless EGL platform gave a GLES 3 context "
+  return fail(ErrorCode::Unavailable, text::format("GL unavailable: no headless EGL platform gave a GLES 3 context "
                                                   "(the default display is never used): {}", attempts));
 }
 
@@ -402,7 +402,7 @@ void GlWorker::teardown_egl() noexcept {
 Result<void> GlWorker::check_usable() const {
   if (fork_generation() != fork_generation_)
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("GL unusable in this process (pid {}): the gl::Context was created by pid {} before "
+                text::format("GL unusable in this process (pid {}): the gl::Context was created by pid {} before "
                             "fork(), and a forked child has no GL worker thread; create a new Context in the child",
                             static_cast<int>(::getpid()), creator_pid_));
   return {};
@@ -410,7 +410,7 @@ Result<void> GlWorker::check_usable() const {
 
 Error GlWorker::gone_error(std::string_view what) const {
   return Error(ErrorCode::FailedPrecondition,
-               fmt::format("{}: GL context gone (its gl::Context was destroyed)", what));
+               text::format("{}: GL context gone (its gl::Context was destroyed)", what));
 }
 
 Error GlWorker::refused_error() const { return gone_error("GL work refused"); }
@@ -513,18 +513,18 @@ void GlWorker::add_shutdown_hook(std::function<void()> hook) { shutdown_hooks_.p
 
 Result<std::shared_ptr<PboState>> GlWorker::create_buffer(std::size_t size_bytes) {
   if (size_bytes > static_cast<std::size_t>(PTRDIFF_MAX))
-    return fail(ErrorCode::OutOfRange, fmt::format("GL buffer of {} B exceeds GLsizeiptr's maximum {} B", size_bytes,
+    return fail(ErrorCode::OutOfRange, text::format("GL buffer of {} B exceeds GLsizeiptr's maximum {} B", size_bytes,
                                                    static_cast<std::size_t>(PTRDIFF_MAX)));
   clear_gl_errors(gl_);
   GLuint name = 0;
   gl_.GenBuffers(1, &name);
   if (name == 0)
-    return fail(ErrorCode::Internal, fmt::format("glGenBuffers gave no name: {}", gl_error_name(gl_.GetError())));
+    return fail(ErrorCode::Internal, text::format("glGenBuffers gave no name: {}", gl_error_name(gl_.GetError())));
   gl_.BindBuffer(kTarget, name);
   auto undo = [&](std::string what, GLenum e) {
     gl_.BindBuffer(kTarget, 0);
     gl_.DeleteBuffers(1, &name);
-    return fail(code_of_gl_error(e), fmt::format("{} for a {} B GL buffer: {}", what, size_bytes, gl_error_name(e)));
+    return fail(code_of_gl_error(e), text::format("{} for a {} B GL buffer: {}", what, size_bytes, gl_error_name(e)));
   };
   gl_.BufferData(kTarget, static_cast<GLsizeiptr>(size_bytes), nullptr, GL_DYNAMIC_DRAW);
   if (GLenum e = gl_.GetError(); e != GL_NO_ERROR) return undo("glBufferData", e);
@@ -548,10 +548,10 @@ Result<std::shared_ptr<PboState>> GlWorker::create_buffer(std::size_t size_bytes
 Result<std::byte*> GlWorker::map_buffer(PboState& state, MapMode mode) {
   if (state.deleted) return fail(gone_error("CPU map of a GL PBO"));
   if (state.mapped)
-    return fail(ErrorCode::Busy, fmt::format("GL buffer {} is already mapped; it allows one CPU map at a time", state.name));
+    return fail(ErrorCode::Busy, text::format("GL buffer {} is already mapped; it allows one CPU map at a time", state.name));
   for (auto& a : state.attachments)
     if (auto why = a->busy_reason())
-      return fail(ErrorCode::Busy, fmt::format("CPU map of GL buffer {} refused: {}", state.name, *why));
+      return fail(ErrorCode::Busy, text::format("CPU map of GL buffer {} refused: {}", state.name, *why));
   clear_gl_errors(gl_);
   gl_.BindBuffer(kTarget, state.name);
   const GLbitfield access = map_access_bits(static_cast<unsigned>(mode));
@@ -559,7 +559,7 @@ Result<std::byte*> GlWorker::map_buffer(PboState& state, MapMode mode) {
   GLenum e = gl_.GetError();
   gl_.BindBuffer(kTarget, 0);
   if (!p)
-    return fail(code_of_gl_error(e), fmt::format("glMapBufferRange of GL buffer {} ({} B, access {:#x}): {}", state.name,
+    return fail(code_of_gl_error(e), text::format("glMapBufferRange of GL buffer {} ({} B, access {:#x}): {}", state.name,
                                                  state.size_bytes, access, gl_error_name(e)));
   state.mapped = true;
   return static_cast<std::byte*>(p);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/gl_pbo/pbo.h"
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/gl_pbo/gl_pbo.h"
 #include "core/log_internal.h"
@@ -17,8 +17,8 @@ PboBacking::~PboBacking() {
 }
 
 std::string PboBacking::detail() const {
-  if (state_->disconnected.load()) return fmt::format("GL PBO {} (disconnected: GL context gone)", state_->name);
-  return fmt::format("GL PBO {} on {}", state_->name, worker_->info().renderer);
+  if (state_->disconnected.load()) return text::format("GL PBO {} (disconnected: GL context gone)", state_->name);
+  return text::format("GL PBO {} on {}", state_->name, worker_->info().renderer);
 }
 
 Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
@@ -47,7 +47,7 @@ void PboBacking::end_cpu_access(MapMode) noexcept {
 
 Result<UniqueFd> PboBacking::export_fd() const {
   return fail(ErrorCode::Unsupported,
-              fmt::format("gl_pbo tensor is not shareable by fd (GL PBO {}): a GL buffer object has no fd; "
+              text::format("gl_pbo tensor is not shareable by fd (GL PBO {}): a GL buffer object has no fd; "
                           "allocate with memory DmaBuf or Shm to share, or copy into one", state_->name));
 }
 
@@ -56,7 +56,7 @@ Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
   auto* pbo = dynamic_cast<PboBacking*>(&tensor.storage()->backing());
   if (!pbo)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
+                text::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
                             tensor.memory_detail()));
   return pbo;
 }
@@ -71,14 +71,14 @@ BackendStatus pbo_status() {
     return s;
   }
   s.available = true;
-  s.detail = fmt::format("EGL loadable ({}); allocation needs a gl::Context", (*egl)->library);
+  s.detail = text::format("EGL loadable ({}); allocation needs a gl::Context", (*egl)->library);
   return s;
 }
 
 Result<std::unique_ptr<Backing>> pbo_allocate(std::size_t size_bytes, const AllocateOptions& options) {
   if (!options.gl_context)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("allocate {} B with memory gl_pbo: AllocateOptions::gl_context is null; create one "
+                text::format("allocate {} B with memory gl_pbo: AllocateOptions::gl_context is null; create one "
                             "with gl::Context::create()", size_bytes));
   const auto& worker = GlContextAccess::worker(*options.gl_context);
   auto w = worker;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <edgetensor/error.h>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include <cerrno>
 #include <cstring>
@@ -47,15 +47,15 @@ ErrorCode code_from_errno(int e) {
 std::string errno_name(int e) {
   // strerrorname_np needs glibc >= 2.32 (Debian 12 has 2.36).
   const char* name = ::strerrorname_np(e);
-  return name ? std::string(name) : fmt::format("E{}", e);
+  return name ? std::string(name) : text::format("E{}", e);
 }
 
 Error Error::from_errno(int e, std::string_view context) {
   char buf[128];
   const char* text = ::strerror_r(e, buf, sizeof buf);  // GNU variant returns the text
-  return Error(code_from_errno(e), fmt::format("{}: {} ({})", context, text, errno_name(e)), e);
+  return Error(code_from_errno(e), text::format("{}: {} ({})", context, text, errno_name(e)), e);
 }
 
-std::string Error::to_string() const { return fmt::format("{}: {}", error_code_name(code_), message_); }
+std::string Error::to_string() const { return text::format("{}: {}", error_code_name(code_), message_); }
 
 }  // namespace edgetensor

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 #include "core/sys.h"
@@ -29,7 +29,7 @@ int FdBacking::ensure_mapping() noexcept {
 
 Result<ObjectKey> object_key_of(int fd, std::string_view what) {
   struct stat st {};
-  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, fmt::format("fstat of {} fd {}", what, fd)));
+  if (sys::fstat(fd, &st) != 0) return fail(Error::from_errno(errno, text::format("fstat of {} fd {}", what, fd)));
   return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 

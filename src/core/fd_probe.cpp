@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/backend.h"
 #include "core/sys.h"
@@ -48,14 +48,14 @@ Result<MemoryKind> classify_fd(std::uint64_t magic, unsigned mode) {
   if (S_ISDIR(mode)) return fail(ErrorCode::InvalidArgument, "it is a directory, not shared memory or a DMA-BUF");
   if (S_ISCHR(mode) || S_ISBLK(mode))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("it is a {} device node, not a buffer (open the buffer, not the device)",
+                text::format("it is a {} device node, not a buffer (open the buffer, not the device)",
                             S_ISCHR(mode) ? "character" : "block"));
   if (magic == TMPFS_MAGIC || magic == HUGETLBFS_MAGIC) {
     if (!S_ISREG(mode)) return fail(ErrorCode::InvalidArgument, "it is a tmpfs object that is not a regular file");
     return MemoryKind::Shm;
   }
   return fail(ErrorCode::InvalidArgument,
-              fmt::format("it is a file on {} (fs magic {:#x}), not shared memory (memfd, tmpfs, hugetlbfs) or a DMA-BUF",
+              text::format("it is a file on {} (fs magic {:#x}), not shared memory (memfd, tmpfs, hugetlbfs) or a DMA-BUF",
                           fs_name(magic), magic));
 }
 
@@ -63,39 +63,39 @@ Result<std::size_t> dmabuf_buffer_bytes(int fd) {
   // A DMA-BUF's size is answered by lseek(SEEK_END); its file position has no meaning and
   // dma_buf_llseek only accepts offset 0 with SEEK_SET/SEEK_END, so put it back at 0.
   off_t end = sys::lseek(fd, 0, SEEK_END);
-  if (end < 0) return fail(Error::from_errno(errno, fmt::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
+  if (end < 0) return fail(Error::from_errno(errno, text::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
   (void)sys::lseek(fd, 0, SEEK_SET);
   return static_cast<std::size_t>(end);
 }
 
 Result<FdInfo> probe_fd(int fd) {
-  if (fd < 0) return fail(ErrorCode::InvalidArgument, fmt::format("fd {} is not a valid fd", fd));
+  if (fd < 0) return fail(ErrorCode::InvalidArgument, text::format("fd {} is not a valid fd", fd));
   struct stat st {};
   if (sys::fstat(fd, &st) != 0) {
     int e = errno;
-    if (e == EBADF) return fail(ErrorCode::InvalidArgument, fmt::format("fd {} is not an open file descriptor", fd), e);
-    return fail(Error::from_errno(e, fmt::format("fstat(fd {})", fd)));
+    if (e == EBADF) return fail(ErrorCode::InvalidArgument, text::format("fd {} is not an open file descriptor", fd), e);
+    return fail(Error::from_errno(e, text::format("fstat(fd {})", fd)));
   }
   struct statfs sfs {};
-  if (sys::fstatfs(fd, &sfs) != 0) return fail(Error::from_errno(errno, fmt::format("fstatfs(fd {})", fd)));
+  if (sys::fstatfs(fd, &sfs) != 0) return fail(Error::from_errno(errno, text::format("fstatfs(fd {})", fd)));
   auto kind = classify_fd(static_cast<std::uint64_t>(sfs.f_type), st.st_mode);
-  if (!kind) return fail(kind.error().code(), fmt::format("fd {}: {}", fd, kind.error().message()));
+  if (!kind) return fail(kind.error().code(), text::format("fd {}: {}", fd, kind.error().message()));
 
   FdInfo info;
   info.kind = *kind;
   info.key = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
   int fl = sys::fcntl(fd, F_GETFL);
-  if (fl < 0) return fail(Error::from_errno(errno, fmt::format("fcntl(fd {}, F_GETFL)", fd)));
+  if (fl < 0) return fail(Error::from_errno(errno, text::format("fcntl(fd {}, F_GETFL)", fd)));
   // mmap needs read access: an O_PATH or write-only fd can be named but never mapped.
   if (fl & O_PATH)
-    return fail(ErrorCode::InvalidArgument, fmt::format("fd {} was opened with O_PATH: it cannot be mapped; open the "
+    return fail(ErrorCode::InvalidArgument, text::format("fd {} was opened with O_PATH: it cannot be mapped; open the "
                                                         "buffer O_RDONLY or O_RDWR", fd));
   if ((fl & O_ACCMODE) == O_WRONLY)
-    return fail(ErrorCode::InvalidArgument, fmt::format("fd {} is write-only (O_WRONLY): a shared mapping needs read "
+    return fail(ErrorCode::InvalidArgument, text::format("fd {} is write-only (O_WRONLY): a shared mapping needs read "
                                                         "access; open the buffer O_RDONLY or O_RDWR", fd));
   info.read_only = (fl & O_ACCMODE) == O_RDONLY;
   if (info.kind == MemoryKind::Shm) {
-    if (st.st_size < 0) return fail(ErrorCode::Internal, fmt::format("fd {}: negative size {}", fd, st.st_size));
+    if (st.st_size < 0) return fail(ErrorCode::Internal, text::format("fd {}: negative size {}", fd, st.st_size));
     info.buffer_bytes = static_cast<std::size_t>(st.st_size);
     int seals = sys::fcntl(fd, F_GET_SEALS);
     info.seals = seals > 0 ? static_cast<unsigned>(seals) : 0u;

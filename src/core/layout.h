@@ -9,8 +9,7 @@
 #include <span>
 #include <string>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "text/format.h"
 
 #include "core/size_math.h"
 
@@ -34,8 +33,8 @@ Result<U> contiguous_strides(std::span<const U> shape, U element_size, std::span
     auto next = checked_mul<U>(stride, shape[i] == 0 ? U{1} : shape[i]);
     if (!next || *next > static_cast<U>(INT64_MAX))
       return fail(ErrorCode::OutOfRange,
-                  fmt::format("{} [{}]: byte size overflows {}-bit size arithmetic", what,
-                              fmt::join(shape, ", "), sizeof(U) * 8));
+                  text::format("{} [{}]: byte size overflows {}-bit size arithmetic", what,
+                              text::join(shape, ", "), sizeof(U) * 8));
     stride = *next;
   }
   return has_zero ? U{0} : stride;  // total bytes
@@ -52,22 +51,22 @@ Result<LayoutT<U>> compute_layout(std::span<const U> shape, std::span<const std:
   for (U d : shape) {
     auto c = checked_mul<U>(count, d);
     if (!c)
-      return fail(ErrorCode::OutOfRange, fmt::format("{} [{}]: element count overflows {}-bit size arithmetic", what,
-                                                     fmt::join(shape, ", "), sizeof(U) * 8));
+      return fail(ErrorCode::OutOfRange, text::format("{} [{}]: element count overflows {}-bit size arithmetic", what,
+                                                     text::join(shape, ", "), sizeof(U) * 8));
     count = *c;
   }
   for (std::size_t i = 0; i < strides.size(); ++i) {
     std::int64_t s = strides[i];
     if (s < 0)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: stride {} of dim {} is negative; negative strides are not supported", what, s, i));
+                  text::format("{}: stride {} of dim {} is negative; negative strides are not supported", what, s, i));
     if (static_cast<std::uint64_t>(s) % element_size != 0)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: stride {} B of dim {} is not a multiple of the element size {} B", what, s, i,
+                  text::format("{}: stride {} B of dim {} is not a multiple of the element size {} B", what, s, i,
                               element_size));
     if (s == 0 && shape[i] != 1)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: stride 0 on dim {} of size {}; a zero stride is allowed only on a dim of size 1",
+                  text::format("{}: stride 0 on dim {} of size {}; a zero stride is allowed only on a dim of size 1",
                               what, i, shape[i]));
   }
   out.element_count = count;
@@ -75,18 +74,18 @@ Result<LayoutT<U>> compute_layout(std::span<const U> shape, std::span<const std:
   U last = 0;  // byte offset of the last element
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (static_cast<std::uint64_t>(strides[i]) > static_cast<std::uint64_t>(static_cast<U>(-1)))
-      return fail(ErrorCode::OutOfRange, fmt::format("{}: stride {} exceeds the {}-bit size range", what, strides[i],
+      return fail(ErrorCode::OutOfRange, text::format("{}: stride {} exceeds the {}-bit size range", what, strides[i],
                                                      sizeof(U) * 8));
     auto term = checked_mul<U>(static_cast<U>(shape[i] - 1), static_cast<U>(strides[i]));
     auto sum = term ? checked_add<U>(last, *term) : std::nullopt;
     if (!sum)
-      return fail(ErrorCode::OutOfRange, fmt::format("{} [{}] with strides [{}]: extent overflows {}-bit size arithmetic",
-                                                     what, fmt::join(shape, ", "), fmt::join(strides, ", "),
+      return fail(ErrorCode::OutOfRange, text::format("{} [{}] with strides [{}]: extent overflows {}-bit size arithmetic",
+                                                     what, text::join(shape, ", "), text::join(strides, ", "),
                                                      sizeof(U) * 8));
     last = *sum;
   }
   auto extent = checked_add<U>(last, element_size);
-  if (!extent) return fail(ErrorCode::OutOfRange, fmt::format("{}: extent overflows", what));
+  if (!extent) return fail(ErrorCode::OutOfRange, text::format("{}: extent overflows", what));
   out.extent_bytes = *extent;
   return out;
 }
@@ -96,10 +95,10 @@ template <class U>
 Result<void> check_fits(U offset, U extent, U capacity, std::string_view what) {
   auto end = checked_add<U>(offset, extent);
   if (!end)
-    return fail(ErrorCode::OutOfRange, fmt::format("{}: offset {} B + extent {} B overflows", what, offset, extent));
+    return fail(ErrorCode::OutOfRange, text::format("{}: offset {} B + extent {} B overflows", what, offset, extent));
   if (*end > capacity)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("{}: needs {} B (offset {} B + extent {} B) but the buffer has {} B", what, *end, offset,
+                text::format("{}: needs {} B (offset {} B + extent {} B) but the buffer has {} B", what, *end, offset,
                             extent, capacity));
   return {};
 }

@@ -4,7 +4,7 @@
 
 #include <edgetensor/log.h>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include <string>
 
@@ -14,10 +14,10 @@ bool log_enabled() noexcept;
 void log_message(LogLevel level, const std::string& message) noexcept;
 
 template <class... Args>
-void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
+void log(LogLevel level, text::format_string<Args...> format, Args&&... args) noexcept {
   if (!log_enabled()) return;
   try {
-    log_message(level, fmt::format(format, std::forward<Args>(args)...));
+    log_message(level, text::format(format, std::forward<Args>(args)...));
   } catch (...) {
   }
 }

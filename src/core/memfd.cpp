@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/sys.h"
 
@@ -14,7 +14,7 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 std::string memfd_name(std::string_view prefix, std::string_view tensor_name) {
   if (tensor_name.empty()) return std::string(prefix);
-  return fmt::format("{}:{}", prefix, tensor_name.substr(0, 200));
+  return text::format("{}:{}", prefix, tensor_name.substr(0, 200));
 }
 
 std::string seal_names(unsigned seals) {
@@ -31,17 +31,17 @@ std::string seal_names(unsigned seals) {
     out += s.name;
     seals &= ~s.bit;
   }
-  if (seals != 0) out += fmt::format("{}{:#x}", out.empty() ? "" : "|", seals);
+  if (seals != 0) out += text::format("{}{:#x}", out.empty() ? "" : "|", seals);
   return out.empty() ? "none" : out;
 }
 
 Result<UniqueFd> create_sealed_memfd(const std::string& name, std::size_t size_bytes, unsigned seals) {
   UniqueFd fd(sys::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return fail(Error::from_errno(errno, fmt::format("memfd_create('{}')", name)));
+  if (!fd) return fail(Error::from_errno(errno, text::format("memfd_create('{}')", name)));
   if (sys::ftruncate(fd.get(), static_cast<off_t>(size_bytes)) != 0)
-    return fail(Error::from_errno(errno, fmt::format("ftruncate of memfd to {} B ('{}')", size_bytes, name)));
+    return fail(Error::from_errno(errno, text::format("ftruncate of memfd to {} B ('{}')", size_bytes, name)));
   if (seals != 0 && sys::fcntl(fd.get(), F_ADD_SEALS, static_cast<long>(seals)) != 0)
-    return fail(Error::from_errno(errno, fmt::format("fcntl(F_ADD_SEALS, {}) on memfd '{}'", seal_names(seals), name)));
+    return fail(Error::from_errno(errno, text::format("fcntl(F_ADD_SEALS, {}) on memfd '{}'", seal_names(seals), name)));
   return fd;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/storage.h"
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 
@@ -14,11 +14,11 @@ std::uint64_t next_storage_id() noexcept {
 
 Result<UniqueFd> Backing::export_fd() const {
   return fail(ErrorCode::Unsupported,
-              fmt::format("{} tensor is not shareable by fd ({})", memory_kind_name(kind()), detail()));
+              text::format("{} tensor is not shareable by fd ({})", memory_kind_name(kind()), detail()));
 }
 
 Result<std::byte*> Backing::cpu_address() {
-  return fail(ErrorCode::Unsupported, fmt::format("{} ({}) has no persistent CPU mapping; map it to reach its bytes",
+  return fail(ErrorCode::Unsupported, text::format("{} ({}) has no persistent CPU mapping; map it to reach its bytes",
                                                   memory_kind_name(kind()), detail()));
 }
 
@@ -34,7 +34,7 @@ Storage::~Storage() {
 Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
   if ((static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && backing_->read_only())
     return fail(ErrorCode::PermissionDenied,
-                fmt::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
+                text::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
                             backing_->detail()));
   if (!bracket_) {
     // Persistent mapping, no hooks: after the first map, a map is one atomic load and one add.
@@ -47,7 +47,7 @@ Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
     ET_TRY_ASSIGN(base_, backing_->begin_cpu_access(mode));
     bracket_modes_ = 0;
   } else if (backing_->single_map()) {
-    return fail(ErrorCode::Busy, fmt::format("{} ({}) is already mapped; it allows one CPU map at a time",
+    return fail(ErrorCode::Busy, text::format("{} ({}) is already mapped; it allows one CPU map at a time",
                                              memory_kind_name(kind()), backing_->detail()));
   }
   bracket_modes_ |= static_cast<unsigned>(mode);

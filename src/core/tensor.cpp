@@ -4,8 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "text/format.h"
 
 #include "core/backend.h"
 #include "core/layout.h"
@@ -44,22 +43,22 @@ struct TensorAccess {
                                 ArrayRef<std::int64_t> strides, std::size_t offset, std::string name,
                                 std::string_view what) {
     if (!dtype_is_valid(dtype))
-      return fail(ErrorCode::InvalidArgument, fmt::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
+      return fail(ErrorCode::InvalidArgument, text::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
     if (shape.size() > kMaxRank)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: rank {} exceeds the maximum rank {}", what, shape.size(), kMaxRank));
+                  text::format("{}: rank {} exceeds the maximum rank {}", what, shape.size(), kMaxRank));
     if (!strides.empty() && strides.size() != shape.size())
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: {} strides given for rank {}", what, strides.size(), shape.size()));
+                  text::format("{}: {} strides given for rank {}", what, strides.size(), shape.size()));
     const std::size_t esize = dtype_size(dtype);
     if (offset % esize != 0)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
+                  text::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
     TensorDyn t;
     t.dtype_ = dtype;
     t.rank_ = shape.size();
     std::copy(shape.begin(), shape.end(), t.shape_.begin());
-    std::string label = fmt::format("{} {}", what, dtype_name(dtype));
+    std::string label = text::format("{} {}", what, dtype_name(dtype));
     if (strides.empty()) {
       ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
     } else {
@@ -117,13 +116,13 @@ Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const Alloc
 
 Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, const AllocateOptions& options) {
   if (!dtype_is_valid(dtype))
-    return fail(ErrorCode::InvalidArgument, fmt::format("allocate: invalid dtype {}", static_cast<int>(dtype)));
+    return fail(ErrorCode::InvalidArgument, text::format("allocate: invalid dtype {}", static_cast<int>(dtype)));
   if (shape.size() > kMaxRank)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("allocate: rank {} exceeds the maximum rank {}", shape.size(), kMaxRank));
+                text::format("allocate: rank {} exceeds the maximum rank {}", shape.size(), kMaxRank));
   if (!options.shm_name.empty() && options.memory != MemoryKind::Shm)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("allocate: shm_name '{}' needs memory Shm, not {}", options.shm_name,
+                text::format("allocate: shm_name '{}' needs memory Shm, not {}", options.shm_name,
                             memory_kind_name(options.memory)));
   // Checked here too (not only in the backend): a zero-element tensor never reaches the backend.
   if (options.memory == MemoryKind::GlPbo && !options.gl_context)
@@ -131,11 +130,11 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
                 "allocate with memory gl_pbo: AllocateOptions::gl_context is null; create one with gl::Context::create()");
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
+                text::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
   std::array<std::int64_t, kMaxRank> strides{};
   ET_TRY_ASSIGN(std::size_t bytes,
                 detail::contiguous_strides<std::size_t>(shape.span(), dtype_size(dtype), {strides.data(), shape.size()},
-                                                        fmt::format("allocate {}", dtype_name(dtype))));
+                                                        text::format("allocate {}", dtype_name(dtype))));
   std::unique_ptr<Backing> backing;
   if (bytes == 0) {
     // Kernels refuse 0-byte DMA-BUFs and GL buffers: an empty tensor makes no allocation anywhere.
@@ -189,12 +188,12 @@ bool TensorDyn::read_only() const noexcept { return storage_ && storage_->backin
 Result<void> TensorDyn::set_image(const ImageMeta& meta) {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image: tensor has no storage");
   if (static_cast<unsigned>(meta.format) > static_cast<unsigned>(PixelFormat::PlanarRgb))
-    return fail(ErrorCode::InvalidArgument, fmt::format("image metadata: pixel format {} is not a PixelFormat (0..{})",
+    return fail(ErrorCode::InvalidArgument, text::format("image metadata: pixel format {} is not a PixelFormat (0..{})",
                                                         static_cast<unsigned>(meta.format),
                                                         static_cast<unsigned>(PixelFormat::PlanarRgb)));
   if (meta.row_stride_bytes > extent_bytes_ || meta.plane_offset_bytes > extent_bytes_)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("image metadata: row stride {} B / plane offset {} B exceed the tensor extent {} B",
+                text::format("image metadata: row stride {} B / plane offset {} B exceed the tensor extent {} B",
                             meta.row_stride_bytes, meta.plane_offset_bytes, extent_bytes_));
   image_ = meta;
   return {};
@@ -216,7 +215,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "batch: tensor has no storage");
   if (rank_ == 0) return fail(ErrorCode::FailedPrecondition, "batch: a rank-0 tensor has no leading dimension");
   if (n >= shape_[0])
-    return fail(ErrorCode::OutOfRange, fmt::format("batch {} out of range: the leading dimension has {}", n, shape_[0]));
+    return fail(ErrorCode::OutOfRange, text::format("batch {} out of range: the leading dimension has {}", n, shape_[0]));
   // n < shape[0] and the extent fits, so n * stride[0] cannot overflow.
   TensorDyn t = *this;
   t.offset_bytes_ = offset_bytes_ + n * static_cast<std::size_t>(strides_[0]);
@@ -237,7 +236,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
 Result<TensorDyn> TensorDyn::view(std::size_t offset, ArrayRef<std::size_t> shape, ArrayRef<std::int64_t> strides) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "view: tensor has no storage");
   auto abs = detail::checked_add<std::size_t>(offset_bytes_, offset);
-  if (!abs) return fail(ErrorCode::OutOfRange, fmt::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
+  if (!abs) return fail(ErrorCode::OutOfRange, text::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, name_, "view"));
   return t;
 }
@@ -246,19 +245,19 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "reshape: tensor has no storage");
   if (!is_contiguous())
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("reshape: tensor [{}] with strides [{}] is not contiguous", fmt::join(shape_.begin(), shape_.begin() + rank_, ", "),
-                            fmt::join(strides_.begin(), strides_.begin() + rank_, ", ")));
+                text::format("reshape: tensor [{}] with strides [{}] is not contiguous", text::join(shape_.begin(), shape_.begin() + rank_, ", "),
+                            text::join(strides_.begin(), strides_.begin() + rank_, ", ")));
   std::size_t count = 1;
   for (std::size_t d : shape) {
     auto c = detail::checked_mul<std::size_t>(count, d);
-    if (!c) return fail(ErrorCode::OutOfRange, fmt::format("reshape to [{}]: element count overflows", fmt::join(shape, ", ")));
+    if (!c) return fail(ErrorCode::OutOfRange, text::format("reshape to [{}]: element count overflows", text::join(shape, ", ")));
     count = *c;
   }
   if (count != element_count_)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("reshape [{}] ({} elements) to [{}] ({} elements): counts differ",
-                            fmt::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
-                            fmt::join(shape, ", "), count));
+                text::format("reshape [{}] ({} elements) to [{}] ({} elements): counts differ",
+                            text::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
+                            text::join(shape, ", "), count));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
   t.image_ = image_;
   return t;
@@ -325,7 +324,7 @@ BackendStatus backend_status(MemoryKind kind) {
   if (kind == MemoryKind::Auto) {
     for (MemoryKind k : {MemoryKind::DmaBuf, MemoryKind::Shm}) {
       auto s = detail::backend_ops(k).status();
-      if (s.available && !force_heap()) return {MemoryKind::Auto, true, true, fmt::format("{} ({})", memory_kind_name(k), s.detail)};
+      if (s.available && !force_heap()) return {MemoryKind::Auto, true, true, text::format("{} ({})", memory_kind_name(k), s.detail)};
     }
     return {MemoryKind::Auto, true, true, force_heap() ? "heap (EDGETENSOR_FORCE_MEM=1)" : "heap"};
   }

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 #include "cuda/cuda_internal.h"
@@ -68,16 +68,16 @@ Result<void> do_copy(const char* what, void* dst, const void* src, std::size_t n
   if (n == 0) return {};
   if (!dst || !src)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("{}: null {} pointer for a {} B copy", what, !dst ? "destination" : "source", n));
+                text::format("{}: null {} pointer for a {} B copy", what, !dst ? "destination" : "source", n));
   detail::CudaError e;
   if (stream) {
-    if (!stream->native_handle()) return fail(ErrorCode::InvalidArgument, fmt::format("{}: moved-from stream", what));
+    if (!stream->native_handle()) return fail(ErrorCode::InvalidArgument, text::format("{}: moved-from stream", what));
     e = api->cudaMemcpyAsync(dst, src, n, kind, stream->native_handle());
   } else {
     e = api->cudaMemcpy(dst, src, n, kind);
   }
   if (e != detail::kCudaSuccess)
-    return fail(detail::cuda_error(*api, e, fmt::format("{}({}, {}, {} B, {})", stream ? "cudaMemcpyAsync" : "cudaMemcpy",
+    return fail(detail::cuda_error(*api, e, text::format("{}({}, {}, {} B, {})", stream ? "cudaMemcpyAsync" : "cudaMemcpy",
                                                         dst, src, n, kind_name(kind))));
   return {};
 }
@@ -126,7 +126,7 @@ Result<RowPlan> plan_rows(const TensorDyn& t, const char* what) {
   const std::size_t r = t.rank();
   if (strides[r - 1] != static_cast<std::int64_t>(es) && shape[r - 1] > 1)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("{}: the innermost stride is {} B but the element size is {} B; copy row by row needs "
+                text::format("{}: the innermost stride is {} B but the element size is {} B; copy row by row needs "
                             "packed rows (make a contiguous copy first)",
                             what, strides[r - 1], es));
   p.row_bytes = shape[r - 1] * es;
@@ -169,14 +169,14 @@ Result<void> finish(const Stream* stream, Result<void> r) {
 
 Result<void> copy_to_device(const TensorDyn& src, void* device_dst, std::size_t cap, const Stream* stream) {
   constexpr const char* what = "cuda::copy_to_device";
-  if (src.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, fmt::format("{}: empty tensor handle", what));
+  if (src.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, text::format("{}: empty tensor handle", what));
   ET_TRY(detail::usable(what));
   const std::size_t need = src.packed_bytes();
   if (need > cap)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("{}: the tensor has {} B, the device buffer holds {} B", what, need, cap));
+                text::format("{}: the tensor has {} B, the device buffer holds {} B", what, need, cap));
   if (need == 0) return {};
-  if (!device_dst) return fail(ErrorCode::InvalidArgument, fmt::format("{}: null device pointer", what));
+  if (!device_dst) return fail(ErrorCode::InvalidArgument, text::format("{}: null device pointer", what));
   ET_TRY_ASSIGN(RowPlan plan, plan_rows(src, what));
   ET_TRY_ASSIGN(auto m, src.map_read());
   const std::byte* base = m.data();
@@ -189,14 +189,14 @@ Result<void> copy_to_device(const TensorDyn& src, void* device_dst, std::size_t 
 
 Result<void> copy_from_device(const void* device_src, std::size_t src_bytes, const TensorDyn& dst, const Stream* stream) {
   constexpr const char* what = "cuda::copy_from_device";
-  if (dst.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, fmt::format("{}: empty tensor handle", what));
+  if (dst.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, text::format("{}: empty tensor handle", what));
   ET_TRY(detail::usable(what));
   const std::size_t need = dst.packed_bytes();
   if (need > src_bytes)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("{}: the tensor needs {} B, the device buffer has {} B", what, need, src_bytes));
+                text::format("{}: the tensor needs {} B, the device buffer has {} B", what, need, src_bytes));
   if (need == 0) return {};
-  if (!device_src) return fail(ErrorCode::InvalidArgument, fmt::format("{}: null device pointer", what));
+  if (!device_src) return fail(ErrorCode::InvalidArgument, text::format("{}: null device pointer", what));
   ET_TRY_ASSIGN(RowPlan plan, plan_rows(dst, what));
   ET_TRY_ASSIGN(auto m, dst.map_write());
   std::byte* base = m.data();

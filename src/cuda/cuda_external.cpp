@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/backend.h"
 #include "core/log_internal.h"
@@ -42,7 +42,7 @@ const DriverLookup& driver_lookup(const CudaRuntimeApi& rt) {
     DriverLookup l;
     const Status& s = cached_status();
     if (s.driver_version < 13000) {
-      l.reason = fmt::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
+      l.reason = text::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
                              version_string(s.driver_version));
       return l;
     }
@@ -68,7 +68,7 @@ Error driver_error(const ExternalImport::DriverApi& d, CuResult r, std::string_v
   if (d.get_error_name) d.get_error_name(r, &name);
   if (d.get_error_string) d.get_error_string(r, &text);
   // CUresult and cudaError share the values that matter here (1, 2, 3, 100, 400, 801).
-  return Error(code_for_cuda_error(r), fmt::format("{}: {} ({}): {}", call, name ? name : "CUresult", r,
+  return Error(code_for_cuda_error(r), text::format("{}: {} ({}): {}", call, name ? name : "CUresult", r,
                                                    text ? text : "no description"));
 }
 
@@ -96,7 +96,7 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
     layout = layout_for_runtime(rv);
     if (!layout)
       return fail(ErrorCode::Unsupported,
-                  fmt::format("no cudaExternalMemoryHandleDesc layout for CUDA runtime {} (known: 11.x-13.x)",
+                  text::format("no cudaExternalMemoryHandleDesc layout for CUDA runtime {} (known: 11.x-13.x)",
                               version_string(rv)));
   }
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
@@ -110,13 +110,13 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   imp->type_ = type;
   imp->device_ = device;
   imp->process_ = edgetensor::detail::process_token();
-  const std::string what = fmt::format("({}, fd {} dup of {}, {} B, device {})", handle_type_name(type), dup.get(),
+  const std::string what = text::format("({}, fd {} dup of {}, {} B, device {})", handle_type_name(type), dup.get(),
                                        borrowed_fd, buffer_bytes, device);
   void* ext = nullptr;
   if (drv) {
     // Driver calls need a current context: cudaSetDevice makes the primary context current (12.0+).
     CudaError se = api.cudaSetDevice(device);
-    if (se != kCudaSuccess) return fail(cuda_error(api, se, fmt::format("cudaSetDevice({})", device)));
+    if (se != kCudaSuccess) return fail(cuda_error(api, se, text::format("cudaSetDevice({})", device)));
     CuResult r = drv->import(&ext, desc.data());
     if (r != 0) return fail(driver_error(*drv, r, "cuImportExternalMemory" + what));
   } else {
@@ -129,13 +129,13 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   if (drv) {
     CuDevicePtr p = 0;
     CuResult r = drv->get_mapped_buffer(&p, ext, bdesc.data());
-    if (r != 0) return fail(driver_error(*drv, r, fmt::format("cuExternalMemoryGetMappedBuffer(0, {} B)", buffer_bytes)));
+    if (r != 0) return fail(driver_error(*drv, r, text::format("cuExternalMemoryGetMappedBuffer(0, {} B)", buffer_bytes)));
     imp->ptr_ = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
   } else {
     void* p = nullptr;
     CudaError e = api.cudaExternalMemoryGetMappedBuffer(&p, ext, bdesc.data());
     if (e != kCudaSuccess)
-      return fail(cuda_error(api, e, fmt::format("cudaExternalMemoryGetMappedBuffer(0, {} B)", buffer_bytes)));
+      return fail(cuda_error(api, e, text::format("cudaExternalMemoryGetMappedBuffer(0, {} B)", buffer_bytes)));
     imp->ptr_ = p;
   }
   return imp;
@@ -177,10 +177,10 @@ Result<ExternalMemory> ExternalMemory::import_fd_dup(int borrowed_fd, ExternalMe
   try {
     ET_TRY_ASSIGN(const auto* api, detail::usable("ExternalMemory::import_fd_dup"));
     if (borrowed_fd < 0)
-      return fail(ErrorCode::InvalidArgument, fmt::format("ExternalMemory::import_fd_dup: fd {} is not valid", borrowed_fd));
+      return fail(ErrorCode::InvalidArgument, text::format("ExternalMemory::import_fd_dup: fd {} is not valid", borrowed_fd));
     if (sys::fcntl(borrowed_fd, F_GETFD) < 0)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("ExternalMemory::import_fd_dup: fd {} is not an open file descriptor", borrowed_fd), errno);
+                  text::format("ExternalMemory::import_fd_dup: fd {} is not an open file descriptor", borrowed_fd), errno);
     if (type == ExternalMemoryHandleType::DmaBufFd && options.dedicated)
       return fail(ErrorCode::InvalidArgument,
                   "ExternalMemory::import_fd_dup: a DMA-BUF import takes no flags (cuda.h: flags must be zero); "
@@ -192,30 +192,30 @@ Result<ExternalMemory> ExternalMemory::import_fd_dup(int borrowed_fd, ExternalMe
 #pragma GCC diagnostic pop
     if (size != 0 && deprecated_size != 0 && size != deprecated_size)
       return fail(ErrorCode::InvalidArgument,
-                  fmt::format("ExternalMemory::import_fd_dup: buffer_bytes {} and the deprecated size_bytes {} differ",
+                  text::format("ExternalMemory::import_fd_dup: buffer_bytes {} and the deprecated size_bytes {} differ",
                               size, deprecated_size));
     if (size == 0) size = deprecated_size;
     auto info = edgetensor::detail::probe_fd(borrowed_fd);
     if (info) {
       if (type == ExternalMemoryHandleType::DmaBufFd && info->kind != MemoryKind::DmaBuf)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: fd {} is a {}, not a DMA-BUF", borrowed_fd, info->what));
+                    text::format("ExternalMemory::import_fd_dup: fd {} is a {}, not a DMA-BUF", borrowed_fd, info->what));
       if (info->buffer_bytes == 0)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: fd {} ({}) has size 0", borrowed_fd, info->what));
+                    text::format("ExternalMemory::import_fd_dup: fd {} ({}) has size 0", borrowed_fd, info->what));
       if (size != 0 && size != info->buffer_bytes)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: buffer_bytes {} differs from the real size {} B of fd {} ({})",
+                    text::format("ExternalMemory::import_fd_dup: buffer_bytes {} differs from the real size {} B of fd {} ({})",
                                 size, info->buffer_bytes, borrowed_fd, info->what));
       size = info->buffer_bytes;
     } else {
       if (type == ExternalMemoryHandleType::DmaBufFd)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: DmaBufFd given an fd that is not a DMA-BUF: {}",
+                    text::format("ExternalMemory::import_fd_dup: DmaBufFd given an fd that is not a DMA-BUF: {}",
                                 info.error().message()));
       if (size == 0)
         return fail(ErrorCode::InvalidArgument,
-                    fmt::format("ExternalMemory::import_fd_dup: the kernel reports no size for fd {} ({}); pass "
+                    text::format("ExternalMemory::import_fd_dup: the kernel reports no size for fd {} ({}); pass "
                                 "ExternalMemoryOptions::buffer_bytes",
                                 borrowed_fd, info.error().message()));
     }

@@ -3,7 +3,7 @@
 // import of DMA-BUF, CUDA-GL for PBOs), cuda::map and CudaMap.
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 #include "cuda/cuda_internal.h"
@@ -31,13 +31,13 @@ class HostRegistration final : public CudaHandle {
     ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
     CudaError e = api.cudaHostRegister(host, size, flags);
     if (e != kCudaSuccess)
-      return fail(cuda_error(api, e, fmt::format("cudaHostRegister({}, {} B, flags {:#x}) of {} storage ({})",
+      return fail(cuda_error(api, e, text::format("cudaHostRegister({}, {} B, flags {:#x}) of {} storage ({})",
                                                  static_cast<void*>(host), size, flags,
                                                  memory_kind_name(storage.kind()), storage.backing().detail())));
     void* dptr = nullptr;
     e = api.cudaHostGetDevicePointer(&dptr, host, 0);
     if (e != kCudaSuccess) {
-      Error err = cuda_error(api, e, fmt::format("cudaHostGetDevicePointer({})", static_cast<void*>(host)));
+      Error err = cuda_error(api, e, text::format("cudaHostGetDevicePointer({})", static_cast<void*>(host)));
       (void)api.cudaHostUnregister(host);
       return fail(std::move(err));
     }
@@ -80,7 +80,7 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
   const std::size_t size = storage.buffer_bytes();
   if (fd < 0)
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map: dmabuf storage ({}) has no fd to import", storage.backing().detail()));
+                text::format("cuda::map: dmabuf storage ({}) has no fd to import", storage.backing().detail()));
   std::string dmabuf_reason, opaque_reason;
   auto a = ExternalImport::create(api, fd, ExternalMemoryHandleType::DmaBufFd, size, false, device);
   if (a) return std::unique_ptr<DeviceHandle>(new ExternalHandle(std::move(*a)));
@@ -92,7 +92,7 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
   }
   opaque_reason = b.error().message();
   return fail(ErrorCode::Unsupported,
-              fmt::format("cuda::map: this platform cannot give CUDA the dmabuf storage ({}, {} B): [1] {}; [2] {}. "
+              text::format("cuda::map: this platform cannot give CUDA the dmabuf storage ({}, {} B): [1] {}; [2] {}. "
                           "dma-heap buffers are PFN mappings that cudaHostRegister cannot pin, and desktop GPUs "
                           "do not import DMA-BUFs: use map_read() with cuda::copy_to_device instead",
                           storage.backing().detail(), size, dmabuf_reason, opaque_reason));
@@ -136,7 +136,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
         return make_gl_handle(*api, s, device);
       default:
         return fail(ErrorCode::Unsupported,
-                    fmt::format("cuda::map: no CUDA path for {} storage", memory_kind_name(s.kind())));
+                    text::format("cuda::map: no CUDA path for {} storage", memory_kind_name(s.kind())));
     }
   };
   ET_TRY_ASSIGN(DeviceHandle* dh, storage->device_handle(make));
@@ -144,7 +144,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
   if (!h) return fail(ErrorCode::Internal, "cuda::map: the storage's device handle is not a CUDA handle");
   if (h->device() != device)
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("cuda::map: the storage is bound to CUDA device {} (where it was first mapped); "
+                text::format("cuda::map: the storage is bound to CUDA device {} (where it was first mapped); "
                             "a map for device {} is refused",
                             h->device(), device));
   ET_TRY_ASSIGN(void* base, h->begin_map(stream));

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
 namespace {
@@ -62,21 +62,21 @@ Loaded load() {
   if (override_path && *override_path) {
     info.from_env = true;
     if (!std::strchr(override_path, '/')) {
-      info.error = fmt::format("EDGETENSOR_CUDART='{}' is not a path (it must contain a '/'; a bare name "
+      info.error = text::format("EDGETENSOR_CUDART='{}' is not a path (it must contain a '/'; a bare name "
                                "would be searched for, not loaded exactly)", override_path);
       return out;
     }
     handle = dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      info.tried.push_back(fmt::format("{}: {}", override_path, dl_error_text()));
-      info.error = fmt::format("EDGETENSOR_CUDART={} could not be loaded: {}", override_path, info.tried.back());
+      info.tried.push_back(text::format("{}: {}", override_path, dl_error_text()));
+      info.error = text::format("EDGETENSOR_CUDART={} could not be loaded: {}", override_path, info.tried.back());
       return out;
     }
   } else {
     for (const char* name : kSonames) {
       handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (handle) break;
-      info.tried.push_back(fmt::format("{}: {}", name, dl_error_text()));
+      info.tried.push_back(text::format("{}: {}", name, dl_error_text()));
     }
     if (!handle) {
       std::string all;
@@ -125,7 +125,7 @@ Loaded load() {
   if (!missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-    info.error = fmt::format("{} lacks required CUDA runtime symbol(s): {}", info.file, names);
+    info.error = text::format("{} lacks required CUDA runtime symbol(s): {}", info.file, names);
     return out;
   }
 #define ET_RESOLVE_OPTIONAL(name) resolve(handle, #name, a.name, info.missing_optional)
@@ -174,7 +174,7 @@ bool in_forked_child() noexcept {
 std::string describe_error(const CudaRuntimeApi& api, CudaError error) {
   const char* name = api.cudaGetErrorName ? api.cudaGetErrorName(error) : nullptr;
   const char* text = api.cudaGetErrorString ? api.cudaGetErrorString(error) : nullptr;
-  return fmt::format("{} ({}): {}", name ? name : "cudaError?", error, text ? text : "no description");
+  return text::format("{} ({}): {}", name ? name : "cudaError?", error, text ? text : "no description");
 }
 
 void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda_version, std::string* reason) {
@@ -193,8 +193,8 @@ void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda
   if (e != kCudaSuccess || !fn || query != kDriverEntryPointSuccess) {
     if (reason)
       *reason = e != kCudaSuccess
-                    ? fmt::format("cudaGetDriverEntryPoint({}): {}", symbol, describe_error(api, e))
-                    : fmt::format("the driver does not offer {} (query result {})", symbol, query);
+                    ? text::format("cudaGetDriverEntryPoint({}): {}", symbol, describe_error(api, e))
+                    : text::format("the driver does not offer {} (query result {})", symbol, query);
     return nullptr;
   }
   return fn;

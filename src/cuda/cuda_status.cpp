@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "cuda/cuda_internal.h"
 
@@ -63,7 +63,7 @@ Status compute_status() {
     return s;
   }
   if (!layout_for_runtime(s.runtime_version)) {
-    s.error = fmt::format("CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
+    s.error = text::format("CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
                           version_string(s.runtime_version));
     return s;
   }
@@ -126,19 +126,19 @@ ErrorCode code_for_cuda_error(CudaError e) noexcept {
 }
 
 Error cuda_error(const CudaRuntimeApi& api, CudaError e, std::string_view call) {
-  return Error(code_for_cuda_error(e), fmt::format("{}: {}", call, describe_error(api, e)));
+  return Error(code_for_cuda_error(e), text::format("{}: {}", call, describe_error(api, e)));
 }
 
 Result<const CudaRuntimeApi*> usable(std::string_view what) {
   const CudaRuntimeApi* api = runtime();
-  if (!api) return fail(ErrorCode::Unavailable, fmt::format("{}: CUDA unavailable: {}", what, load_info().error));
+  if (!api) return fail(ErrorCode::Unavailable, text::format("{}: CUDA unavailable: {}", what, load_info().error));
   if (in_forked_child())
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("{}: refused in process {}, a fork() child of process {} that loaded CUDA "
+                text::format("{}: refused in process {}, a fork() child of process {} that loaded CUDA "
                             "(CUDA state does not survive fork)",
                             what, getpid(), load_info().load_pid));
   const Status& s = cached_status();
-  if (!s.available) return fail(ErrorCode::Unavailable, fmt::format("{}: CUDA unavailable: {}", what, s.error));
+  if (!s.available) return fail(ErrorCode::Unavailable, text::format("{}: CUDA unavailable: {}", what, s.error));
   return api;
 }
 
@@ -146,7 +146,7 @@ Result<int> resolve_device(const CudaRuntimeApi& api, int requested) {
   if (requested >= 0) {
     const int count = cached_status().device_count;
     if (requested >= count)
-      return fail(ErrorCode::InvalidArgument, fmt::format("CUDA device {} does not exist ({} device(s))", requested, count));
+      return fail(ErrorCode::InvalidArgument, text::format("CUDA device {} does not exist ({} device(s))", requested, count));
     return requested;
   }
   int d = 0;
@@ -161,7 +161,7 @@ Result<DeviceGuard> DeviceGuard::enter(const CudaRuntimeApi& api, int device) {
   if (e != kCudaSuccess) return fail(cuda_error(api, e, "cudaGetDevice"));
   if (previous == device) return DeviceGuard(nullptr, previous);
   e = api.cudaSetDevice(device);
-  if (e != kCudaSuccess) return fail(cuda_error(api, e, fmt::format("cudaSetDevice({})", device)));
+  if (e != kCudaSuccess) return fail(cuda_error(api, e, text::format("cudaSetDevice({})", device)));
   return DeviceGuard(&api, previous);
 }
 
@@ -173,7 +173,7 @@ DeviceGuard::~DeviceGuard() {
 
 std::string version_string(int v) {
   if (v <= 0) return "none";
-  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+  return text::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
 std::string Status::summary() const {
@@ -183,10 +183,10 @@ std::string Status::summary() const {
     if (!disabled && !error.empty()) out += ": " + error;
     return out;
   }
-  out = fmt::format("CUDA {} runtime ({}), driver {}, {} device(s)", version_string(runtime_version), runtime_file,
+  out = text::format("CUDA {} runtime ({}), driver {}, {} device(s)", version_string(runtime_version), runtime_file,
                     version_string(driver_version), device_count);
   for (const auto& d : devices)
-    out += fmt::format("; #{} {} ({:.1f} GiB, sm_{}{}{})", d.ordinal, d.name.empty() ? "(name unknown)" : d.name,
+    out += text::format("; #{} {} ({:.1f} GiB, sm_{}{}{})", d.ordinal, d.name.empty() ? "(name unknown)" : d.name,
                        static_cast<double>(d.total_memory_bytes) / (1024.0 * 1024.0 * 1024.0),
                        d.compute_capability_major, d.compute_capability_minor, d.integrated ? ", integrated" : "");
   out += available ? ": available" : ": unavailable: " + error;

@@ -11,7 +11,7 @@
 // sections "OpenGL Interoperability" (cudaGLGetDevices, cudaGraphicsGLRegisterBuffer, cudaGLDeviceList)
 // and "Graphics Interoperability" (cudaGraphics{Map,Unmap}Resources, ResourceGetMappedPointer,
 // UnregisterResource).
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/gl_pbo/pbo_interop.h"
 #include "core/log_internal.h"
@@ -80,7 +80,7 @@ class GlAttachment final : public PboAttachment {
   void release_on_gl_thread() noexcept override { unregister_on_gl_thread(*reg_); }
   std::optional<std::string> busy_reason() const override {
     if (!reg_->mapped) return std::nullopt;
-    return fmt::format("it is mapped by CUDA (a cuda::CudaMap on device {} is open); release the CudaMap first",
+    return text::format("it is mapped by CUDA (a cuda::CudaMap on device {} is open); release the CudaMap first",
                        reg_->device);
   }
  private:
@@ -89,7 +89,7 @@ class GlAttachment final : public PboAttachment {
 
 std::string join_devices(const int* devices, unsigned n) {
   std::string out;
-  for (unsigned i = 0; i < n; ++i) out += fmt::format("{}{}", i ? ", " : "", devices[i]);
+  for (unsigned i = 0; i < n; ++i) out += text::format("{}{}", i ? ", " : "", devices[i]);
   return out;
 }
 
@@ -98,7 +98,7 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
                                                               int device) {
   if (pbo.deleted()) return fail(pbo.gone_error("cuda::map of a GL PBO"));
   if (pbo.cpu_mapped())
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
                                              "(ReadMap/WriteMap) first",
                                              pbo.name()));
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
@@ -107,7 +107,7 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
   CudaError e = api.cudaGLGetDevices(&count, devices, kMaxGlDevices, kGLDeviceListAll);
   if (e == kCudaErrorNoDevice)
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map of GL buffer {}: the GL context on {} is not on a CUDA device ({}); create "
+                text::format("cuda::map of GL buffer {}: the GL context on {} is not on a CUDA device ({}); create "
                             "the gl::Context on the NVIDIA EGL device (gl::ContextOptions::device_index)",
                             pbo.name(), pbo.context_label(), describe_error(api, e)));
   if (e != kCudaSuccess) return fail(cuda_error(api, e, "cudaGLGetDevices(cudaGLDeviceListAll)"));
@@ -116,14 +116,14 @@ Result<std::shared_ptr<GlRegistration>> register_on_gl_thread(const CudaRuntimeA
   for (unsigned i = 0; i < count; ++i) found = found || devices[i] == device;
   if (!found)
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("cuda::map of GL buffer {}: the GL context on {} runs on CUDA device(s) [{}], not on the "
+                text::format("cuda::map of GL buffer {}: the GL context on {} runs on CUDA device(s) [{}], not on the "
                             "requested CUDA device {}; map with MapOptions::device set to one of those, or create the "
                             "gl::Context on the EGL device of CUDA device {}",
                             pbo.name(), pbo.context_label(), join_devices(devices, count), device, device));
   CudaGraphicsResource res = nullptr;
   e = api.cudaGraphicsGLRegisterBuffer(&res, pbo.name(), kGraphicsRegisterFlagsNone);
   if (e != kCudaSuccess)
-    return fail(cuda_error(api, e, fmt::format("cudaGraphicsGLRegisterBuffer(GL buffer {}, {} B, flags none) on device {}",
+    return fail(cuda_error(api, e, text::format("cudaGraphicsGLRegisterBuffer(GL buffer {}, {} B, flags none) on device {}",
                                                pbo.name(), pbo.buffer_bytes(), device)));
   auto reg = std::make_shared<GlRegistration>();
   reg->api = &api;
@@ -146,11 +146,11 @@ void drop_registration(const PboHandle& pbo, const std::shared_ptr<GlRegistratio
 Result<void*> map_on_gl_thread(const PboHandle& pbo, GlRegistration& reg, CudaStream stream) {
   if (pbo.deleted() || reg.released) return fail(pbo.gone_error("cuda::map of a GL PBO"));
   if (pbo.cpu_mapped())
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: it is CPU-mapped; close the CPU map "
                                              "(ReadMap/WriteMap) first",
                                              pbo.name()));
   if (reg.mapped)
-    return fail(ErrorCode::Busy, fmt::format("cuda::map of GL buffer {} refused: another CudaMap of it is open (one "
+    return fail(ErrorCode::Busy, text::format("cuda::map of GL buffer {} refused: another CudaMap of it is open (one "
                                              "CUDA map per PBO at a time); release it first",
                                              pbo.name()));
   const CudaRuntimeApi& api = *reg.api;
@@ -158,7 +158,7 @@ Result<void*> map_on_gl_thread(const PboHandle& pbo, GlRegistration& reg, CudaSt
   CudaGraphicsResource res = reg.resource;
   CudaError e = api.cudaGraphicsMapResources(1, &res, stream);
   if (e != kCudaSuccess)
-    return fail(cuda_error(api, e, fmt::format("cudaGraphicsMapResources(GL buffer {}, stream {})", pbo.name(),
+    return fail(cuda_error(api, e, text::format("cudaGraphicsMapResources(GL buffer {}, stream {})", pbo.name(),
                                                static_cast<void*>(stream))));
   reg.mapped = true;
   void* ptr = nullptr;
@@ -166,9 +166,9 @@ Result<void*> map_on_gl_thread(const PboHandle& pbo, GlRegistration& reg, CudaSt
   e = api.cudaGraphicsResourceGetMappedPointer(&ptr, &size, res);
   if (e != kCudaSuccess || !ptr || size < pbo.buffer_bytes()) {
     Error err = e != kCudaSuccess
-                    ? cuda_error(api, e, fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {})", pbo.name()))
+                    ? cuda_error(api, e, text::format("cudaGraphicsResourceGetMappedPointer(GL buffer {})", pbo.name()))
                     : Error(ErrorCode::Internal,
-                            fmt::format("cudaGraphicsResourceGetMappedPointer(GL buffer {}) gave {} B at {}; the buffer "
+                            text::format("cudaGraphicsResourceGetMappedPointer(GL buffer {}) gave {} B at {}; the buffer "
                                         "has {} B",
                                         pbo.name(), size, ptr, pbo.buffer_bytes()));
     unmap_on_gl_thread(reg, stream);
@@ -226,7 +226,7 @@ Result<std::unique_ptr<DeviceHandle>> make_gl_handle(const CudaRuntimeApi& api, 
     for (const auto& m : load_info().missing_optional)
       if (m.rfind("cudaGraphics", 0) == 0 || m.rfind("cudaGL", 0) == 0) missing += (missing.empty() ? "" : ", ") + m;
     return fail(ErrorCode::Unsupported,
-                fmt::format("cuda::map of a gl_pbo tensor: the CUDA runtime {} lacks the GL-interop symbols ({})",
+                text::format("cuda::map of a gl_pbo tensor: the CUDA runtime {} lacks the GL-interop symbols ({})",
                             load_info().file, missing.empty() ? "some" : missing));
   }
   PboHandle pbo = std::move(*found);

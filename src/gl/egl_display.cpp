@@ -3,7 +3,7 @@
 
 #include <mutex>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
@@ -20,7 +20,7 @@ Result<void> initialise_display(const EglApi& egl, EGLDisplay dpy, EGLint* major
   static std::mutex mutex;
   std::lock_guard lock(mutex);
   if (egl.Initialize(dpy, major, minor) != EGL_TRUE)
-    return fail(ErrorCode::Unavailable, fmt::format("eglInitialize failed: {}", egl_error_name(egl.GetError())));
+    return fail(ErrorCode::Unavailable, text::format("eglInitialize failed: {}", egl_error_name(egl.GetError())));
   return {};
 }
 
@@ -71,18 +71,18 @@ Result<void> EglSession::try_display(EGLenum platform, void* native, const std::
   const EglApi& egl = *egl_;
   EGLDisplay dpy = egl.GetPlatformDisplayEXT(platform, native, nullptr);
   if (dpy == EGL_NO_DISPLAY)
-    return fail(ErrorCode::Unavailable, fmt::format("{}: eglGetPlatformDisplayEXT failed: {}", label,
+    return fail(ErrorCode::Unavailable, text::format("{}: eglGetPlatformDisplayEXT failed: {}", label,
                                                     egl_error_name(egl.GetError())));
   EGLint major = 0, minor = 0;
   if (auto r = initialise_display(egl, dpy, &major, &minor); !r)
-    return fail(ErrorCode::Unavailable, fmt::format("{}: {}", label, r.error().message()));
+    return fail(ErrorCode::Unavailable, text::format("{}: {}", label, r.error().message()));
   display_ = dpy;
   auto undo = [&](std::string what) {
     destroy_context();
-    return fail(ErrorCode::Unavailable, fmt::format("{}: {}", label, what));
+    return fail(ErrorCode::Unavailable, text::format("{}: {}", label, what));
   };
   if (egl.BindAPI(EGL_OPENGL_ES_API) != EGL_TRUE)
-    return undo(fmt::format("eglBindAPI(EGL_OPENGL_ES_API) failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglBindAPI(EGL_OPENGL_ES_API) failed: {}", egl_error_name(egl.GetError())));
   const char* dext = egl.QueryString(dpy, EGL_EXTENSIONS);
   const std::string display_ext = dext ? dext : "";
   const bool surfaceless = has_extension(display_ext, "EGL_KHR_surfaceless_context");
@@ -92,19 +92,19 @@ Result<void> EglSession::try_display(EGLenum platform, void* native, const std::
   EGLConfig config = nullptr;
   EGLint configs = 0;
   if (egl.ChooseConfig(dpy, config_attribs, &config, 1, &configs) != EGL_TRUE || configs < 1)
-    return undo(fmt::format("no EGL config with EGL_OPENGL_ES3_BIT ({})", egl_error_name(egl.GetError())));
+    return undo(text::format("no EGL config with EGL_OPENGL_ES3_BIT ({})", egl_error_name(egl.GetError())));
   const EGLint context_attribs[] = {EGL_CONTEXT_MAJOR_VERSION, 3, EGL_CONTEXT_MINOR_VERSION, 0, EGL_NONE};
   context_ = egl.CreateContext(dpy, config, EGL_NO_CONTEXT, context_attribs);
   if (context_ == EGL_NO_CONTEXT)
-    return undo(fmt::format("eglCreateContext(GLES 3.0) failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglCreateContext(GLES 3.0) failed: {}", egl_error_name(egl.GetError())));
   if (!surfaceless) {
     const EGLint pbuffer_attribs[] = {EGL_WIDTH, 1, EGL_HEIGHT, 1, EGL_NONE};
     surface_ = egl.CreatePbufferSurface(dpy, config, pbuffer_attribs);
     if (surface_ == EGL_NO_SURFACE)
-      return undo(fmt::format("eglCreatePbufferSurface(1x1) failed: {}", egl_error_name(egl.GetError())));
+      return undo(text::format("eglCreatePbufferSurface(1x1) failed: {}", egl_error_name(egl.GetError())));
   }
   if (egl.MakeCurrent(dpy, surface_, surface_, context_) != EGL_TRUE)
-    return undo(fmt::format("eglMakeCurrent failed: {}", egl_error_name(egl.GetError())));
+    return undo(text::format("eglMakeCurrent failed: {}", egl_error_name(egl.GetError())));
   auto gl = load_gl(egl);
   if (!gl) return undo(gl.error().message());
   gl_ = *gl;
@@ -116,7 +116,7 @@ Result<void> EglSession::try_display(EGLenum platform, void* native, const std::
   info_.renderer = str(GL_RENDERER);
   info_.version = str(GL_VERSION);
   if (info_.version.rfind("OpenGL ES 3", 0) != 0)
-    return undo(fmt::format("GL_VERSION is \"{}\", not OpenGL ES 3.x", info_.version));
+    return undo(text::format("GL_VERSION is \"{}\", not OpenGL ES 3.x", info_.version));
   const char* vendor = egl.QueryString(dpy, EGL_VENDOR);
   const char* version = egl.QueryString(dpy, EGL_VERSION);
   info_.egl_vendor = vendor ? vendor : "";
@@ -138,7 +138,7 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
   auto note = [&](const std::string& why) { attempts += (attempts.empty() ? "" : "; ") + why; };
 
   if (want_device && !device_platform) {
-    note(fmt::format("{} lacks EGL_EXT_platform_device", egl.library));
+    note(text::format("{} lacks EGL_EXT_platform_device", egl.library));
   } else if (want_device) {
     EGLint count = 0;
     if (egl.QueryDevicesEXT(0, nullptr, &count) != EGL_TRUE) count = 0;
@@ -147,7 +147,7 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
     devices.resize(static_cast<std::size_t>(count));
     info_.device_count = count;
     if (options.device_index >= count)
-      return fail(ErrorCode::OutOfRange, fmt::format("gl::Context: device_index {} out of range: EGL reports {} "
+      return fail(ErrorCode::OutOfRange, text::format("gl::Context: device_index {} out of range: EGL reports {} "
                                                      "device(s)", options.device_index, count));
     std::vector<DeviceCandidate> candidates;
     std::vector<bool> software;
@@ -168,7 +168,7 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
     if (count == 0) note("EGL_EXT_platform_device reports no devices");
     for (int i : order) {
       const DeviceCandidate& c = candidates[static_cast<std::size_t>(i)];
-      std::string label = fmt::format("EGL_EXT_platform_device, device {} of {} ({}{}{})", i, count,
+      std::string label = text::format("EGL_EXT_platform_device, device {} of {} ({}{}{})", i, count,
                                       c.software ? "software" : "hardware", c.file.empty() ? "" : ", ", c.file);
       auto r = try_display(EGL_PLATFORM_DEVICE_EXT, c.device, label);
       if (r) {
@@ -182,7 +182,7 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
     }
   }
   if (want_surfaceless && !surfaceless_platform) {
-    note(fmt::format("{} lacks EGL_MESA_platform_surfaceless", egl.library));
+    note(text::format("{} lacks EGL_MESA_platform_surfaceless", egl.library));
   } else if (want_surfaceless) {
     std::string label = "EGL_MESA_platform_surfaceless";
     // The extension requires EGL_DEFAULT_DISPLAY as the native display: this is the surfaceless
@@ -195,7 +195,7 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
     }
     note(r.error().message());
   }
-  return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: no headless EGL platform gave a GLES 3 context "
+  return fail(ErrorCode::Unavailable, text::format("GL unavailable: no headless EGL platform gave a GLES 3 context "
                                                   "(the default display is never used): {}", attempts));
 }
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
@@ -30,7 +30,7 @@ Result<std::unique_ptr<EglApi>> open_egl(const std::string& library) {
   if (!handle) {
     const char* why = ::dlerror();
     return fail(ErrorCode::Unavailable,
-                fmt::format("GL unavailable: dlopen(\"{}\") failed: {}", library, why ? why : "unknown error"));
+                text::format("GL unavailable: dlopen(\"{}\") failed: {}", library, why ? why : "unknown error"));
   }
   auto egl = std::make_unique<EglApi>();
   egl->library = library;
@@ -52,7 +52,7 @@ Result<std::unique_ptr<EglApi>> open_egl(const std::string& library) {
 #undef ET_EGL_REQUIRE
   if (missing)
     return fail(ErrorCode::Unavailable,
-                fmt::format("GL unavailable: {} has no symbol {} (not an EGL 1.4 library)", library, missing));
+                text::format("GL unavailable: {} has no symbol {} (not an EGL 1.4 library)", library, missing));
   // Client extensions (EGL_EXT_client_extensions): null when unsupported, which also sets an error.
   const char* ext = egl->QueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
   if (ext) egl->client_extensions = ext;
@@ -98,7 +98,7 @@ Result<GlApi> load_gl(const EglApi& egl) {
 #undef ET_GL_REQUIRE
   if (missing)
     return fail(ErrorCode::Unavailable,
-                fmt::format("GL unavailable: eglGetProcAddress(\"{}\") returned null ({})", missing, egl.library));
+                text::format("GL unavailable: eglGetProcAddress(\"{}\") returned null ({})", missing, egl.library));
   return gl;
 }
 

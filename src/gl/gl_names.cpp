@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pure helpers of the GL module (no EGL/GL calls): error names, extension lists, access bits.
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "gl/egl_loader.h"
 
@@ -37,9 +37,9 @@ std::string egl_error_name(EGLint error) {
     case EGL_BAD_PARAMETER: name = "EGL_BAD_PARAMETER"; break;
     case EGL_BAD_SURFACE: name = "EGL_BAD_SURFACE"; break;
     case EGL_CONTEXT_LOST: name = "EGL_CONTEXT_LOST"; break;
-    default: return fmt::format("EGL error {:#06x}", static_cast<unsigned>(error));
+    default: return text::format("EGL error {:#06x}", static_cast<unsigned>(error));
   }
-  return fmt::format("{} ({:#06x})", name, static_cast<unsigned>(error));
+  return text::format("{} ({:#06x})", name, static_cast<unsigned>(error));
 }
 
 std::string gl_error_name(GLenum error) {
@@ -51,9 +51,9 @@ std::string gl_error_name(GLenum error) {
     case GL_INVALID_OPERATION: name = "GL_INVALID_OPERATION"; break;
     case GL_OUT_OF_MEMORY: name = "GL_OUT_OF_MEMORY"; break;
     case GL_INVALID_FRAMEBUFFER_OPERATION: name = "GL_INVALID_FRAMEBUFFER_OPERATION"; break;
-    default: return fmt::format("GL error {:#06x}", error);
+    default: return text::format("GL error {:#06x}", error);
   }
-  return fmt::format("{} ({:#06x})", name, error);
+  return text::format("{} ({:#06x})", name, error);
 }
 
 GLbitfield map_access_bits(unsigned map_mode) noexcept {

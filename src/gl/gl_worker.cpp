@@ -6,7 +6,7 @@
 #include <system_error>
 #include <vector>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/log_internal.h"
 
@@ -75,23 +75,23 @@ GlWorker::~GlWorker() {
 Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& options) {
   if (options.timeout.count() <= 0)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: timeout {} ms must be greater than 0", options.timeout.count()));
+                text::format("gl::Context: timeout {} ms must be greater than 0", options.timeout.count()));
   if (static_cast<unsigned>(options.platform) > static_cast<unsigned>(gl::Platform::Surfaceless))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: invalid platform {}", static_cast<unsigned>(options.platform)));
+                text::format("gl::Context: invalid platform {}", static_cast<unsigned>(options.platform)));
   if (options.device_index < -1)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: device_index {} is invalid (-1 = automatic, else >= 0)", options.device_index));
+                text::format("gl::Context: device_index {} is invalid (-1 = automatic, else >= 0)", options.device_index));
   if (options.device_index >= 0 && options.platform == gl::Platform::Surfaceless)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
+                text::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
 
   std::shared_ptr<GlWorker> worker(new GlWorker(options));
   auto init = std::make_shared<Init>();
   try {
     worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), worker, init, options);
   } catch (const std::system_error& e) {
-    return fail(ErrorCode::Unavailable, fmt::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
+    return fail(ErrorCode::Unavailable, text::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
   }
   std::unique_lock lock(init->mutex);
   if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; })) {
@@ -103,7 +103,7 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
     }
     lock.unlock();
     worker->thread_->detach();
-    return fail(ErrorCode::Busy, fmt::format("gl::Context: EGL initialisation did not finish within {} ms",
+    return fail(ErrorCode::Busy, text::format("gl::Context: EGL initialisation did not finish within {} ms",
                                              options.timeout.count()));
   }
   if (init->error) {
@@ -179,7 +179,7 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
 Result<void> GlWorker::check_usable() const {
   if (forked_since(process_))
     return fail(ErrorCode::FailedPrecondition,
-                fmt::format("GL unusable in this process (pid {}): the gl::Context was created by pid {} before "
+                text::format("GL unusable in this process (pid {}): the gl::Context was created by pid {} before "
                             "fork(), and a forked child has no GL worker thread; create a new Context in the child",
                             static_cast<int>(::getpid()), creator_pid_));
   return {};
@@ -187,7 +187,7 @@ Result<void> GlWorker::check_usable() const {
 
 Error GlWorker::gone_error(std::string_view what) const {
   return Error(ErrorCode::FailedPrecondition,
-               fmt::format("{}: GL context gone (its gl::Context was destroyed)", what));
+               text::format("{}: GL context gone (its gl::Context was destroyed)", what));
 }
 
 Error GlWorker::refused_error() const { return gone_error("GL work refused"); }

@@ -28,7 +28,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/process.h"
 #include "gl/egl_display.h"
@@ -189,11 +189,11 @@ Result<T> GlWorker::call(std::function<Result<T>()> fn, std::chrono::millisecond
   if (!job->cv.wait_for(lock, timeout, [&] { return job->stage == Job::Stage::Done; })) {
     if (job->stage == Job::Stage::Queued) {
       job->stage = Job::Stage::Cancelled;
-      return fail(ErrorCode::Busy, fmt::format("the GL thread did not start the work within {} ms (it is busy "
+      return fail(ErrorCode::Busy, text::format("the GL thread did not start the work within {} ms (it is busy "
                                                "or hung); the work was cancelled", timeout.count()));
     }
     job->stage = Job::Stage::Abandoned;
-    return fail(ErrorCode::Busy, fmt::format("the GL thread did not finish the work within {} ms; it still "
+    return fail(ErrorCode::Busy, text::format("the GL thread did not finish the work within {} ms; it still "
                                              "completes there and its result is discarded", timeout.count()));
   }
   return std::move(*job->result);

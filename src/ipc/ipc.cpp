@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/sys.h"
 
@@ -17,9 +17,9 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   if (bytes.empty()) return fail(ErrorCode::InvalidArgument, "send_fds: a message needs at least 1 byte");
   if (fds.size() > kMaxFdsPerMessage)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("send_fds: {} fds exceed the limit of {} per message", fds.size(), kMaxFdsPerMessage));
+                text::format("send_fds: {} fds exceed the limit of {} per message", fds.size(), kMaxFdsPerMessage));
   for (int fd : fds)
-    if (fd < 0) return fail(ErrorCode::InvalidArgument, fmt::format("send_fds: fd {} is not a valid fd", fd));
+    if (fd < 0) return fail(ErrorCode::InvalidArgument, text::format("send_fds: fd {} is not a valid fd", fd));
 
   iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
   msghdr msg{};
@@ -40,9 +40,9 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   do {
     n = sys::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(Error::from_errno(errno, fmt::format("sendmsg on socket fd {}", socket_fd)));
+  if (n < 0) return fail(Error::from_errno(errno, text::format("sendmsg on socket fd {}", socket_fd)));
   if (static_cast<std::size_t>(n) != bytes.size())
-    return fail(ErrorCode::Internal, fmt::format("sendmsg: short send, {} of {} B", n, bytes.size()));
+    return fail(ErrorCode::Internal, text::format("sendmsg: short send, {} of {} B", n, bytes.size()));
   return {};
 }
 
@@ -50,7 +50,7 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   if (buffer.empty()) return fail(ErrorCode::InvalidArgument, "receive_fds: empty buffer");
   if (max_fds > kMaxFdsPerMessage)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("receive_fds: max_fds {} exceeds the limit {}", max_fds, kMaxFdsPerMessage));
+                text::format("receive_fds: max_fds {} exceeds the limit {}", max_fds, kMaxFdsPerMessage));
   iovec iov{buffer.data(), buffer.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -63,7 +63,7 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   do {
     n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(Error::from_errno(errno, fmt::format("recvmsg on socket fd {}", socket_fd)));
+  if (n < 0) return fail(Error::from_errno(errno, text::format("recvmsg on socket fd {}", socket_fd)));
 
   // Take ownership of every fd that arrived first, so each error path below closes them.
   Received out;
@@ -79,14 +79,14 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   if (n == 0 && out.fds.empty()) return fail(ErrorCode::Unavailable, "receive_fds: peer closed the connection");
   if (msg.msg_flags & MSG_CTRUNC)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("receive_fds: control data truncated (MSG_CTRUNC): the sender passed more than {} fds; "
+                text::format("receive_fds: control data truncated (MSG_CTRUNC): the sender passed more than {} fds; "
                             "the {} that arrived were closed", max_fds, out.fds.size()));
   if (out.fds.size() > max_fds)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("receive_fds: {} fds received, more than the {} allowed; all closed", out.fds.size(), max_fds));
+                text::format("receive_fds: {} fds received, more than the {} allowed; all closed", out.fds.size(), max_fds));
   if (msg.msg_flags & MSG_TRUNC)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));
+                text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));
   out.size_bytes = static_cast<std::size_t>(n);
   return out;
 }

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/backend.h"
 #include "core/storage.h"
@@ -25,32 +25,32 @@ std::array<std::byte, kWireHeaderBytes> encode_header(const WireHeader& h) {
 Result<WireHeader> decode_header(std::span<const std::byte> bytes) {
   auto bad = [](std::string what) { return fail(ErrorCode::InvalidArgument, "malformed tensor message: " + what); };
   if (bytes.size() != kWireHeaderBytes)
-    return bad(fmt::format("{} B received, a version-{} header has {} B", bytes.size(), ipc::kTensorMessageVersion,
+    return bad(text::format("{} B received, a version-{} header has {} B", bytes.size(), ipc::kTensorMessageVersion,
                            kWireHeaderBytes));
   WireHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
-  if (h.magic != kWireMagic) return bad(fmt::format("magic {:#010x}, expected {:#010x}", h.magic, kWireMagic));
+  if (h.magic != kWireMagic) return bad(text::format("magic {:#010x}, expected {:#010x}", h.magic, kWireMagic));
   if (h.version != ipc::kTensorMessageVersion)
-    return bad(fmt::format("version {}, this receiver speaks version {}", h.version, ipc::kTensorMessageVersion));
+    return bad(text::format("version {}, this receiver speaks version {}", h.version, ipc::kTensorMessageVersion));
   if (h.header_bytes != kWireHeaderBytes)
-    return bad(fmt::format("header_bytes {}, expected {}", h.header_bytes, kWireHeaderBytes));
+    return bad(text::format("header_bytes {}, expected {}", h.header_bytes, kWireHeaderBytes));
   if (!dtype_is_valid(static_cast<DType>(h.dtype)))
-    return bad(fmt::format("dtype {} is not a DType (0..{})", h.dtype, kDTypeCount - 1));
-  if (h.rank > kMaxRank) return bad(fmt::format("rank {} exceeds the maximum rank {}", h.rank, kMaxRank));
+    return bad(text::format("dtype {} is not a DType (0..{})", h.dtype, kDTypeCount - 1));
+  if (h.rank > kMaxRank) return bad(text::format("rank {} exceeds the maximum rank {}", h.rank, kMaxRank));
   auto kind = static_cast<MemoryKind>(h.memory);
   if (kind != MemoryKind::Shm && kind != MemoryKind::DmaBuf)
-    return bad(fmt::format("memory kind {} ({}); only shm (2) and dmabuf (3) travel", h.memory,
+    return bad(text::format("memory kind {} ({}); only shm (2) and dmabuf (3) travel", h.memory,
                            memory_kind_name(kind)));
   if (h.pixel_format > static_cast<std::uint8_t>(PixelFormat::PlanarRgb))
-    return bad(fmt::format("pixel format {} is not a PixelFormat (0..{})", h.pixel_format,
+    return bad(text::format("pixel format {} is not a PixelFormat (0..{})", h.pixel_format,
                            static_cast<int>(PixelFormat::PlanarRgb)));
-  if (h.fd_count != 1) return bad(fmt::format("fd_count {}, a tensor message carries exactly 1", h.fd_count));
+  if (h.fd_count != 1) return bad(text::format("fd_count {}, a tensor message carries exactly 1", h.fd_count));
   if (std::memchr(h.name, '\0', sizeof h.name) == nullptr) return bad("name is not NUL-terminated within 64 B");
   constexpr std::uint64_t kSizeMax = static_cast<std::uint64_t>(static_cast<std::size_t>(-1));
   for (std::size_t i = 0; i < h.rank; ++i)
-    if (h.shape[i] > kSizeMax) return bad(fmt::format("shape[{}] = {} exceeds the size type", i, h.shape[i]));
+    if (h.shape[i] > kSizeMax) return bad(text::format("shape[{}] = {} exceeds the size type", i, h.shape[i]));
   for (std::uint64_t v : {h.offset_bytes, h.row_stride_bytes, h.plane_offset_bytes})
-    if (v > kSizeMax) return bad(fmt::format("byte count {} exceeds the size type", v));
+    if (v > kSizeMax) return bad(text::format("byte count {} exceeds the size type", v));
   return h;
 }
 
@@ -62,7 +62,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "ipc::send: tensor has no storage");
   const MemoryKind kind = tensor.memory();
   if (kind != MemoryKind::Shm && kind != MemoryKind::DmaBuf)
-    return fail(ErrorCode::Unsupported, fmt::format("ipc::send: {} tensors ({}) cannot travel; allocate memory Shm "
+    return fail(ErrorCode::Unsupported, text::format("ipc::send: {} tensors ({}) cannot travel; allocate memory Shm "
                                                     "(memfd) or DmaBuf", memory_kind_name(kind),
                                                     tensor.memory_detail()));
   // SCM_RIGHTS only borrows the fd (the kernel installs its own copy in the receiver): send the
@@ -72,7 +72,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
     return fail(ErrorCode::FailedPrecondition, "ipc::send: empty tensor has no buffer to send");
   const int fd = backing.fd();
   if (fd < 0)
-    return fail(ErrorCode::Internal, fmt::format("ipc::send: {} storage ({}) has no fd", memory_kind_name(kind),
+    return fail(ErrorCode::Internal, text::format("ipc::send: {} storage ({}) has no fd", memory_kind_name(kind),
                                                  backing.detail()));
   if (kind == MemoryKind::Shm && !(backing.seals() & F_SEAL_SHRINK)) {
     // Not known sealed (our memfds are, from allocation): a named POSIX shm object or an imported file.
@@ -80,7 +80,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
     int seals = sys::fcntl(fd, F_GET_SEALS);
     if (seals < 0 || !(static_cast<unsigned>(seals) & F_SEAL_SHRINK))
       return fail(ErrorCode::Unsupported,
-                  fmt::format("ipc::send: {} is not sealed against shrinking (F_SEAL_SHRINK), so a receiver could "
+                  text::format("ipc::send: {} is not sealed against shrinking (F_SEAL_SHRINK), so a receiver could "
                               "be killed by SIGBUS; named POSIX shm cannot be sealed: allocate an anonymous memfd",
                               tensor.memory_detail()));
   }
@@ -113,19 +113,19 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   ET_TRY_ASSIGN(auto h, detail::decode_header(std::span(buf.data(), msg.size_bytes)));
   if (msg.fds.size() != 1)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("malformed tensor message: {} fds arrived, a tensor message carries exactly 1", msg.fds.size()));
+                text::format("malformed tensor message: {} fds arrived, a tensor message carries exactly 1", msg.fds.size()));
   ET_TRY_ASSIGN(auto info, detail::probe_fd(msg.fds[0].get()));
   if (info.buffer_bytes > limits.max_buffer_bytes)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("received {} of {} B exceeds the receiver's limit of {} B (ReceiveOptions::max_buffer_bytes)",
+                text::format("received {} of {} B exceeds the receiver's limit of {} B (ReceiveOptions::max_buffer_bytes)",
                             info.what, info.buffer_bytes, limits.max_buffer_bytes));
   const auto kind = static_cast<MemoryKind>(h.memory);
   if (info.kind != kind)
-    return fail(ErrorCode::InvalidArgument, fmt::format("tensor message says {} but the fd is {}",
+    return fail(ErrorCode::InvalidArgument, text::format("tensor message says {} but the fd is {}",
                                                         memory_kind_name(kind), info.what));
   if (kind == MemoryKind::Shm && !(info.seals & F_SEAL_SHRINK))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("received {} is not sealed against shrinking (F_SEAL_SHRINK): the sender could shrink it "
+                text::format("received {} is not sealed against shrinking (F_SEAL_SHRINK): the sender could shrink it "
                             "under this process's mapping (SIGBUS); refused", info.what));
   std::vector<std::size_t> shape(h.shape, h.shape + h.rank);
   ImportOptions options;

@@ -2,7 +2,7 @@
 // The one place that knows which optional backends were built (the only #if ET_HAVE_* in the tree).
 #include "core/backend.h"
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "config.h"
 #include "backends/heap/heap.h"
@@ -19,7 +19,7 @@ namespace {
 
 template <MemoryKind K>
 struct NotBuilt {
-  static std::string why() { return fmt::format("{} backend not built into this library", memory_kind_name(K)); }
+  static std::string why() { return text::format("{} backend not built into this library", memory_kind_name(K)); }
   static BackendStatus status() { return BackendStatus{K, false, false, why()}; }
   static Result<std::unique_ptr<Backing>> allocate(std::size_t, const AllocateOptions&) {
     return fail(ErrorCode::Unavailable, why());

@@ -3,7 +3,7 @@
 # Included from tests/CMakeLists.txt.
 if(ET_WITH_DMABUF)
   add_executable(edgetensor_dmabuf_peer ${CMAKE_CURRENT_LIST_DIR}/dmabuf_peer.cpp)
-  target_link_libraries(edgetensor_dmabuf_peer PRIVATE edgetensor_static et_warnings)
+  target_link_libraries(edgetensor_dmabuf_peer PRIVATE edgetensor_static et_warnings et_test_flags)
   add_executable(edgetensor_dmabuf_hw_tests ${CMAKE_CURRENT_LIST_DIR}/dmabuf_test.cpp)
   target_link_libraries(edgetensor_dmabuf_hw_tests PRIVATE et_test_support GTest::gtest_main)
   add_dependencies(edgetensor_dmabuf_hw_tests edgetensor_dmabuf_peer)

@@ -10,8 +10,6 @@
 #include <iostream>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "probes.h"
 #include "round_trip.h"
 

@@ -9,7 +9,7 @@
 
 #include <edgetensor/edgetensor.h>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "gl_checks.h"
 #include "round_trip.h"
@@ -18,6 +18,7 @@ namespace edgetensor_cli {
 
 using nlohmann::json;
 namespace et = edgetensor;
+namespace text = edgetensor::text;
 
 namespace {
 
@@ -50,7 +51,7 @@ json node_info(const std::string& path) {
 json system_info() {
   json sys;
   utsname u{};
-  if (::uname(&u) == 0) sys["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  if (::uname(&u) == 0) sys["kernel"] = text::format("{} {} {}", u.sysname, u.release, u.machine);
   struct statvfs v {};
   if (::statvfs("/dev/shm", &v) == 0) {
     sys["dev_shm"] = {{"size_bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize},
@@ -89,7 +90,7 @@ Section probe_heap() {
     }
   }
   s.status = "ok";
-  s.detail = fmt::format("{}: allocated {} B, pattern written and read back through maps", t->memory_detail(),
+  s.detail = text::format("{}: allocated {} B, pattern written and read back through maps", t->memory_detail(),
                          t->packed_bytes());
   return s;
 }
@@ -113,18 +114,18 @@ Section probe_shared(const std::string& name, const et::AllocateOptions& options
   s.fields["served_by"] = t->memory_detail();
   auto rt = cross_process_round_trip(*t, self_exe, options.shm_name);
   if (!rt) {
-    s.detail = fmt::format("{}: round trip failed: {}", t->memory_detail(), rt.error().to_string());
+    s.detail = text::format("{}: round trip failed: {}", t->memory_detail(), rt.error().to_string());
     s.fields["round_trip"] = false;
     return s;
   }
   s.status = "ok";
   s.fields["round_trip"] = true;
-  s.detail = fmt::format("{}: {}", t->memory_detail(), *rt);
+  s.detail = text::format("{}: {}", t->memory_detail(), *rt);
   return s;
 }
 
 Section probe_named_shm(const std::string& self_exe) {
-  std::string name = fmt::format("/edgetensor-info-{}", ::getpid());
+  std::string name = text::format("/edgetensor-info-{}", ::getpid());
   et::AllocateOptions o{.memory = et::MemoryKind::Shm, .shm_name = name};
   Section s = probe_shared("shm (named POSIX)", o, self_exe);
   if (s.status != "unavailable") {
@@ -169,7 +170,7 @@ Section probe_gl() {
   s.fields["gl_version"] = p.info.version;
   s.fields["pbo_round_trip"] = p.pbo_round_trip;
   s.status = p.pbo_round_trip ? "ok" : "failed";
-  s.detail = fmt::format("{} | {} | {} | PBO: {}", p.info.platform_detail, p.info.renderer, p.info.version,
+  s.detail = text::format("{} | {} | {} | PBO: {}", p.info.platform_detail, p.info.renderer, p.info.version,
                          p.pbo_detail);
   return s;
 }
@@ -185,7 +186,7 @@ et::Result<std::string> cuda_round_trip(et::MemoryKind kind) {
   ET_TRY(et::cuda::copy_device_to_host(host.data(), dev.device_ptr(), host.size()));
   for (std::size_t i = 0; i < host.size(); ++i)
     if (host[i] != std::byte{pattern_byte(i, 11)})
-      return et::fail(et::ErrorCode::Internal, fmt::format("device read: byte {} differs", i));
+      return et::fail(et::ErrorCode::Internal, text::format("device read: byte {} differs", i));
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = std::byte{pattern_byte(i, 12)};
   ET_TRY(et::cuda::copy_host_to_device(dev.device_ptr(), host.data(), host.size()));
   ET_TRY(dev.wait());
@@ -209,7 +210,7 @@ Section probe_cuda() {
   json devices = json::array();
   for (const auto& d : st.devices)
     devices.push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"total_memory_bytes", d.total_memory_bytes},
-                       {"compute_capability", fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor)},
+                       {"compute_capability", text::format("{}.{}", d.compute_capability_major, d.compute_capability_minor)},
                        {"integrated", d.integrated}});
   s.fields["devices"] = devices;
   if (!st.available) return s;
@@ -220,13 +221,13 @@ Section probe_cuda() {
     if (!et::backend_status(kind).available) continue;
     auto rt = cuda_round_trip(kind);
     paths[label] = rt ? json{{"ok", true}, {"path", *rt}} : json{{"ok", false}, {"error", rt.error().to_string()}};
-    worked += fmt::format("; {}: {}", label, rt ? *rt + " ok" : "failed (" + rt.error().to_string() + ")");
+    worked += text::format("; {}: {}", label, rt ? *rt + " ok" : "failed (" + rt.error().to_string() + ")");
   }
   // The GL path of CUDA: a PBO written by the CPU read through CUDA, and the reverse.
   auto gl = cuda_gl_round_trip();
   paths["gl_pbo"] = {{"ok", gl.ok}, {"detail", gl.detail}};
   s.fields["gl_interop"] = gl.ok;
-  worked += fmt::format("; gl_pbo: {}", gl.ok ? "gl-buffer ok" : "failed (" + gl.detail + ")");
+  worked += text::format("; gl_pbo: {}", gl.ok ? "gl-buffer ok" : "failed (" + gl.detail + ")");
   s.fields["round_trips"] = paths;
   s.detail += worked;
   return s;
@@ -265,27 +266,27 @@ json to_json(const Report& report) {
 }
 
 std::string to_table(const Report& report) {
-  std::string out = fmt::format("edgetensor {} — {}\n\n", et::version(), report.system.value("kernel", std::string("?")));
-  out += fmt::format("{:<20} {:<12} {}\n", "backend", "status", "detail");
-  out += fmt::format("{:-<20} {:-<12} {:-<50}\n", "", "", "");
-  for (const auto& s : report.sections) out += fmt::format("{:<20} {:<12} {}\n", s.name, s.status, s.detail);
+  std::string out = text::format("edgetensor {} — {}\n\n", et::version(), report.system.value("kernel", std::string("?")));
+  out += text::format("{:<20} {:<12} {}\n", "backend", "status", "detail");
+  out += text::format("{:-<20} {:-<12} {:-<50}\n", "", "", "");
+  for (const auto& s : report.sections) out += text::format("{:<20} {:<12} {}\n", s.name, s.status, s.detail);
   out += "\nsystem\n";
   const json& sys = report.system;
   if (sys.contains("dev_shm") && sys["dev_shm"].contains("size_bytes"))
-    out += fmt::format("  /dev/shm           {:.1f} MiB total, {:.1f} MiB free\n",
+    out += text::format("  /dev/shm           {:.1f} MiB total, {:.1f} MiB free\n",
                        sys["dev_shm"]["size_bytes"].get<double>() / 1048576.0,
                        sys["dev_shm"]["free_bytes"].get<double>() / 1048576.0);
   if (sys["dma_heap_nodes"].empty()) out += "  /dev/dma_heap      no heap nodes\n";
   for (const auto& h : sys["dma_heap_nodes"])
-    out += fmt::format("  {:<18} {} uid {} gid {} {}{}\n", h["path"].get<std::string>(), h["mode"].get<std::string>(),
+    out += text::format("  {:<18} {} uid {} gid {} {}{}\n", h["path"].get<std::string>(), h["mode"].get<std::string>(),
                        h["uid"].get<int>(), h["gid"].get<int>(), h["readable"].get<bool>() ? "r" : "-",
                        h["writable"].get<bool>() ? "w" : "-");
   const json& u = sys["udmabuf"];
   out += u["present"].get<bool>()
-             ? fmt::format("  /dev/udmabuf       present, {} {}{}\n", u["mode"].get<std::string>(),
+             ? text::format("  /dev/udmabuf       present, {} {}{}\n", u["mode"].get<std::string>(),
                            u["readable"].get<bool>() ? "r" : "-", u["writable"].get<bool>() ? "w" : "-")
              : "  /dev/udmabuf       absent\n";
-  out += fmt::format("  auto selection     {}\n", sys.value("auto_selection", std::string("?")));
+  out += text::format("  auto selection     {}\n", sys.value("auto_selection", std::string("?")));
   return out;
 }
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include <fmt/format.h>
+#include "text/format.h"
 #include <nlohmann/json.hpp>
 
 namespace edgetensor_cli {
@@ -22,6 +22,7 @@ using edgetensor::fail;
 using edgetensor::Result;
 using edgetensor::TensorDyn;
 using json = nlohmann::json;
+namespace text = edgetensor::text;
 
 namespace {
 
@@ -48,7 +49,7 @@ Result<void> wait_readable(int fd, int timeout_ms) {
   do {
     r = ::poll(&p, 1, timeout_ms);
   } while (r < 0 && errno == EINTR);
-  if (r == 0) return fail(ErrorCode::Busy, fmt::format("peer did not answer within {} ms", timeout_ms));
+  if (r == 0) return fail(ErrorCode::Busy, text::format("peer did not answer within {} ms", timeout_ms));
   if (r < 0) return fail(edgetensor::Error::from_errno(errno, "poll"));
   return {};
 }
@@ -67,7 +68,7 @@ Result<void> check_pattern(const TensorDyn& t, std::uint32_t seed) {
   auto bytes = m.bytes();
   for (std::size_t i = 0; i < bytes.size(); ++i)
     if (bytes[i] != std::byte{pattern_byte(i, seed)})
-      return fail(ErrorCode::Internal, fmt::format("byte {} of {} is {:#04x}, expected {:#04x}", i, bytes.size(),
+      return fail(ErrorCode::Internal, text::format("byte {} of {} is {:#04x}, expected {:#04x}", i, bytes.size(),
                                                    static_cast<unsigned>(bytes[i]), pattern_byte(i, seed)));
   return {};
 }
@@ -128,10 +129,10 @@ Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::stri
   if (!r.value("ok", false))
     return fail(ErrorCode::Internal, "peer: " + r.value("error", std::string("no error text")));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return fail(ErrorCode::Internal, fmt::format("peer exited with status {:#x}", status));
+    return fail(ErrorCode::Internal, text::format("peer exited with status {:#x}", status));
   ET_TRY(check_pattern(t, seed + 1));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return fmt::format("pid {} imported {} B, verified, wrote reply; reply verified ({:.1f} ms)", pid,
+  return text::format("pid {} imported {} B, verified, wrote reply; reply verified ({:.1f} ms)", pid,
                      t.extent_bytes(), ms);
 }
 

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/sys.h"
@@ -39,13 +39,13 @@ std::string node_permissions(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return "not present";
-    return fmt::format("stat failed: {}", errno_name(errno));
+    return text::format("stat failed: {}", errno_name(errno));
   }
   char type = S_ISCHR(st.st_mode) ? 'c' : S_ISBLK(st.st_mode) ? 'b' : S_ISDIR(st.st_mode) ? 'd' : '-';
   std::string bits;
   const char* rwx = "rwxrwxrwx";
   for (int i = 0; i < 9; ++i) bits += (st.st_mode & (0400 >> i)) ? rwx[i] : '-';
-  return fmt::format("{}{} uid {} gid {}", type, bits, st.st_uid, st.st_gid);
+  return text::format("{}{} uid {} gid {}", type, bits, st.st_uid, st.st_gid);
 }
 
 Result<UniqueFd> dma_heap_allocate(const std::string& heap, std::size_t size_bytes) {
@@ -62,7 +62,7 @@ Result<UniqueFd> dma_heap_allocate(const std::string& heap, std::size_t size_byt
   data.heap_flags = 0;
   if (sys::ioctl(heap_fd.get(), DMA_HEAP_IOCTL_ALLOC, &data) != 0) {
     int e = errno;
-    return fail(Error::from_errno(e, fmt::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size_bytes, path)));
+    return fail(Error::from_errno(e, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size_bytes, path)));
   }
   return UniqueFd(static_cast<int>(data.fd));
 }

@@ -5,8 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "text/format.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
@@ -25,12 +24,12 @@ Result<void> check_heap_name(std::string_view name) {
   if (name.empty()) return fail(ErrorCode::InvalidArgument, "dma-heap name is empty");
   if (name.size() >= 255)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("dma-heap name of {} bytes is too long (limit 254)", name.size()));
+                text::format("dma-heap name of {} bytes is too long (limit 254)", name.size()));
   if (name.find('\0') != std::string_view::npos)
     return fail(ErrorCode::InvalidArgument, "dma-heap name contains a NUL byte");
   if (name.find('/') != std::string_view::npos || name == "." || name == "..")
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("dma-heap name '{}' is not a node name under /dev/dma_heap (no '/', '.' or '..')", name));
+                text::format("dma-heap name '{}' is not a node name under /dev/dma_heap (no '/', '.' or '..')", name));
   return {};
 }
 
@@ -49,7 +48,7 @@ Result<HeapPlan> make_heap_plan(std::string_view requested) {
 }
 
 std::string dmabuf_buffer_name(std::string_view tensor_name) {
-  std::string name = tensor_name.empty() ? std::string("edgetensor") : fmt::format("et:{}", tensor_name);
+  std::string name = tensor_name.empty() ? std::string("edgetensor") : text::format("et:{}", tensor_name);
   const std::size_t limit = kDmaBufNameLen - 1;
   if (name.size() <= limit) return name;
   std::size_t cut = limit;
@@ -61,46 +60,46 @@ std::string dmabuf_buffer_name(std::string_view tensor_name) {
 
 Result<std::size_t> round_up_to_page(std::size_t bytes, std::size_t page) {
   if (bytes > SIZE_MAX - (page - 1))
-    return fail(ErrorCode::OutOfRange, fmt::format("{} B rounded up to the page size {} B overflows", bytes, page));
+    return fail(ErrorCode::OutOfRange, text::format("{} B rounded up to the page size {} B overflows", bytes, page));
   return (bytes + page - 1) & ~(page - 1);
 }
 
 Error device_open_error(std::string_view path, int err, std::string_view heap_name,
                         const std::vector<std::string>& kernel_heaps, std::string_view permissions) {
-  const std::string perm = permissions.empty() ? std::string() : fmt::format(" (node is {})", permissions);
+  const std::string perm = permissions.empty() ? std::string() : text::format(" (node is {})", permissions);
   switch (err) {
     case ENOENT: {
       std::string why;
       if (heap_name.empty()) {
         why = "this kernel has no udmabuf (CONFIG_UDMABUF) or its device node is missing";
       } else if (std::find(kernel_heaps.begin(), kernel_heaps.end(), heap_name) != kernel_heaps.end()) {
-        why = fmt::format("the kernel has heap '{}' (/sys/class/dma_heap lists it) but the device node is "
+        why = text::format("the kernel has heap '{}' (/sys/class/dma_heap lists it) but the device node is "
                           "missing, e.g. /dev not passed into this container",
                           heap_name);
       } else if (!kernel_heaps.empty()) {
-        why = fmt::format("this kernel has no heap '{}'; its heaps: {}", heap_name, fmt::join(kernel_heaps, ", "));
+        why = text::format("this kernel has no heap '{}'; its heaps: {}", heap_name, text::join(kernel_heaps, ", "));
       } else {
         why = "this kernel has no DMA-BUF heaps (CONFIG_DMABUF_HEAPS), or /sys/class/dma_heap is not visible";
       }
-      return Error(ErrorCode::Unavailable, fmt::format("open {}: no such device node (ENOENT): {}", path, why), err);
+      return Error(ErrorCode::Unavailable, text::format("open {}: no such device node (ENOENT): {}", path, why), err);
     }
     case EACCES:
     case EPERM:
       return Error(ErrorCode::PermissionDenied,
-                   fmt::format("open {}: permission denied ({}){}: add the user to the group that owns the "
+                   text::format("open {}: permission denied ({}){}: add the user to the group that owns the "
                                "node (often 'video') or install a udev rule that grants access",
                                path, err == EACCES ? "EACCES" : "EPERM", perm),
                    err);
     case ENOMEM:
-      return Error(ErrorCode::OutOfMemory, fmt::format("open {}: out of memory (ENOMEM)", path), err);
+      return Error(ErrorCode::OutOfMemory, text::format("open {}: out of memory (ENOMEM)", path), err);
     default:
-      return Error::from_errno(err, fmt::format("open {}{}", path, perm));
+      return Error::from_errno(err, text::format("open {}{}", path, perm));
   }
 }
 
 Error udmabuf_size_limit_error(std::size_t size_bytes, std::size_t limit_mb) {
   return Error(ErrorCode::OutOfRange,
-               fmt::format("udmabuf of {} B exceeds the kernel's limit of {} MiB ({} B; module parameter "
+               text::format("udmabuf of {} B exceeds the kernel's limit of {} MiB ({} B; module parameter "
                            "udmabuf.size_limit_mb={}); raise it with udmabuf.size_limit_mb=<MiB> on the kernel "
                            "command line or in /sys/module/udmabuf/parameters/size_limit_mb",
                            size_bytes, limit_mb, limit_mb * std::size_t{1024} * 1024, limit_mb));

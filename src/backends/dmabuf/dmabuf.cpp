@@ -14,8 +14,7 @@
 #include <cstring>
 #include <fstream>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "text/format.h"
 
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
@@ -35,7 +34,7 @@ namespace {
 
 std::string sync_flags_name(std::uint64_t flags) {
   std::string dir = (flags & kSyncRead) && (flags & kSyncWrite) ? "RW" : (flags & kSyncWrite) ? "WRITE" : "READ";
-  return fmt::format("{}|{}", (flags & kSyncEnd) ? "END" : "START", dir);
+  return text::format("{}|{}", (flags & kSyncEnd) ? "END" : "START", dir);
 }
 
 // DMA_BUF_IOCTL_SYNC through the seam, retried on EINTR/EAGAIN. Returns the outcome (err 0 = done).
@@ -57,13 +56,13 @@ class DmaBufBacking final : public FdBacking {
   Result<std::byte*> begin_cpu_access(MapMode mode) override {
     if (int e = ensure_mapping(); e != 0)
       return fail(ErrorCode::Unsupported,
-                  fmt::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
+                  text::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
                               "use still work",
                               detail_, buffer_bytes_, fd_.get(), std::strerror(e), errno_name(e)),
                   e);
     const std::uint64_t flags = sync_start_flags(read_only_ ? MapMode::Read : mode);
     if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)
-      return fail(Error::from_errno(out.err, fmt::format("DMA_BUF_IOCTL_SYNC {} on {} (fd {}, {} attempt{})",
+      return fail(Error::from_errno(out.err, text::format("DMA_BUF_IOCTL_SYNC {} on {} (fd {}, {} attempt{})",
                                                          sync_flags_name(flags), detail_, fd_.get(), out.attempts,
                                                          out.attempts == 1 ? "" : "s")));
     return base();
@@ -84,7 +83,7 @@ Result<std::unique_ptr<Backing>> finish(UniqueFd fd, std::size_t requested, cons
   ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "DMA-BUF"));
   ET_TRY_ASSIGN(std::size_t size, dmabuf_buffer_bytes(fd.get()));
   if (size < requested)
-    return fail(ErrorCode::Internal, fmt::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,
+    return fail(ErrorCode::Internal, text::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,
                                                  requested));
   return make_dmabuf_backing(std::move(fd), size, false, key, std::move(detail));
 }
@@ -112,8 +111,8 @@ Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const Allocat
   const std::string requested = requested_heap(options);
   auto plan = make_heap_plan(requested);
   if (!plan)
-    return fail(plan.error().code(), fmt::format("{}{}", plan.error().message(),
-                                                 options.dma_heap.empty() ? fmt::format(" (from {})", dmabuf::kHeapEnvVar) : ""));
+    return fail(plan.error().code(), text::format("{}{}", plan.error().message(),
+                                                 options.dma_heap.empty() ? text::format(" (from {})", dmabuf::kHeapEnvVar) : ""));
   std::vector<std::string> missing;
   std::vector<Error> failures;
   for (const auto& heap : plan->heaps) {
@@ -145,8 +144,8 @@ Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const Allocat
   std::vector<std::string> parts;
   if (!missing.empty()) {
     auto kernel = list_dir_names(dmabuf_paths().kernel_heap_dir);
-    parts.push_back(fmt::format("no node {}/{{{}}} (kernel heaps: {})", dmabuf_paths().heap_dir, fmt::join(missing, ","),
-                                kernel.empty() ? std::string("none") : fmt::format("{}", fmt::join(kernel, ", "))));
+    parts.push_back(text::format("no node {}/{{{}}} (kernel heaps: {})", dmabuf_paths().heap_dir, text::join(missing, ","),
+                                kernel.empty() ? std::string("none") : text::format("{}", text::join(kernel, ", "))));
     err = ENOENT;
   }
   for (const auto& f : failures) {
@@ -154,12 +153,12 @@ Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const Allocat
     if (f.code() == code) err = f.sys_errno();
     parts.push_back(f.message());
   }
-  return fail(code, fmt::format("no DMA-BUF allocator served {} B: {}", size, fmt::join(parts, "; ")), err);
+  return fail(code, text::format("no DMA-BUF allocator served {} B: {}", size, text::join(parts, "; ")), err);
 }
 
 // The exporter's name from /proc/self/fdinfo ("exp_name:"), so memory_detail() says where it came from.
 std::string exporter_name(int fd) {
-  std::ifstream f(fmt::format("/proc/self/fdinfo/{}", fd));
+  std::ifstream f(text::format("/proc/self/fdinfo/{}", fd));
   for (std::string line; std::getline(f, line);) {
     if (line.rfind("exp_name:", 0) == 0) {
       auto v = line.substr(9);
@@ -172,7 +171,7 @@ std::string exporter_name(int fd) {
 
 Result<std::unique_ptr<Backing>> dmabuf_import(UniqueFd fd, const FdInfo& info) {
   std::string exporter = exporter_name(fd.get());
-  std::string detail = exporter.empty() ? "imported DMA-BUF" : fmt::format("imported DMA-BUF ({})", exporter);
+  std::string detail = exporter.empty() ? "imported DMA-BUF" : text::format("imported DMA-BUF ({})", exporter);
   if (info.read_only) detail += ", read-only";
   return make_dmabuf_backing(std::move(fd), info.buffer_bytes, info.read_only, info.key, std::move(detail));
 }
@@ -182,11 +181,11 @@ BackendStatus dmabuf_status() {
   BackendStatus s{MemoryKind::DmaBuf, true, !st.serving.empty(), {}};
   std::vector<std::string> heaps;
   for (const auto& h : st.heaps)
-    if (h.present) heaps.push_back(fmt::format("{} ({})", h.name, h.accessible ? "rw" : "no access"));
+    if (h.present) heaps.push_back(text::format("{} ({})", h.name, h.accessible ? "rw" : "no access"));
   std::string udmabuf = st.udmabuf.present ? (st.udmabuf.accessible ? "present" : "no access") : "absent";
-  if (st.udmabuf.size_limit_mb) udmabuf += fmt::format(", limit {} MiB", *st.udmabuf.size_limit_mb);
-  std::string found = fmt::format("heaps: {}; udmabuf: {}", heaps.empty() ? std::string("none") : fmt::format("{}", fmt::join(heaps, ", ")), udmabuf);
-  s.detail = s.available ? fmt::format("{} ({})", st.serving, found) : fmt::format("{} ({})", st.why_none, found);
+  if (st.udmabuf.size_limit_mb) udmabuf += text::format(", limit {} MiB", *st.udmabuf.size_limit_mb);
+  std::string found = text::format("heaps: {}; udmabuf: {}", heaps.empty() ? std::string("none") : text::format("{}", text::join(heaps, ", ")), udmabuf);
+  s.detail = s.available ? text::format("{} ({})", st.serving, found) : text::format("{} ({})", st.why_none, found);
   return s;
 }
 
@@ -269,7 +268,7 @@ Status probe() {
     if (h && h->accessible) {
       st.serving = "dma-heap " + h->name;
     } else {
-      st.why_none = fmt::format("{}={} is required but {}", kHeapEnvVar, st.requested,
+      st.why_none = text::format("{}={} is required but {}", kHeapEnvVar, st.requested,
                                 !h || !h->present ? "its node is missing" : "it cannot be opened (" + h->open_error + ")");
     }
     return st;
@@ -289,11 +288,11 @@ Status probe() {
   }
   std::vector<std::string> why;
   for (const auto& h : st.heaps)
-    if (h.present && h.in_probe_order) why.push_back(fmt::format("{}: {}", h.path, h.open_error));
-  if (why.empty()) why.push_back(fmt::format("no dma-heap node in {}", paths.heap_dir));
-  why.push_back(st.udmabuf.present ? fmt::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
-                                   : fmt::format("no {}", st.udmabuf.path));
-  st.why_none = fmt::format("no DMA-BUF allocator usable: {}", fmt::join(why, "; "));
+    if (h.present && h.in_probe_order) why.push_back(text::format("{}: {}", h.path, h.open_error));
+  if (why.empty()) why.push_back(text::format("no dma-heap node in {}", paths.heap_dir));
+  why.push_back(st.udmabuf.present ? text::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
+                                   : text::format("no {}", st.udmabuf.path));
+  st.why_none = text::format("no DMA-BUF allocator usable: {}", text::join(why, "; "));
   return st;
 }
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
@@ -53,7 +53,7 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
       if (auto limit = udmabuf_size_limit_mb(); limit && size > *limit * std::size_t{1024} * 1024)
         return fail(udmabuf_size_limit_error(size, *limit));
     }
-    return fail(Error::from_errno(e, fmt::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));
+    return fail(Error::from_errno(e, text::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));
   }
   return UniqueFd(fd);
 }
@@ -91,36 +91,36 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 
 Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
   using detail::page_size;
-  if (memfd < 0) return fail(ErrorCode::InvalidArgument, fmt::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
+  if (memfd < 0) return fail(ErrorCode::InvalidArgument, text::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
   if (size_bytes == 0) return fail(ErrorCode::InvalidArgument, "udmabuf_from_memfd: size is 0 B; the kernel refuses empty udmabufs");
   const std::size_t page = page_size();
   if (offset_bytes % page != 0 || size_bytes % page != 0)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("udmabuf_from_memfd: offset {} B and size {} B must be multiples of the page size {} B",
+                text::format("udmabuf_from_memfd: offset {} B and size {} B must be multiples of the page size {} B",
                             offset_bytes, size_bytes, page));
   int seals = sys::fcntl(memfd, F_GET_SEALS);
   if (seals < 0) {
     int e = errno;
-    if (e == EBADF) return fail(ErrorCode::InvalidArgument, fmt::format("udmabuf_from_memfd: fd {} is not open", memfd), e);
+    if (e == EBADF) return fail(ErrorCode::InvalidArgument, text::format("udmabuf_from_memfd: fd {} is not open", memfd), e);
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("udmabuf_from_memfd: fd {} is not a memfd (F_GET_SEALS: {}); udmabuf needs a memfd "
+                text::format("udmabuf_from_memfd: fd {} is not a memfd (F_GET_SEALS: {}); udmabuf needs a memfd "
                             "sealed with F_SEAL_SHRINK", memfd, errno_name(e)), e);
   }
   if (!(seals & F_SEAL_SHRINK))
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("udmabuf_from_memfd: memfd {} is not sealed with F_SEAL_SHRINK (seals {:#x}); the kernel "
+                text::format("udmabuf_from_memfd: memfd {} is not sealed with F_SEAL_SHRINK (seals {:#x}); the kernel "
                             "requires it: fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) (create it with MFD_ALLOW_SEALING)",
                             memfd, static_cast<unsigned>(seals)));
   if (seals & F_SEAL_WRITE)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("udmabuf_from_memfd: memfd {} is sealed with F_SEAL_WRITE; the kernel refuses such memfds",
+                text::format("udmabuf_from_memfd: memfd {} is sealed with F_SEAL_WRITE; the kernel refuses such memfds",
                             memfd));
   struct stat st {};
-  if (sys::fstat(memfd, &st) != 0) return fail(Error::from_errno(errno, fmt::format("fstat(memfd {})", memfd)));
+  if (sys::fstat(memfd, &st) != 0) return fail(Error::from_errno(errno, text::format("fstat(memfd {})", memfd)));
   const auto file_size = static_cast<std::size_t>(st.st_size);
   if (offset_bytes > file_size || size_bytes > file_size - offset_bytes)
     return fail(ErrorCode::OutOfRange,
-                fmt::format("udmabuf_from_memfd: range [{}, +{}) B passes the end of memfd {} ({} B)", offset_bytes,
+                text::format("udmabuf_from_memfd: range [{}, +{}) B passes the end of memfd {} ({} B)", offset_bytes,
                             size_bytes, memfd, file_size));
   ET_TRY(detail::check_limit(size_bytes));
   ET_TRY_ASSIGN(UniqueFd dev, detail::open_udmabuf_device());

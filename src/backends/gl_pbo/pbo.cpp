@@ -4,7 +4,7 @@
 
 #include <edgetensor/gl.h>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/gl_pbo/gl_pbo.h"
 #include "core/log_internal.h"
@@ -24,8 +24,8 @@ PboBacking::~PboBacking() {
 }
 
 std::string PboBacking::detail() const {
-  if (state_->disconnected.load()) return fmt::format("GL PBO {} (disconnected: GL context gone)", state_->name);
-  return fmt::format("GL PBO {} on {}", state_->name, worker_->info().renderer);
+  if (state_->disconnected.load()) return text::format("GL PBO {} (disconnected: GL context gone)", state_->name);
+  return text::format("GL PBO {} on {}", state_->name, worker_->info().renderer);
 }
 
 Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
@@ -54,7 +54,7 @@ void PboBacking::end_cpu_access(MapMode) noexcept {
 
 Result<UniqueFd> PboBacking::export_fd() const {
   return fail(ErrorCode::Unsupported,
-              fmt::format("gl_pbo tensor is not shareable by fd (GL PBO {}): a GL buffer object has no fd; "
+              text::format("gl_pbo tensor is not shareable by fd (GL PBO {}): a GL buffer object has no fd; "
                           "allocate with memory DmaBuf or Shm to share, or copy into one", state_->name));
 }
 
@@ -69,7 +69,7 @@ PboBacking* pbo_backing(const Storage& storage) noexcept {
 Result<PboHandle> PboHandle::of(const Storage& storage) {
   PboBacking* pbo = pbo_backing(storage);
   if (!pbo)
-    return fail(ErrorCode::InvalidArgument, fmt::format("storage memory is {} ({}), not a GL PBO buffer",
+    return fail(ErrorCode::InvalidArgument, text::format("storage memory is {} ({}), not a GL PBO buffer",
                                                         memory_kind_name(storage.kind()), storage.backing().detail()));
   return PboHandle(pbo->worker(), pbo->state());
 }
@@ -79,7 +79,7 @@ std::size_t PboHandle::buffer_bytes() const noexcept { return state_->size_bytes
 bool PboHandle::disconnected() const noexcept { return state_->disconnected.load(); }
 std::string PboHandle::context_label() const {
   const auto& i = worker_->info();
-  return fmt::format("{} ({})", i.platform_detail, i.renderer);
+  return text::format("{} ({})", i.platform_detail, i.renderer);
 }
 bool PboHandle::deleted() const noexcept { return state_->deleted; }
 bool PboHandle::cpu_mapped() const noexcept { return state_->mapped; }
@@ -104,14 +104,14 @@ BackendStatus pbo_status() {
     return s;
   }
   s.available = true;
-  s.detail = fmt::format("EGL loadable ({}); allocation needs a gl::Context", (*egl)->library);
+  s.detail = text::format("EGL loadable ({}); allocation needs a gl::Context", (*egl)->library);
   return s;
 }
 
 Result<std::unique_ptr<Backing>> pbo_allocate(std::size_t size_bytes, const AllocateOptions& options) {
   if (!options.gl_context)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("allocate {} B with memory gl_pbo: AllocateOptions::gl_context is null; create one "
+                text::format("allocate {} B with memory gl_pbo: AllocateOptions::gl_context is null; create one "
                             "with gl::Context::create()", size_bytes));
   const auto& worker = GlContextAccess::worker(*options.gl_context);
   auto w = worker;
@@ -133,7 +133,7 @@ Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
   PboBacking* pbo = pbo_backing(*tensor.storage());
   if (!pbo)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
+                text::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
                             tensor.memory_detail()));
   return pbo;
 }
@@ -169,11 +169,11 @@ Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(con
       [worker, state, storage, buffer, fn = std::move(fn)]() -> Result<void> {
         if (state->deleted) return fail(worker->gone_error("gl::with_buffer"));
         if (state->mapped)
-          return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is CPU-mapped; close the map first "
+          return fail(ErrorCode::Busy, text::format("gl::with_buffer: GL buffer {} is CPU-mapped; close the map first "
                                                    "(GLES forbids GL use of a mapped buffer)", state->name));
         for (auto& a : state->attachments)
           if (auto why = a->busy_reason())
-            return fail(ErrorCode::Busy, fmt::format("gl::with_buffer: GL buffer {} is busy: {}", state->name, *why));
+            return fail(ErrorCode::Busy, text::format("gl::with_buffer: GL buffer {} is busy: {}", state->name, *why));
         return fn(buffer);
       },
       timeout);

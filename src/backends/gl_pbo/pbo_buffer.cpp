@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "backends/gl_pbo/pbo.h"
 #include "core/log_internal.h"
@@ -39,19 +39,19 @@ bool PboState::release_at_shutdown(GlWorker& worker) noexcept {
 
 Result<std::shared_ptr<PboState>> create_buffer(GlWorker& worker, std::size_t size_bytes) {
   if (size_bytes > static_cast<std::size_t>(PTRDIFF_MAX))
-    return fail(ErrorCode::OutOfRange, fmt::format("GL buffer of {} B exceeds GLsizeiptr's maximum {} B", size_bytes,
+    return fail(ErrorCode::OutOfRange, text::format("GL buffer of {} B exceeds GLsizeiptr's maximum {} B", size_bytes,
                                                    static_cast<std::size_t>(PTRDIFF_MAX)));
   const GlApi& gl = worker.gl();
   clear_gl_errors(gl);
   GLuint name = 0;
   gl.GenBuffers(1, &name);
   if (name == 0)
-    return fail(ErrorCode::Internal, fmt::format("glGenBuffers gave no name: {}", gl_error_name(gl.GetError())));
+    return fail(ErrorCode::Internal, text::format("glGenBuffers gave no name: {}", gl_error_name(gl.GetError())));
   gl.BindBuffer(kTarget, name);
   auto undo = [&](std::string what, GLenum e) {
     gl.BindBuffer(kTarget, 0);
     gl.DeleteBuffers(1, &name);
-    return fail(code_of_gl_error(e), fmt::format("{} for a {} B GL buffer: {}", what, size_bytes, gl_error_name(e)));
+    return fail(code_of_gl_error(e), text::format("{} for a {} B GL buffer: {}", what, size_bytes, gl_error_name(e)));
   };
   gl.BufferData(kTarget, static_cast<GLsizeiptr>(size_bytes), nullptr, GL_DYNAMIC_DRAW);
   if (GLenum e = gl.GetError(); e != GL_NO_ERROR) return undo("glBufferData", e);
@@ -74,10 +74,10 @@ Result<std::shared_ptr<PboState>> create_buffer(GlWorker& worker, std::size_t si
 Result<std::byte*> map_buffer(GlWorker& worker, PboState& state, MapMode mode) {
   if (state.deleted) return fail(worker.gone_error("CPU map of a GL PBO"));
   if (state.mapped)
-    return fail(ErrorCode::Busy, fmt::format("GL buffer {} is already mapped; it allows one CPU map at a time", state.name));
+    return fail(ErrorCode::Busy, text::format("GL buffer {} is already mapped; it allows one CPU map at a time", state.name));
   for (auto& a : state.attachments)
     if (auto why = a->busy_reason())
-      return fail(ErrorCode::Busy, fmt::format("CPU map of GL buffer {} refused: {}", state.name, *why));
+      return fail(ErrorCode::Busy, text::format("CPU map of GL buffer {} refused: {}", state.name, *why));
   const GlApi& gl = worker.gl();
   clear_gl_errors(gl);
   gl.BindBuffer(kTarget, state.name);
@@ -86,7 +86,7 @@ Result<std::byte*> map_buffer(GlWorker& worker, PboState& state, MapMode mode) {
   GLenum e = gl.GetError();
   gl.BindBuffer(kTarget, 0);
   if (!p)
-    return fail(code_of_gl_error(e), fmt::format("glMapBufferRange of GL buffer {} ({} B, access {:#x}): {}", state.name,
+    return fail(code_of_gl_error(e), text::format("glMapBufferRange of GL buffer {} ({} B, access {:#x}): {}", state.name,
                                                  state.size_bytes, access, gl_error_name(e)));
   state.mapped = true;
   return static_cast<std::byte*>(p);

@@ -10,7 +10,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include "text/format.h"
 
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
@@ -29,7 +29,7 @@ class ShmBacking final : public FdBacking {
   bool needs_cpu_access_bracket() const noexcept override { return false; }
   Result<std::byte*> cpu_address() override {
     if (int e = ensure_mapping(); e != 0)
-      return fail(Error::from_errno(e, fmt::format("mmap of {} ({} B)", detail_, buffer_bytes_)));
+      return fail(Error::from_errno(e, text::format("mmap of {} ({} B)", detail_, buffer_bytes_)));
     return base();
   }
   Result<std::byte*> begin_cpu_access(MapMode) override { return cpu_address(); }
@@ -63,22 +63,22 @@ Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::str
     int e = errno;
     if (e == EEXIST)
       return fail(ErrorCode::AlreadyExists,
-                  fmt::format("POSIX shm name '{}' exists; remove it (shm::remove) or open it", name), e);
-    return fail(Error::from_errno(e, fmt::format("shm_open('{}', O_CREAT|O_EXCL)", name)));
+                  text::format("POSIX shm name '{}' exists; remove it (shm::remove) or open it", name), e);
+    return fail(Error::from_errno(e, text::format("shm_open('{}', O_CREAT|O_EXCL)", name)));
   }
   auto undo = [&](Error err) {
     sys::shm_unlink(name.c_str());
     return fail(std::move(err));
   };
   if (sys::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
-    return undo(Error::from_errno(errno, fmt::format("ftruncate of shm '{}' to {} B", name, size)));
+    return undo(Error::from_errno(errno, text::format("ftruncate of shm '{}' to {} B", name, size)));
   // Reserve the pages now, so a full /dev/shm is an error here rather than a SIGBUS on first touch.
   if (int e = sys::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); e != 0) {
     struct statvfs vfs {};
     std::string room = ::statvfs("/dev/shm", &vfs) == 0
-                           ? fmt::format("; /dev/shm has {} B free", static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize)
+                           ? text::format("; /dev/shm has {} B free", static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize)
                            : "";
-    return undo(Error::from_errno(e, fmt::format("reserving {} B for shm '{}' (posix_fallocate){}", size, name, room)));
+    return undo(Error::from_errno(e, text::format("reserving {} B for shm '{}' (posix_fallocate){}", size, name, room)));
   }
   auto key = object_key_of(fd.get(), "new shm");
   if (!key) return undo(key.error());
@@ -101,11 +101,11 @@ Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
 Result<void> check_shm_name(const std::string& name) {
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
     return fail(ErrorCode::InvalidArgument,
-                fmt::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
+                text::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
                             "without another '/'", name, NAME_MAX - 2));
   if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
   if (name == "/." || name == "/..")
-    return fail(ErrorCode::InvalidArgument, fmt::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
+    return fail(ErrorCode::InvalidArgument, text::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
   return {};
 }
 
@@ -114,8 +114,8 @@ Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool re
   UniqueFd fd(sys::shm_open(name.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC, 0));
   if (!fd) {
     int e = errno;
-    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", name), e);
-    return fail(Error::from_errno(e, fmt::format("shm_open('{}')", name)));
+    if (e == ENOENT) return fail(ErrorCode::NotFound, text::format("POSIX shm '{}' does not exist", name), e);
+    return fail(Error::from_errno(e, text::format("shm_open('{}')", name)));
   }
   ET_TRY_ASSIGN(auto info, probe_fd(fd.get()));
   *info_out = info;
@@ -143,8 +143,8 @@ Result<void> shm::remove(const std::string& shm_name) {
   ET_TRY(detail::check_shm_name(shm_name));
   if (sys::shm_unlink(shm_name.c_str()) != 0) {
     int e = errno;
-    if (e == ENOENT) return fail(ErrorCode::NotFound, fmt::format("POSIX shm '{}' does not exist", shm_name), e);
-    return fail(Error::from_errno(e, fmt::format("shm_unlink('{}')", shm_name)));
+    if (e == ENOENT) return fail(ErrorCode::NotFound, text::format("POSIX shm '{}' does not exist", shm_name), e);
+    return fail(Error::from_errno(e, text::format("shm_unlink('{}')", shm_name)));
   }
   return {};
 }

@@ -37,9 +37,12 @@ struct Received {
 };
 
 /// Receives one message into `buffer`, accepting up to `max_fds` fds. Blocks; retries EINTR.
-/// Errors: Unavailable (peer closed: 0 bytes), OutOfRange (message larger than `buffer` - MSG_TRUNC -
-/// or more fds than `max_fds` / control data truncated - MSG_CTRUNC; every fd that did arrive is
-/// closed), from_errno otherwise.
+/// Works whatever the receiving socket asks the kernel to add (SO_PASSCRED, SO_PASSPIDFD, SO_PASSSEC,
+/// SO_TIMESTAMP*): the control buffer has room for those too; they are not returned, and a pidfd the
+/// kernel installs (SCM_PIDFD) is closed. An SCM_SECURITY label over 4096 B shows as MSG_CTRUNC.
+/// Errors: Unavailable (peer closed: 0 bytes), OutOfRange (message larger than `buffer` - MSG_TRUNC -,
+/// more fds than `max_fds`, or control data truncated - MSG_CTRUNC -, naming the control messages that
+/// did arrive; every fd that did arrive is closed), from_errno otherwise.
 [[nodiscard]] ET_API Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer,
                                                   std::size_t max_fds = kMaxFdsPerMessage);
 

@@ -133,6 +133,9 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   }
   if (n == 0 && out.fds.empty()) return fail(ErrorCode::Unavailable, "receive_fds: peer closed the connection");
   if (msg.msg_flags & MSG_CTRUNC) {
+    // Close first: when the kernel stopped at RLIMIT_NOFILE, building the text may itself need an fd.
+    out.fds.clear();
+    pidfds.clear();
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < arrived_count; ++i) parts.push_back(describe(arrived[i]));
     return fail(ErrorCode::OutOfRange,
@@ -142,9 +145,12 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
                             control_bytes, max_fds, kMaxSecurityLabelBytes,
                             parts.empty() ? std::string("nothing") : text::join(parts, ", ")));
   }
-  if (out.fds.size() > max_fds)
+  if (out.fds.size() > max_fds) {
+    const std::size_t received = out.fds.size();
+    out.fds.clear();
     return fail(ErrorCode::OutOfRange,
-                text::format("receive_fds: {} fds received, more than the {} allowed; all closed", out.fds.size(), max_fds));
+                text::format("receive_fds: {} fds received, more than the {} allowed; all closed", received, max_fds));
+  }
   if (msg.msg_flags & MSG_TRUNC)
     return fail(ErrorCode::OutOfRange,
                 text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));

@@ -2,9 +2,11 @@
 // Passing tensors between processes over a Unix-domain socket (SCM_RIGHTS).
 //
 // send()/receive() move one tensor per message: a fixed, versioned header (dtype, shape, strides,
-// offset, memory kind, image metadata, name) plus its buffer's fd. receive() checks everything before it
-// builds a tensor, so a sender cannot crash a receiver. send_fds()/receive_fds() are the building blocks
-// for protocols of your own.
+// offset, memory kind, image metadata, name) plus its buffer's fd; the wire format is docs/WIRE.md.
+// They need an AF_UNIX socket that keeps message boundaries: SOCK_SEQPACKET (connected, e.g. from
+// socketpair) or SOCK_DGRAM; a SOCK_STREAM socket is refused before a byte moves. receive() checks
+// everything before it builds a tensor, so a sender cannot crash a receiver. send_fds()/receive_fds()
+// are the building blocks for protocols of your own.
 #pragma once
 
 #include <edgetensor/array_ref.h>
@@ -24,7 +26,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
 inline constexpr std::size_t kMaxFdsPerMessage = 16;
 
 /// Sends `bytes` (1 or more) and `fds` (borrowed; the kernel installs duplicates in the receiver) in one
-/// message on the connected socket `socket_fd` (borrowed). Blocks; retries EINTR; MSG_NOSIGNAL.
+/// message on the connected socket `socket_fd` (borrowed). Blocks; retries EINTR; MSG_NOSIGNAL. On a
+/// SOCK_STREAM socket there are no messages: the fds travel with the first byte and the caller frames
+/// the bytes (and handles a short send: Internal below).
 /// Errors: InvalidArgument (no bytes, too many fds), from_errno (EPIPE -> Unavailable, ...),
 /// Internal for a short send.
 [[nodiscard]] ET_API Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes,
@@ -37,9 +41,12 @@ struct Received {
 };
 
 /// Receives one message into `buffer`, accepting up to `max_fds` fds. Blocks; retries EINTR.
-/// Errors: Unavailable (peer closed: 0 bytes), OutOfRange (message larger than `buffer` - MSG_TRUNC -
-/// or more fds than `max_fds` / control data truncated - MSG_CTRUNC; every fd that did arrive is
-/// closed), from_errno otherwise.
+/// Works whatever the receiving socket asks the kernel to add (SO_PASSCRED, SO_PASSPIDFD, SO_PASSSEC,
+/// SO_TIMESTAMP*): the control buffer has room for those too; they are not returned, and a pidfd the
+/// kernel installs (SCM_PIDFD) is closed. An SCM_SECURITY label over 4096 B shows as MSG_CTRUNC.
+/// Errors: Unavailable (peer closed: 0 bytes), OutOfRange (message larger than `buffer` - MSG_TRUNC -,
+/// more fds than `max_fds`, or control data truncated - MSG_CTRUNC -, naming the control messages that
+/// did arrive; every fd that did arrive is closed), from_errno otherwise.
 [[nodiscard]] ET_API Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer,
                                                   std::size_t max_fds = kMaxFdsPerMessage);
 
@@ -48,13 +55,19 @@ inline constexpr std::uint16_t kTensorMessageVersion = 1;
 /// Longest tensor name carried (bytes); longer names are cut at a UTF-8 boundary.
 inline constexpr std::size_t kMaxWireNameBytes = 63;
 
-/// Sends `tensor` (its view: shape, strides, offset; its dtype, image metadata and name) and a dup of
-/// its buffer's fd on the connected socket `socket_fd` (borrowed). The tensor stays usable here; both
+/// Sends `tensor` (its view: shape, strides, offset; its dtype, image metadata and name) and its
+/// buffer's fd (the kernel installs a copy in the receiver) in one message on the connected socket
+/// `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM). The tensor stays usable here; both
 /// processes then share the same bytes. Only memory a receiver can trust is sent: memfd sealed against
-/// shrinking (every memfd tensor allocated here is) and DMA-BUF. Blocks; MSG_NOSIGNAL.
-/// Errors: FailedPrecondition (empty handle or zero-byte tensor: no buffer), Unsupported (heap, PBO, a
-/// named POSIX shm object or an unsealed file: a sender could shrink it under the receiver's mapping),
-/// the send_fds errors.
+/// shrinking (every memfd tensor allocated here is) and DMA-BUF. A tensor with zero elements reaches no
+/// byte and is never sent, whatever its memory (a zero-element view of a big buffer included). Blocks;
+/// MSG_NOSIGNAL.
+/// Errors, checked in this order: FailedPrecondition (empty handle; "tensor [0, 3] has zero elements:
+/// nothing to share"), Unsupported (heap, PBO), InvalidArgument (a SOCK_STREAM or other socket type,
+/// named; ENOTSOCK), Unsupported (shared memory not sealed against shrinking - a sender could shrink it
+/// under the receiver's mapping -, with what can be done: seal a memfd that allows sealing with
+/// F_SEAL_SHRINK; copy a memfd made without MFD_ALLOW_SEALING, or named POSIX shm, into a tensor
+/// allocated here), the send_fds errors.
 [[nodiscard]] ET_API Result<void> send(int socket_fd, const TensorDyn& tensor);
 
 /// Limits a receiver puts on what a sender may hand it.
@@ -65,14 +78,16 @@ struct ReceiveOptions {
   std::size_t max_buffer_bytes = sizeof(std::size_t) >= 8 ? std::size_t{64} << 30 : std::size_t{1} << 30;
 };
 
-/// Receives one tensor sent with send(). Validates the header (size, magic, version, dtype, rank,
-/// memory kind, name), the fd count (exactly one; MSG_CTRUNC), what the fd really is (it must match the
-/// header's memory kind; a memfd must be sealed against shrinking) and its real size against offset +
-/// extent and options.max_buffer_bytes. Every fd received is closed on every error path. Blocks.
-/// Errors: InvalidArgument (malformed header, naming the field, its value and the limit; wrong fd
-/// kind; unsealed memfd; O_PATH or write-only fd), OutOfRange (buffer smaller than the view, or larger
-/// than max_buffer_bytes), Unavailable (peer closed), the
-/// receive_fds errors.
+/// Receives one tensor sent with send() on `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM,
+/// checked before anything is read). Validates the header (size, magic and byte order, version, dtype,
+/// rank, a shape with no zero, memory kind, name), the fd count (exactly one; MSG_CTRUNC), what the fd
+/// really is (it must match the header's memory kind; a memfd must be sealed against shrinking) and its
+/// real size against offset + extent and options.max_buffer_bytes. Every fd received is closed on every
+/// error path. Blocks.
+/// Errors: InvalidArgument (a SOCK_STREAM or other socket type, named, nothing read; malformed header,
+/// naming the field, its value and the limit - "shape[0] = 0: shape [0, 3] has zero elements" -; wrong
+/// fd kind; unsealed memfd; O_PATH or write-only fd), OutOfRange (buffer smaller than the view, or
+/// larger than max_buffer_bytes), Unavailable (peer closed), the receive_fds errors.
 [[nodiscard]] ET_API Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& options = {});
 
 }  // namespace edgetensor::ipc

@@ -3,8 +3,11 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "text/format.h"
@@ -46,6 +49,46 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   return {};
 }
 
+namespace {
+
+// What the kernel may add to a message on an AF_UNIX socket besides SCM_RIGHTS, each for an option of the
+// receiving socket (net/core/scm.c, net/unix/af_unix.c; values from include/linux/socket.h):
+//   SO_PASSCRED   SCM_CREDENTIALS: struct ucred
+//   SO_PASSPIDFD  SCM_PIDFD: one int, a pidfd the kernel installs here (Linux >= 6.5)
+//   SO_PASSSEC    SCM_SECURITY: the sender's LSM label, variable size
+//   SO_TIMESTAMP(NS), SO_TIMESTAMPING: a timeval/timespec, and 3 timespecs (datagram and seqpacket only)
+constexpr int kScmSecurity = 0x03;  // glibc names these only from 2.39
+constexpr int kScmPidfd = 0x04;
+// Room for an SCM_SECURITY label. A process's label comes from policy or a write to /proc/<pid>/attr/*,
+// which the kernel cuts at one page (fs/proc/base.c, proc_pid_attr_write); Smack labels stop at 255 B
+// (SMK_LONGLABEL). A longer label shows as MSG_CTRUNC, and the error says so.
+constexpr std::size_t kMaxSecurityLabelBytes = 4096;
+constexpr std::size_t kTimespecBytes = 16;  // struct __kernel_timespec / __kernel_sock_timeval
+constexpr std::size_t kKernelControlBytes = CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(sizeof(int)) +
+                                            CMSG_SPACE(kMaxSecurityLabelBytes) + CMSG_SPACE(kTimespecBytes) +
+                                            CMSG_SPACE(3 * kTimespecBytes);
+constexpr std::size_t kMaxControlBytes = CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage) + kKernelControlBytes;
+
+// One control message as it arrived (for the error text, built only on error).
+struct Arrived {
+  int level = 0;
+  int type = 0;
+  std::size_t data_bytes = 0;
+};
+
+std::string describe(const Arrived& a) {
+  if (a.level != SOL_SOCKET) return text::format("level {} type {}", a.level, a.type);
+  switch (a.type) {
+    case SCM_RIGHTS: return text::format("SCM_RIGHTS ({} fds)", a.data_bytes / sizeof(int));
+    case SCM_CREDENTIALS: return "SCM_CREDENTIALS";
+    case kScmSecurity: return text::format("SCM_SECURITY ({} B)", a.data_bytes);
+    case kScmPidfd: return "SCM_PIDFD";
+    default: return text::format("SOL_SOCKET type {}", a.type);
+  }
+}
+
+}  // namespace
+
 Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds) {
   if (buffer.empty()) return fail(ErrorCode::InvalidArgument, "receive_fds: empty buffer");
   if (max_fds > kMaxFdsPerMessage)
@@ -55,35 +98,59 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  // Room for max_fds; CMSG_SPACE(0) still gives a valid (header-only) buffer so extra fds show MSG_CTRUNC.
-  std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * (max_fds == 0 ? 1 : max_fds)));
-  msg.msg_control = control.data();
-  msg.msg_controllen = control.size();
+  // Room for max_fds plus everything the kernel may add for the socket's options. Extra fds from the
+  // sender may use the spare room: they are counted and refused below, or show as MSG_CTRUNC.
+  alignas(cmsghdr) std::byte control[kMaxControlBytes];
+  const std::size_t control_bytes = CMSG_SPACE(sizeof(int) * max_fds) + kKernelControlBytes;
+  msg.msg_control = control;
+  msg.msg_controllen = control_bytes;
   ssize_t n;
   do {
     n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return fail(Error::from_errno(errno, text::format("recvmsg on socket fd {}", socket_fd)));
 
-  // Take ownership of every fd that arrived first, so each error path below closes them.
+  // Take ownership of every fd that arrived first, in any fd-carrying message, so each error path below
+  // closes them: SCM_RIGHTS fds go to the caller, a pidfd (SCM_PIDFD) is closed on return.
   Received out;
+  std::vector<UniqueFd> pidfds;
+  std::array<Arrived, 8> arrived{};
+  std::size_t arrived_count = 0;
+  const std::byte* control_end = control + msg.msg_controllen;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
+    if (c->cmsg_len < CMSG_LEN(0)) break;
+    const auto* data = reinterpret_cast<const std::byte*>(CMSG_DATA(c));
+    const std::size_t data_bytes = std::min<std::size_t>(c->cmsg_len - CMSG_LEN(0),
+                                                         static_cast<std::size_t>(control_end - data));
+    if (arrived_count < arrived.size()) arrived[arrived_count++] = {c->cmsg_level, c->cmsg_type, data_bytes};
+    if (c->cmsg_level != SOL_SOCKET || (c->cmsg_type != SCM_RIGHTS && c->cmsg_type != kScmPidfd)) continue;
+    auto& into = c->cmsg_type == SCM_RIGHTS ? out.fds : pidfds;
+    for (std::size_t i = 0; i < data_bytes / sizeof(int); ++i) {
       int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      out.fds.emplace_back(fd);
+      std::memcpy(&fd, data + i * sizeof(int), sizeof(int));
+      into.emplace_back(fd);
     }
   }
   if (n == 0 && out.fds.empty()) return fail(ErrorCode::Unavailable, "receive_fds: peer closed the connection");
-  if (msg.msg_flags & MSG_CTRUNC)
+  if (msg.msg_flags & MSG_CTRUNC) {
+    // Close first: when the kernel stopped at RLIMIT_NOFILE, building the text may itself need an fd.
+    out.fds.clear();
+    pidfds.clear();
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < arrived_count; ++i) parts.push_back(describe(arrived[i]));
     return fail(ErrorCode::OutOfRange,
-                text::format("receive_fds: control data truncated (MSG_CTRUNC): the sender passed more than {} fds; "
-                            "the {} that arrived were closed", max_fds, out.fds.size()));
-  if (out.fds.size() > max_fds)
+                text::format("receive_fds: control data truncated (MSG_CTRUNC): the kernel dropped what did not fit "
+                            "in {} B (room for {} fds, credentials, a pidfd, a {} B security label and timestamps) "
+                            "or could not install an fd (RLIMIT_NOFILE); arrived: {}; all closed",
+                            control_bytes, max_fds, kMaxSecurityLabelBytes,
+                            parts.empty() ? std::string("nothing") : text::join(parts, ", ")));
+  }
+  if (out.fds.size() > max_fds) {
+    const std::size_t received = out.fds.size();
+    out.fds.clear();
     return fail(ErrorCode::OutOfRange,
-                text::format("receive_fds: {} fds received, more than the {} allowed; all closed", out.fds.size(), max_fds));
+                text::format("receive_fds: {} fds received, more than the {} allowed; all closed", received, max_fds));
+  }
   if (msg.msg_flags & MSG_TRUNC)
     return fail(ErrorCode::OutOfRange,
                 text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));

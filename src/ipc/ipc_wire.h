@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor message header of ipc::send/receive (pure logic, no platform code). Fixed layout, host byte
-// order (both ends share one machine), every field validated on decode.
+// order (both ends share one machine), every field validated on decode. docs/WIRE.md describes it byte by
+// byte; the offsets below pin that description.
 #pragma once
 
 #include <edgetensor/dtype.h>
@@ -10,6 +11,7 @@
 #include <edgetensor/tensor.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -35,6 +37,15 @@ struct WireHeader {
   char name[64] = {};
 };
 static_assert(sizeof(WireHeader) == 4 + 2 + 2 + 4 + 4 + 3 * 8 + kMaxRank * 16 + 64, "no padding in the header");
+// docs/WIRE.md, "The tensor message": change both together (and the version).
+static_assert(kMaxRank == 8 && sizeof(WireHeader) == 232);
+static_assert(offsetof(WireHeader, magic) == 0 && offsetof(WireHeader, version) == 4 &&
+              offsetof(WireHeader, header_bytes) == 6 && offsetof(WireHeader, dtype) == 8 &&
+              offsetof(WireHeader, rank) == 9 && offsetof(WireHeader, memory) == 10 &&
+              offsetof(WireHeader, pixel_format) == 11 && offsetof(WireHeader, fd_count) == 12 &&
+              offsetof(WireHeader, offset_bytes) == 16 && offsetof(WireHeader, row_stride_bytes) == 24 &&
+              offsetof(WireHeader, plane_offset_bytes) == 32 && offsetof(WireHeader, shape) == 40 &&
+              offsetof(WireHeader, strides) == 104 && offsetof(WireHeader, name) == 168);
 
 /// Bytes of one encoded header.
 inline constexpr std::size_t kWireHeaderBytes = sizeof(WireHeader);

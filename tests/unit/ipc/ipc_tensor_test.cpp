@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipc::send / ipc::receive (src/core/ipc_tensor.cpp) and the header codec (src/core/ipc_wire.h):
+// ipc::send / ipc::receive (src/ipc/ipc_tensor.cpp) and the header codec (src/ipc/ipc_wire.h):
 // round trips of tensors and views, and every malformed message refused with its field named.
 #include <edgetensor/edgetensor.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -20,9 +21,9 @@ using et_test::open_fd_count;
 namespace {
 
 struct Pair {
-  Pair() {
+  explicit Pair(int type = SOCK_SEQPACKET) {
     int sv[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    EXPECT_EQ(::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
     a = UniqueFd(sv[0]);
     b = UniqueFd(sv[1]);
   }
@@ -131,13 +132,14 @@ TEST(IpcTensor, SendRefusesWhatAReceiverCouldNotTrust) {
   EXPECT_ERROR(ipc::send(p.a.get(), *heap), ErrorCode::Unsupported, "heap tensors");
   auto empty = TensorDyn::allocate({0, 4}, DType::U8, {.memory = MemoryKind::Shm});
   ASSERT_OK(empty);
-  EXPECT_ERROR(ipc::send(p.a.get(), *empty), ErrorCode::FailedPrecondition, "empty tensor has no buffer");
   EXPECT_ERROR(ipc::send(p.a.get(), TensorDyn{}), ErrorCode::FailedPrecondition, "no storage");
   const std::string name = et_test::unique_shm_name("ipc");
   (void)shm::remove(name);
   auto named = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm, .shm_name = name});
   ASSERT_OK(named);
   EXPECT_ERROR(ipc::send(p.a.get(), *named), ErrorCode::Unsupported, "not sealed against shrinking");
+  EXPECT_ERROR(ipc::send(p.a.get(), *named), ErrorCode::Unsupported,
+               "a named POSIX shm object or tmpfs file cannot be sealed: copy it into a tensor allocated");
   ASSERT_OK(shm::remove(name));
 }
 
@@ -150,6 +152,17 @@ TEST(IpcTensor, MalformedMessagesAreRefusedNamingTheFieldAndLeakNoFd) {
   };
   const Case cases[] = {
       {"magic", [](detail::WireHeader& h) { h.magic = 0xdeadbeef; }, "magic 0xdeadbeef"},
+      {"byte order", [](detail::WireHeader& h) { h.magic = __builtin_bswap32(detail::kWireMagic); },
+       "the sender's byte order is the other one"},
+      {"zero elements",
+       [](detail::WireHeader& h) {
+         h.rank = 2;
+         h.shape[0] = 0;
+         h.shape[1] = 4096;
+         h.strides[0] = 4096;
+         h.strides[1] = 1;
+       },
+       "shape[0] = 0: shape [0, 4096] has zero elements"},
       {"version", [](detail::WireHeader& h) { h.version = 7; }, "version 7, this receiver speaks version 1"},
       {"header_bytes", [](detail::WireHeader& h) { h.header_bytes = 12; }, "header_bytes 12"},
       {"dtype", [](detail::WireHeader& h) { h.dtype = 200; }, "dtype 200 is not a DType (0..11)"},
@@ -244,3 +257,100 @@ TEST(IpcTensor, InvalidPixelFormatIsRefusedAtSetImage) {
                "pixel format 200 is not a PixelFormat");
   EXPECT_ERROR(TensorDyn{}.set_image({}), ErrorCode::FailedPrecondition, "no storage");
 }
+
+// ---- The zero-element rule: nothing to share, the same answer on every backend ---------------------
+
+TEST(IpcTensor, ZeroElementTensorsAreRefusedOnEveryBackend) {
+  Pair p;
+  const char* needle = "tensor [0, 3] has zero elements: nothing to share";
+  for (MemoryKind kind : {MemoryKind::Heap, MemoryKind::Shm}) {
+    SCOPED_TRACE(memory_kind_name(kind));
+    auto empty = TensorDyn::allocate({0, 3}, DType::U8, et_test::mem(kind));
+    ASSERT_OK(empty);
+    EXPECT_ERROR(ipc::send(p.a.get(), *empty), ErrorCode::FailedPrecondition, needle);
+  }
+  // A zero-element view of a non-empty shm tensor: refused too, never its whole buffer.
+  auto full = TensorDyn::allocate({4, 3}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(full);
+  auto view = full->view(3, {0, 3});
+  ASSERT_OK(view);
+  EXPECT_ERROR(ipc::send(p.a.get(), *view), ErrorCode::FailedPrecondition, needle);
+  std::byte probe{};
+  EXPECT_EQ(::recv(p.b.get(), &probe, 1, MSG_DONTWAIT | MSG_PEEK), -1) << "nothing may have been sent";
+  EXPECT_EQ(errno, EAGAIN);
+}
+
+// ---- Socket types: message-preserving only (docs/WIRE.md) ------------------------------------------
+
+TEST(IpcTensor, RoundTripsOverSockDgram) {
+  Pair p(SOCK_DGRAM);
+  auto t = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(t);
+  ASSERT_OK(ipc::send(p.a.get(), *t));
+  auto r = ipc::receive(p.b.get());
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->same_buffer(*t));
+}
+
+int queued_bytes(int sock) {
+  int n = -1;
+  EXPECT_EQ(::ioctl(sock, FIONREAD, &n), 0);
+  return n;
+}
+
+TEST(IpcTensor, StreamSocketsAreRefusedBeforeAByteMoves) {
+  const int fds = open_fd_count();
+  {
+    Pair p(SOCK_STREAM);
+    auto t = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm});
+    ASSERT_OK(t);
+    const std::string fd_a = std::to_string(p.a.get());
+    EXPECT_ERROR(ipc::send(p.a.get(), *t), ErrorCode::InvalidArgument, "socket fd " + fd_a + " is SOCK_STREAM");
+    EXPECT_EQ(queued_bytes(p.b.get()), 0) << "nothing was written";
+
+    // A header in two pieces, the fd with the first, as another writer (or an interrupted one) sends it.
+    auto memfd = sealed_memfd(4096);
+    auto bytes = detail::encode_header(valid_header(4096));
+    ASSERT_OK(ipc::send_fds(p.a.get(), std::span<const std::byte>(bytes.data(), 100), {memfd.get()}));
+    ASSERT_EQ(::write(p.a.get(), bytes.data() + 100, bytes.size() - 100), static_cast<ssize_t>(bytes.size() - 100));
+    EXPECT_ERROR(ipc::receive(p.b.get()), ErrorCode::InvalidArgument,
+                 "is SOCK_STREAM; a tensor message needs a socket that keeps message boundaries: AF_UNIX "
+                 "SOCK_SEQPACKET or SOCK_DGRAM");
+    EXPECT_EQ(queued_bytes(p.b.get()), static_cast<int>(detail::kWireHeaderBytes))
+        << "the refusal read nothing: the stream is still in step for the caller";
+  }
+  EXPECT_EQ(open_fd_count(), fds) << "the fd in flight went with the socket";
+  int pipefd[2];
+  ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
+  UniqueFd r(pipefd[0]), w(pipefd[1]);
+  EXPECT_ERROR(ipc::receive(r.get()), ErrorCode::InvalidArgument, "ENOTSOCK");
+}
+
+// ---- Forwarding shared memory made elsewhere: advice that fits what it is ---------------------------
+
+// A tensor over `fd` as a caller that trusts its peer imports it. (When ImportOptions::allow_shrinkable
+// lands, unsealed shm needs it set here.)
+Result<TensorDyn> import_unsealed(int fd) { return TensorDyn::import_fd_dup(fd, {4096}, DType::U8); }
+
+TEST(IpcTensor, UnsealedMemfdsAreRefusedWithAdviceThatFits) {
+  Pair p;
+  // Made with MFD_ALLOW_SEALING and not sealed yet: seal it, then it travels.
+  auto sealable = sealed_memfd(4096, 0);
+  auto t = import_unsealed(sealable.get());
+  ASSERT_OK(t);
+  EXPECT_ERROR(ipc::send(p.a.get(), *t), ErrorCode::Unsupported,
+               "allows sealing: seal it with fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK)");
+  ASSERT_EQ(::fcntl(sealable.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  ASSERT_OK(ipc::send(p.a.get(), *t));
+  ASSERT_OK(ipc::receive(p.b.get()));
+
+  // Made without MFD_ALLOW_SEALING: it starts with F_SEAL_SEAL and can never be sealed.
+  UniqueFd plain(::memfd_create("et-ipc-plain", MFD_CLOEXEC));
+  ASSERT_EQ(::ftruncate(plain.get(), 4096), 0);
+  auto u = import_unsealed(plain.get());
+  ASSERT_OK(u);
+  EXPECT_ERROR(ipc::send(p.a.get(), *u), ErrorCode::Unsupported,
+               "memfd made without MFD_ALLOW_SEALING (or sealed with F_SEAL_SEAL) can never be sealed: copy it into "
+               "a tensor allocated");
+}
+

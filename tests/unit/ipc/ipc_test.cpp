@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// fd passing over Unix sockets (src/core/ipc.cpp): SCM_RIGHTS, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_TRUNC.
+// fd passing over Unix sockets (src/ipc/ipc.cpp): SCM_RIGHTS, MSG_CMSG_CLOEXEC, MSG_CTRUNC, MSG_TRUNC, and
+// the control messages the kernel adds for options of the receiving socket (credentials, pidfd, label,
+// timestamps).
 #include <edgetensor/edgetensor.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/net_tstamp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +22,13 @@
 
 using namespace edgetensor;
 using et_test::open_fd_count;
+
+// SO_PASSPIDFD is Linux 6.5; Debian 12's headers predate it. 76 is its value in
+// include/uapi/asm-generic/socket.h, which these architectures use (alpha, mips, parisc, sparc differ).
+#if !defined(SO_PASSPIDFD) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
+                               defined(__arm__) || defined(__riscv))
+#define SO_PASSPIDFD 76
+#endif
 
 namespace {
 
@@ -205,6 +217,156 @@ TEST(Ipc, FdsCrossAProcessBoundary) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   ASSERT_OK(reply);
   EXPECT_EQ(read_back(shared.get()).substr(0, 5), "child");
+}
+
+// ---- Options of the receiving socket: the kernel adds control messages of its own ----------------
+
+// Turns a SOL_SOCKET option on; "" when it worked, else why not (a GTEST_SKIP reason naming the kernel).
+std::string enable(int fd, int option, const char* name) {
+  int on = 1;
+  if (::setsockopt(fd, SOL_SOCKET, option, &on, sizeof on) == 0) return {};
+  const int e = errno;
+  utsname u{};
+  ::uname(&u);
+  return std::string("setsockopt(SOL_SOCKET, ") + name + "): " + std::strerror(e) + " on Linux " + u.release +
+         ": this kernel does not offer " + name;
+}
+
+// One message with `fds` out, one receive_fds in: the bytes and every fd arrive, nothing else stays open.
+void round_trip(const SocketPair& sp, std::size_t nfds, std::size_t max_fds) {
+  std::vector<UniqueFd> fds;
+  std::vector<int> raw;
+  for (std::size_t i = 0; i < nfds; ++i) {
+    fds.push_back(make_memfd("payload"));
+    raw.push_back(fds.back().get());
+  }
+  const int before = open_fd_count();
+  ASSERT_OK(ipc::send_fds(sp.a.get(), as_bytes("msg"), raw));
+  std::array<std::byte, 16> buf{};
+  auto r = ipc::receive_fds(sp.b.get(), buf, max_fds);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->size_bytes, 3u);
+  ASSERT_EQ(r->fds.size(), nfds);
+  for (auto& fd : r->fds) EXPECT_EQ(read_back(fd.get()), "payload");
+  EXPECT_EQ(open_fd_count(), before + static_cast<int>(nfds)) << "only the sent fds arrive (a pidfd is closed)";
+}
+
+// A tensor over the same socket pair (ipc::receive asks for exactly 1 fd).
+void tensor_round_trip(const SocketPair& sp) {
+  auto t = TensorDyn::allocate({64}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(t);
+  ASSERT_OK(ipc::send(sp.a.get(), *t));
+  auto r = ipc::receive(sp.b.get());
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->same_buffer(*t));
+}
+
+TEST(Ipc, ReceivesOnASocketWithSoPasscred) {
+  // systemd's PassCredentials=yes: the kernel adds SCM_CREDENTIALS (struct ucred) to every message.
+  const int base = open_fd_count();
+  {
+    SocketPair sp;
+    ASSERT_EQ(enable(sp.b.get(), SO_PASSCRED, "SO_PASSCRED"), "");
+    round_trip(sp, 0, 0);
+    round_trip(sp, 1, 1);
+    round_trip(sp, ipc::kMaxFdsPerMessage, ipc::kMaxFdsPerMessage);
+    tensor_round_trip(sp);
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Ipc, ReceivesOnASocketWithTimestamps) {
+  // SO_TIMESTAMPNS and SO_TIMESTAMPING: datagram and seqpacket receives carry a timespec and 3 more.
+  SocketPair sp;
+  ASSERT_EQ(enable(sp.b.get(), SO_TIMESTAMPNS, "SO_TIMESTAMPNS"), "");
+  int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  ASSERT_EQ(::setsockopt(sp.b.get(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags), 0) << std::strerror(errno);
+  round_trip(sp, 1, 1);
+  round_trip(sp, ipc::kMaxFdsPerMessage, ipc::kMaxFdsPerMessage);
+  tensor_round_trip(sp);
+}
+
+TEST(Ipc, PidfdsFromSoPasspidfdAreClosed) {
+  // SO_PASSPIDFD (Linux >= 6.5): the kernel installs a pidfd of the sender in an SCM_PIDFD message.
+#ifndef SO_PASSPIDFD
+  GTEST_SKIP() << "SO_PASSPIDFD: no value known for this architecture's socket options";
+#else
+  const int base = open_fd_count();
+  {
+    SocketPair sp;
+    if (auto why = enable(sp.b.get(), SO_PASSPIDFD, "SO_PASSPIDFD"); !why.empty()) GTEST_SKIP() << why;
+    for (int i = 0; i < 200; ++i) {
+      SCOPED_TRACE(i);
+      round_trip(sp, static_cast<std::size_t>(i % 3), 2);  // with 0, 1 and 2 fds of the sender's
+      if (i % 10 == 0) tensor_round_trip(sp);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_EQ(open_fd_count(), base) << "pidfds leaked";
+#endif
+}
+
+TEST(Ipc, ReceivesOnASocketWithSoPasssec) {
+  // SO_PASSSEC: the kernel adds SCM_SECURITY (the sender's LSM label) where an LSM provides one.
+  SocketPair sp;
+  if (auto why = enable(sp.b.get(), SO_PASSSEC, "SO_PASSSEC"); !why.empty()) GTEST_SKIP() << why;
+  round_trip(sp, 1, 1);
+  round_trip(sp, ipc::kMaxFdsPerMessage, ipc::kMaxFdsPerMessage);
+  tensor_round_trip(sp);
+}
+
+TEST(Ipc, ReceivesWithEveryOptionAtOnce) {
+  const int base = open_fd_count();
+  {
+    SocketPair sp;
+    ASSERT_EQ(enable(sp.b.get(), SO_PASSCRED, "SO_PASSCRED"), "");
+    ASSERT_EQ(enable(sp.b.get(), SO_TIMESTAMPNS, "SO_TIMESTAMPNS"), "");
+    int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+    ASSERT_EQ(::setsockopt(sp.b.get(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags), 0);
+    (void)enable(sp.b.get(), SO_PASSSEC, "SO_PASSSEC");  // each where this kernel offers it
+#ifdef SO_PASSPIDFD
+    (void)enable(sp.b.get(), SO_PASSPIDFD, "SO_PASSPIDFD");
+#endif
+    round_trip(sp, 0, 0);
+    round_trip(sp, ipc::kMaxFdsPerMessage, ipc::kMaxFdsPerMessage);
+    tensor_round_trip(sp);
+  }
+  EXPECT_EQ(open_fd_count(), base);
+}
+
+TEST(Ipc, TruncatedControlDataSaysWhatArrived) {
+  // RLIMIT_NOFILE lets 2 of 8 fds in: the kernel stops there and sets MSG_CTRUNC.
+  const int base = open_fd_count();
+  {
+    SocketPair sp;
+    ASSERT_EQ(enable(sp.b.get(), SO_PASSCRED, "SO_PASSCRED"), "");
+    std::vector<UniqueFd> fds;
+    std::vector<int> raw;
+    for (int i = 0; i < 8; ++i) {
+      fds.push_back(make_memfd("x"));
+      raw.push_back(fds.back().get());
+    }
+    ASSERT_OK(ipc::send_fds(sp.a.get(), as_bytes("eight"), raw));
+    const int with_senders = open_fd_count();
+    UniqueFd lowest_free(::fcntl(sp.a.get(), F_DUPFD_CLOEXEC, 0));
+    ASSERT_TRUE(lowest_free.is_valid());
+    const rlim_t room = static_cast<rlim_t>(lowest_free.get()) + 2;
+    lowest_free.reset();
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    rlimit tight = saved;
+    tight.rlim_cur = room;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    std::array<std::byte, 16> buf{};
+    auto r = ipc::receive_fds(sp.b.get(), buf, 8);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    EXPECT_ERROR(r, ErrorCode::OutOfRange, "control data truncated (MSG_CTRUNC)");
+    const std::string msg = r ? std::string() : r.error().message();
+    EXPECT_NE(msg.find("arrived: SCM_CREDENTIALS, SCM_RIGHTS (2 fds)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("all closed"), std::string::npos) << msg;
+    EXPECT_EQ(open_fd_count(), with_senders) << "received fds leaked";
+  }
+  EXPECT_EQ(open_fd_count(), base);
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+# README.md's usage example sends tensors with ipc::send/ipc::receive on a socket type that works, and
+# every Result it gets is checked (the compile of the example, -Werror, catches an ignored one; a stored
+# but unchecked export_fd() is caught here).
+file(READ ${README} text)
+set(missing "")
+foreach(needle "et::ipc::send(" "et::ipc::receive(" "SOCK_SEQPACKET" "SOCK_STREAM` is refused")
+  string(FIND "${text}" "${needle}" at)
+  if(at EQUAL -1)
+    list(APPEND missing "${needle}")
+  endif()
+endforeach()
+string(REGEX MATCH "auto [a-z_]+ = [^;\n]*export_fd\\(\\);[^\n]*\n[^\n]*" export "${text}")
+if(export AND NOT export MATCHES "if \\(!")
+  list(APPEND missing "a check (if (!...)) of export_fd()'s Result on the line after it")
+endif()
+if(missing)
+  string(REPLACE ";" "\n  " missing "${missing}")
+  message(FATAL_ERROR "README.md lacks:\n  ${missing}")
+endif()
+message(STATUS "README.md shows ipc::send/ipc::receive, the socket type, and checked results")

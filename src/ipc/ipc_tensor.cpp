@@ -67,7 +67,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
                                                     tensor.memory_detail()));
   // SCM_RIGHTS only borrows the fd (the kernel installs its own copy in the receiver): send the
   // storage's fd itself, no dup, no probe. The storage already knows what the fd is.
-  const detail::Backing& backing = tensor.storage()->backing();
+  const detail::Backing& backing = detail::storage_of(tensor)->backing();
   if (backing.buffer_bytes() == 0)
     return fail(ErrorCode::FailedPrecondition, "ipc::send: empty tensor has no buffer to send");
   const int fd = backing.fd();

@@ -14,7 +14,15 @@
 #include <string_view>
 #include <utility>
 
+// tl::expected is the one dependency of the public headers. Without it, say which package gives it,
+// then stop the compiler with a missing include (fatal), which spares the errors that would follow.
+// It names another file: GCC 12.2 silently skips an #include that __has_include has just missed.
+#if __has_include(<tl/expected.hpp>)
 #include <tl/expected.hpp>
+#else
+#error "edgetensor needs tl::expected: <tl/expected.hpp> is not on the include path (Debian package libexpected-dev; elsewhere TartanLlama/expected, header-only, version 1.x)"
+#include <edgetensor needs tl/expected.hpp (compilation stopped here)>
+#endif
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 

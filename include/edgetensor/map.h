@@ -5,6 +5,11 @@
 // shared-memory storage use the storage's one persistent mapping and make no system call. DMA-BUF maps
 // take part in one DMA_BUF_IOCTL_SYNC bracket per storage (START when the first map opens, END when the
 // last closes). A PBO allows one map at a time. Writing through a ReadMap does not compile.
+//
+// Only the library makes maps: MapBase's state and its constructor from a storage are private, and the
+// storage itself is not reachable from a TensorDyn (tensor.h). A map made any other way would, on
+// unmap, release a CPU access the storage never granted to it (on a DMA-BUF: SYNC_END while a real
+// map is still open). tests/compile/map_forge_* are the spellings that must not compile.
 #pragma once
 
 #include <edgetensor/error.h>
@@ -21,6 +26,9 @@ namespace detail {
 class Storage;
 }
 class TensorDyn;
+class ReadMap;
+class WriteMap;
+class ReadWriteMap;
 
 /// Direction of a CPU map. Bit 0 = read, bit 1 = write.
 enum class MapMode : unsigned { Read = 1, Write = 2, ReadWrite = 3 };
@@ -45,14 +53,21 @@ class ET_API MapBase {
   bool is_mapped() const noexcept { return storage_ != nullptr; }
   MapMode mode() const noexcept { return mode_; }
 
-  /// Internal: made by TensorDyn.
-  MapBase(std::shared_ptr<detail::Storage> storage, std::byte* data, std::size_t extent_bytes, MapMode mode) noexcept
-      : storage_(std::move(storage)), data_(data), extent_bytes_(extent_bytes), mode_(mode) {}
-
  protected:
   // Protected: assigning through the base would turn a ReadMap into a WriteMap. The map types assign
   // only their own kind (their implicit move assignment calls this one).
   MapBase& operator=(MapBase&& other) noexcept;
+
+ private:
+  // Private, with the state: only TensorDyn makes a map (it holds the storage's CPU access for the
+  // mode given here), and only the three map types read the pointer. A class derived elsewhere
+  // cannot rewrite the mode or the storage that unmap() releases.
+  friend class TensorDyn;
+  friend class ReadMap;
+  friend class WriteMap;
+  friend class ReadWriteMap;
+  MapBase(std::shared_ptr<detail::Storage> storage, std::byte* data, std::size_t extent_bytes, MapMode mode) noexcept
+      : storage_(std::move(storage)), data_(data), extent_bytes_(extent_bytes), mode_(mode) {}
 
   std::shared_ptr<detail::Storage> storage_;  // null when empty or unmapped
   std::byte* data_ = nullptr;
@@ -63,7 +78,6 @@ class ET_API MapBase {
 /// Read-only access: `bytes()` is a span of const bytes.
 class ReadMap : public MapBase {
  public:
-  using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   ReadMap() noexcept = default;
   std::span<const std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }
@@ -80,7 +94,6 @@ class ReadMap : public MapBase {
 /// e.g. a GPU buffer): write every byte you care about.
 class WriteMap : public MapBase {
  public:
-  using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   WriteMap() noexcept = default;
   std::span<std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }
@@ -94,7 +107,6 @@ class WriteMap : public MapBase {
 /// Read and write access.
 class ReadWriteMap : public MapBase {
  public:
-  using MapBase::MapBase;
   /// An empty map (not mapped; empty span).
   ReadWriteMap() noexcept = default;
   std::span<std::byte> bytes() const noexcept { return {data_, extent_bytes_}; }

@@ -41,6 +41,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace gl {
 class Context;
 }
+namespace detail {
+struct StorageAccess;  // defined inside the library only (src/core/storage.h)
+}
 
 inline constexpr std::size_t kMaxRank = 8;
 
@@ -192,11 +195,12 @@ class ET_API TensorDyn {
   /// no buffer"), from_errno on dup failure (EMFILE -> Busy).
   [[nodiscard]] Result<UniqueFd> export_fd() const;
 
-  /// Internal: the storage (for backends, CUDA and GL interop inside the library).
-  const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
-
  private:
   friend struct TensorAccess;
+  // The storage is the library's alone (backends, IPC, CUDA and GL interop reach it through
+  // detail::storage_of): with it, user code could build a map the storage never opened (map.h).
+  friend struct detail::StorageAccess;
+  const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
   Result<MapBase> map_impl(MapMode mode) const;
 
   std::shared_ptr<detail::Storage> storage_;

@@ -14,6 +14,7 @@
 #include <edgetensor/error.h>
 #include <edgetensor/map.h>
 #include <edgetensor/memory.h>
+#include <edgetensor/tensor.h>
 #include <edgetensor/unique_fd.h>
 
 #include <atomic>
@@ -127,5 +128,12 @@ class Storage {
 
 /// Mints a process-unique, non-zero id.
 std::uint64_t next_storage_id() noexcept;
+
+/// The library's one way to a tensor's storage (TensorDyn keeps it private: include/edgetensor/map.h
+/// says why). Null for an empty handle. The reference lives as long as the tensor.
+struct StorageAccess {
+  static const std::shared_ptr<Storage>& of(const TensorDyn& t) noexcept { return t.storage(); }
+};
+inline const std::shared_ptr<Storage>& storage_of(const TensorDyn& t) noexcept { return StorageAccess::of(t); }
 
 }  // namespace edgetensor::detail

@@ -156,7 +156,8 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
 // ---- Public: map, CudaMap ----------------------------------------------------------------------
 Result<CudaMap> map(const TensorDyn& tensor, const MapOptions& options) noexcept {
   try {
-    return detail::map_storage(tensor.storage(), tensor.offset_bytes(), tensor.extent_bytes(), options);
+    return detail::map_storage(edgetensor::detail::storage_of(tensor), tensor.offset_bytes(), tensor.extent_bytes(),
+                               options);
   } catch (const std::bad_alloc&) {
     return fail(ErrorCode::OutOfMemory, "cuda::map: out of memory");
   } catch (...) {

@@ -131,7 +131,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   ET_TRY(require_message_socket(socket_fd, "ipc::send"));
   // SCM_RIGHTS only borrows the fd (the kernel installs its own copy in the receiver): send the
   // storage's fd itself, no dup, no probe. The storage already knows what the fd is.
-  const detail::Backing& backing = tensor.storage()->backing();
+  const detail::Backing& backing = detail::storage_of(tensor)->backing();
   const int fd = backing.fd();
   if (fd < 0)
     return fail(ErrorCode::Internal, text::format("ipc::send: {} storage ({}) has no fd", memory_kind_name(kind),

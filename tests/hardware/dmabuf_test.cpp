@@ -109,7 +109,7 @@ TEST(DmaBufHardware, SystemHeapAllocationIsNamedAndReadsBack) {
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
   EXPECT_EQ(t->memory_detail(), "dma-heap system");
   EXPECT_EQ(t->buffer_bytes(), 1u << 20);
-  int fd = t->storage()->backing().fd();
+  int fd = detail::storage_of(*t)->backing().fd();
   EXPECT_EQ(fdinfo_field(fd, "exp_name"), "system");
   EXPECT_EQ(fdinfo_field(fd, "name"), "et:hw-system") << "DMA_BUF_SET_NAME took effect";
   expect_all(*t, 0);  // heap memory comes zeroed
@@ -121,7 +121,7 @@ TEST(DmaBufHardware, LongNamesAreTruncatedNotRefused) {
   NEED_DEVICE(kSystemHeap);
   auto t = alloc(4096, "system", std::string(100, 'q'));
   ASSERT_OK(t);
-  EXPECT_EQ(fdinfo_field(t->storage()->backing().fd(), "name"), "et:" + std::string(28, 'q'));
+  EXPECT_EQ(fdinfo_field(detail::storage_of(*t)->backing().fd(), "name"), "et:" + std::string(28, 'q'));
 }
 
 TEST(DmaBufHardware, AutoSelectionServesFromTheSystemHeap) {
@@ -142,7 +142,7 @@ TEST(DmaBufHardware, MapsIssueTheExactSyncSequence) {
   NEED_DEVICE(kSystemHeap);
   auto t = alloc(65536, "system");
   ASSERT_OK(t);
-  SyncRecorder rec(t->storage()->backing().fd());
+  SyncRecorder rec(detail::storage_of(*t)->backing().fd());
   {
     auto r = t->map_read();
     ASSERT_OK(r);
@@ -163,7 +163,7 @@ TEST(DmaBufHardware, ConcurrentReadersAndWritersShareOneBracket) {
   NEED_DEVICE(kSystemHeap);
   auto t = alloc(8 * 4096, "system");
   ASSERT_OK(t);
-  SyncRecorder rec(t->storage()->backing().fd());
+  SyncRecorder rec(detail::storage_of(*t)->backing().fd());
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i) {
@@ -192,7 +192,7 @@ TEST(DmaBufHardware, ConcurrentReadersAndWritersShareOneBracket) {
     ASSERT_EQ(s[k + 1] & DMA_BUF_SYNC_END, DMA_BUF_SYNC_END) << k + 1;
     ASSERT_EQ(s[k + 1] & s[k] & DMA_BUF_SYNC_RW, s[k] & DMA_BUF_SYNC_RW) << k;
   }
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
 }
 
 std::string peer_path() {
@@ -287,8 +287,8 @@ TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory_detail(), "udmabuf");
   EXPECT_EQ(t->buffer_bytes(), 12288u);
-  EXPECT_EQ(fdinfo_field(t->storage()->backing().fd(), "exp_name"), "udmabuf");
-  EXPECT_EQ(fdinfo_field(t->storage()->backing().fd(), "name"), "et:hw-udmabuf");
+  EXPECT_EQ(fdinfo_field(detail::storage_of(*t)->backing().fd(), "exp_name"), "udmabuf");
+  EXPECT_EQ(fdinfo_field(detail::storage_of(*t)->backing().fd(), "name"), "et:hw-udmabuf");
   fill(*t, 0xc3);
   expect_all(*t, 0xc3);
 }
@@ -335,7 +335,7 @@ TEST(DmaBufHardware, ImportExportRoundTrips) {
   EXPECT_TRUE(im->same_buffer(*t));
   EXPECT_TRUE(t->same_buffer(*im));
   EXPECT_NE(im->memory_detail().find("imported DMA-BUF (system)"), std::string::npos) << im->memory_detail();
-  EXPECT_EQ(fdinfo_field(im->storage()->backing().fd(), "name"), "et:hw-test") << "imports are never renamed";
+  EXPECT_EQ(fdinfo_field(detail::storage_of(*im)->backing().fd(), "name"), "et:hw-test") << "imports are never renamed";
   expect_all(*im, 0x42);
   fill(*im, 0x24);
   expect_all(*t, 0x24);
@@ -364,7 +364,7 @@ TEST(DmaBufHardware, ReadOnlyFdMapsReadOnly) {
   ASSERT_OK(t);
   EXPECT_TRUE(t->read_only());
   EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "read-only");
-  SyncRecorder rec(t->storage()->backing().fd());
+  SyncRecorder rec(detail::storage_of(*t)->backing().fd());
   {
     auto r = t->map_read();
     ASSERT_OK(r);

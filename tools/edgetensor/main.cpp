@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // edgetensor CLI: `info [--json]` probes this machine for real; `peer` is the exec'd side of the
 // cross-process round trips (not for direct use).
+//   edgetensor              prints the help on stdout and exits 1 (as git does: nothing was done, so a
+//                           script that forgot the subcommand fails)
+//   edgetensor -h|--help    the help, exit 0
+//   edgetensor -V|--version "edgetensor <version>", exit 0 (the headers' version; if the library
+//                           loaded at run time is another one, that is named too)
 #include <CLI/CLI.hpp>
+#include <edgetensor/abi.h>
+#include <edgetensor/version.h>
 
 #include <unistd.h>
 
@@ -23,11 +30,19 @@ std::string self_exe() {
   return buf;
 }
 
+std::string version_line() {
+  std::string line = "edgetensor " ET_VERSION_STRING;
+  if (edgetensor::version() != ET_VERSION_STRING)
+    line += " (libedgetensor " + std::string(edgetensor::version()) + " loaded)";
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"edgetensor: zero-copy tensor memory for edge-AI pipelines"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);  // none: the help (below), not CLI11's "A subcommand is required"
+  app.set_version_flag("-V,--version", version_line(), "Print the version and exit");
 
   bool json_out = false;
   auto* info = app.add_subcommand("info", "Probe this machine: backends, devices, cross-process round trips");
@@ -40,6 +55,10 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return 1;
+  }
   if (*peer) return edgetensor_cli::run_peer(socket_fd);
 
   auto report = edgetensor_cli::run_info(self_exe());

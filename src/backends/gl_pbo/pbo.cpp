@@ -129,8 +129,8 @@ Result<std::unique_ptr<Backing>> pbo_import(UniqueFd, const FdInfo&) {
 // The PBO backing of `tensor`. Errors: InvalidArgument naming the tensor's memory when it is not a PBO
 // (or an empty PBO tensor with no buffer).
 Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
-  if (!tensor.storage()) return fail(ErrorCode::InvalidArgument, "tensor has no storage (empty handle)");
-  PboBacking* pbo = pbo_backing(*tensor.storage());
+  if (!storage_of(tensor)) return fail(ErrorCode::InvalidArgument, "tensor has no storage (empty handle)");
+  PboBacking* pbo = pbo_backing(*storage_of(tensor));
   if (!pbo)
     return fail(ErrorCode::InvalidArgument,
                 text::format("tensor memory is {} ({}), not a GL PBO", memory_kind_name(tensor.memory()),
@@ -163,7 +163,7 @@ Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(con
   auto state = pbo->state();
   if (state->disconnected.load()) return fail(worker->gone_error("gl::with_buffer"));
   // The storage (and so the buffer) stays alive for the job even if the caller stops waiting.
-  auto storage = tensor.storage();
+  auto storage = edgetensor::detail::storage_of(tensor);
   GlBuffer buffer{state->name, state->size_bytes, tensor.offset_bytes(), tensor.extent_bytes()};
   return worker->call<void>(
       [worker, state, storage, buffer, fn = std::move(fn)]() -> Result<void> {

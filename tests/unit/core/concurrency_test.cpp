@@ -119,7 +119,7 @@ void maps_held_by_threads_outlive_the_tensor(MemoryKind kind) {
   for (auto& th : threads) th.join();
   ASSERT_EQ(maps.size(), static_cast<std::size_t>(kThreads));
   BufferIdentity id = t->identity();
-  EXPECT_EQ(t->storage()->open_map_count(), kThreads);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), kThreads);
   *t = TensorDyn();
   ASSERT_TRUE(id.alive());  // maps hold the storage
   for (int i = 0; i < kThreads; ++i) EXPECT_EQ(maps[0].bytes()[static_cast<std::size_t>(i) * 1024 + 7], std::byte(i + 1));

@@ -68,7 +68,7 @@ void exercise_failures() {
   auto t = TensorDyn::allocate({4096}, DType::U8, shm);
   if (t) {
     (void)t->map_read();
-    int fd = t->storage()->backing().fd();
+    int fd = detail::storage_of(*t)->backing().fd();
     {
       et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Close, 1, EIO));
       t = TensorDyn();  // close failure swallowed by the destructor

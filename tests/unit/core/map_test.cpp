@@ -65,14 +65,14 @@ TEST_P(MapEachBackend, UnmapIsIdempotentAndEmptiesTheSpan) {
   EXPECT_TRUE(m->is_mapped());
   EXPECT_EQ(m->mode(), MapMode::ReadWrite);
   EXPECT_EQ(m->extent_bytes(), 256u);
-  EXPECT_EQ(t->storage()->open_map_count(), 1);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 1);
   m->unmap();
   EXPECT_FALSE(m->is_mapped());
   EXPECT_TRUE(m->bytes().empty());
   EXPECT_EQ(m->data(), nullptr);
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
   m->unmap();  // second unmap: no effect, no log line
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
 }
 
 TEST_P(MapEachBackend, UnbalancedUnmapNeverHappens) {
@@ -88,14 +88,14 @@ TEST_P(MapEachBackend, UnbalancedUnmapNeverHappens) {
     ReadMap c;
     c = std::move(b);
     c = std::move(c);  // self-move keeps it
-    EXPECT_EQ(t->storage()->open_map_count(), 1);
+    EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 1);
     auto d = t->map_read();
     ASSERT_OK(d);
-    EXPECT_EQ(t->storage()->open_map_count(), 2);
+    EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 2);
     c = std::move(*d);  // move-assign releases c's previous map
-    EXPECT_EQ(t->storage()->open_map_count(), 1);
+    EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 1);
   }
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
   EXPECT_TRUE(log.lines().empty()) << ::testing::PrintToString(log.lines());
 }
 
@@ -172,9 +172,9 @@ TEST_P(MapEachBackend, AThousandMapsMakeNoSystemCall) {
       }
     }
   }
-  EXPECT_EQ(t->storage()->open_map_count(), 250);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 250);
   open.clear();
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
   EXPECT_EQ(sys::total_calls(), before) << "map/unmap made system calls";
   if (et_test::kExactMappingCount) {
     EXPECT_EQ(et_test::mapping_count(), mappings);

@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "core/storage.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -224,7 +225,7 @@ TEST(Tensor, BatchIsTheNthSubTensorAndSharesStorage) {
       EXPECT_EQ(b->offset_bytes(), n * 40);
       EXPECT_EQ(b->extent_bytes(), 40u);
       EXPECT_TRUE(b->identity() == t->identity());
-      EXPECT_EQ(b->storage(), t->storage());
+      EXPECT_EQ(detail::storage_of(*b), detail::storage_of(*t));
       auto bytes = read_all(*b);
       EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), all.begin() + static_cast<long>(n * 40)));
     }

@@ -427,7 +427,7 @@ TEST_F(FakeDmaBuf, ConcurrentReadersAndWritersKeepOneBracket) {
   bool any_write_end = false;
   for (std::size_t k = 1; k < s.size(); k += 2) any_write_end |= (s[k] & DMA_BUF_SYNC_WRITE) != 0;
   EXPECT_TRUE(any_write_end);
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
 }
 
 TEST_F(FakeDmaBuf, FailedStartFailsTheMapAndKeepsErrno) {
@@ -441,7 +441,7 @@ TEST_F(FakeDmaBuf, FailedStartFailsTheMapAndKeepsErrno) {
   ASSERT_FALSE(m.has_value());
   EXPECT_EQ(m.error().sys_errno(), EIO);
   EXPECT_NE(m.error().message().find("DMA_BUF_IOCTL_SYNC START|READ"), std::string::npos) << m.error().message();
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
   EXPECT_EQ(syncs(), std::vector<std::uint64_t>{kStartRead}) << "no END for a bracket that never opened";
   auto again = t->map_read();
   ASSERT_OK(again);
@@ -494,7 +494,7 @@ TEST_F(FakeDmaBuf, UnmappableBufferStillExports) {
   EXPECT_TRUE(syncs().empty()) << "no sync for a map that could not be made";
   auto fd = t->export_fd();
   ASSERT_OK(fd);
-  EXPECT_GE(t->storage()->backing().fd(), 0);
+  EXPECT_GE(detail::storage_of(*t)->backing().fd(), 0);
   extra_hook_ = {};
   ASSERT_OK(t->map_read());  // the mapping is made lazily: a later map may succeed
 }
@@ -514,11 +514,11 @@ TEST_F(FakeDmaBuf, ExportIsACloexecDupOfTheSameBuffer) {
   ASSERT_OK(t);
   auto fd = t->export_fd();
   ASSERT_OK(fd);
-  EXPECT_NE(fd->get(), t->storage()->backing().fd());
+  EXPECT_NE(fd->get(), detail::storage_of(*t)->backing().fd());
   EXPECT_TRUE(::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC);
   struct stat a {}, b {};
   ASSERT_EQ(::fstat(fd->get(), &a), 0);
-  ASSERT_EQ(::fstat(t->storage()->backing().fd(), &b), 0);
+  ASSERT_EQ(::fstat(detail::storage_of(*t)->backing().fd(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);
 }
 

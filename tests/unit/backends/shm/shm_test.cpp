@@ -445,7 +445,7 @@ TEST(Shm, MmapFailureOnTheFirstMapIsReportedAndTheNextMapWorks) {
     et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Mmap, 1, ENOMEM));
     EXPECT_ERROR(t->map_read(), ErrorCode::OutOfMemory, "mmap of memfd (4096 B)");
   }
-  EXPECT_EQ(t->storage()->open_map_count(), 0);
+  EXPECT_EQ(detail::storage_of(*t)->open_map_count(), 0);
   if (et_test::kExactMappingCount) {
     EXPECT_EQ(et_test::mapping_count(), maps);
   }
@@ -478,7 +478,7 @@ TEST(Shm, CloseFailureWhenTheLastHolderGoesIsLogged) {
     auto t = TensorDyn::allocate({4096}, DType::U8, shm());
     ASSERT_OK(t);
     ASSERT_OK(t->map_read());  // makes the persistent mapping
-    leaked_fd = t->storage()->backing().fd();
+    leaked_fd = detail::storage_of(*t)->backing().fd();
     et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Close, 1, EIO));
     t = TensorDyn();
   }

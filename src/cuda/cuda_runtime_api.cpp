@@ -24,9 +24,14 @@ struct Loaded {
   LoadInfo info;
 };
 
-std::string dl_error_text() {
+// "<name>: <why>" for a failed dlopen(name). dlerror() itself starts with "<name>: " when it names
+// the file as given (not found); that prefix is dropped so the name is not repeated.
+std::string dl_failure(const char* name) {
   const char* e = dlerror();
-  return e ? e : "unknown dlopen error";
+  std::string why = e ? e : "unknown dlopen error";
+  const std::string prefix = std::string(name) + ": ";
+  if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
+  return prefix + why;
 }
 
 template <class Fn>
@@ -68,15 +73,15 @@ Loaded load() {
     }
     handle = dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      info.tried.push_back(text::format("{}: {}", override_path, dl_error_text()));
-      info.error = text::format("EDGETENSOR_CUDART={} could not be loaded: {}", override_path, info.tried.back());
+      info.tried.push_back(dl_failure(override_path));
+      info.error = text::format("EDGETENSOR_CUDART could not be loaded: {}", info.tried.back());
       return out;
     }
   } else {
     for (const char* name : kSonames) {
       handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (handle) break;
-      info.tried.push_back(text::format("{}: {}", name, dl_error_text()));
+      info.tried.push_back(dl_failure(name));
     }
     if (!handle) {
       std::string all;

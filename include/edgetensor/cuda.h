@@ -77,6 +77,10 @@ struct ET_API Status {
   bool gl_interop = false;           ///< Optional group: cudaGraphicsGLRegisterBuffer and friends.
   bool dmabuf_handle_type = false;   ///< The driver offers cuImportExternalMemory with a driver >= 13.0
                                      ///< (CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD, Jetson Thor+).
+  /// Symbols runtime_file lacks, by name. Required ones (any makes `loaded` false and is named in
+  /// `error`) and optional ones (each group off: driver_entry_points, gl_interop) are both always
+  /// listed, whatever else is missing. Empty when no file was opened.
+  std::vector<std::string> missing_required_symbols;
   std::vector<std::string> missing_optional_symbols;
   std::vector<std::string> tried;  ///< "<name or path>: <dlerror>" for each file that failed to load.
   bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.

@@ -97,7 +97,7 @@ Loaded load() {
 
   // Never dlclose: the runtime registers atexit handlers and threads that outlive any unload.
   CudaRuntimeApi& a = out.api;
-  std::vector<std::string> missing;
+  std::vector<std::string>& missing = info.missing_required;
 #define ET_RESOLVE_CORE(name) resolve(handle, #name, a.name, missing)
   ET_RESOLVE_CORE(cudaGetErrorName);
   ET_RESOLVE_CORE(cudaGetErrorString);
@@ -127,12 +127,8 @@ Loaded load() {
   ET_RESOLVE_CORE(cudaExternalMemoryGetMappedBuffer);
   ET_RESOLVE_CORE(cudaDestroyExternalMemory);
 #undef ET_RESOLVE_CORE
-  if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-    info.error = text::format("{} lacks required CUDA runtime symbol(s): {}", info.file, names);
-    return out;
-  }
+  // The optional groups are resolved even when a required symbol is missing, so that the status
+  // lists everything the file lacks.
 #define ET_RESOLVE_OPTIONAL(name) resolve(handle, #name, a.name, info.missing_optional)
   ET_RESOLVE_OPTIONAL(cudaGetDriverEntryPointByVersion);
   ET_RESOLVE_OPTIONAL(cudaGetDriverEntryPoint);
@@ -143,6 +139,12 @@ Loaded load() {
   ET_RESOLVE_OPTIONAL(cudaGraphicsResourceGetMappedPointer);
   ET_RESOLVE_OPTIONAL(cudaGLGetDevices);
 #undef ET_RESOLVE_OPTIONAL
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    info.error = text::format("{} lacks required CUDA runtime symbol(s): {}", info.file, names);
+    return out;
+  }
   out.ok = true;
   return out;
 }

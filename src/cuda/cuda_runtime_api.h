@@ -124,7 +124,8 @@ struct LoadInfo {
   bool from_env = false;           // EDGETENSOR_CUDART named the file
   std::string file;                // the loaded file's path (dlinfo link map), empty when none
   std::vector<std::string> tried;  // "<name>: <dlerror>" for every name that failed to load
-  std::vector<std::string> missing_optional;  // optional symbols absent
+  std::vector<std::string> missing_required;  // required symbols absent from `file` (then no table)
+  std::vector<std::string> missing_optional;  // optional symbols absent from `file`
   std::string error;               // why no table, empty when loaded
   pid_t load_pid = 0;              // process that loaded it (for messages)
   edgetensor::detail::ProcessToken load_token = 0;  // its process token (core/process.h)

@@ -22,6 +22,7 @@ Status compute_status() {
   s.from_env = info.from_env;
   s.runtime_file = info.file;
   s.tried = info.tried;
+  s.missing_required_symbols = info.missing_required;
   s.missing_optional_symbols = info.missing_optional;
   const CudaRuntimeApi* api = runtime();
   if (!api) {

@@ -102,6 +102,11 @@ TEST(CudaFakeIncomplete, MissingRequiredSymbolMakesCudaUnavailable) {
   EXPECT_FALSE(st.loaded);
   EXPECT_FALSE(st.available);
   EXPECT_NE(st.error.find("lacks required CUDA runtime symbol(s): cudaHostRegister"), std::string::npos) << st.error;
+  // Both lists describe the file, whatever else is missing: the double lacks the deprecated
+  // cudaGetDriverEntryPoint (optional) as well as cudaHostRegister (required).
+  EXPECT_EQ(st.runtime_file, ET_FAKE_CUDART_INCOMPLETE_PATH);
+  EXPECT_EQ(st.missing_required_symbols, std::vector<std::string>{"cudaHostRegister"});
+  EXPECT_EQ(st.missing_optional_symbols, std::vector<std::string>{"cudaGetDriverEntryPoint"});
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaHostRegister");

@@ -41,6 +41,7 @@ TEST_F(CudaFake, StatusReportsTheDouble) {
   // The double exports the GL-interop group (cudaGraphicsGL*); the variant without it is checked in
   // cuda.gl.fakenointerop (missing optional symbols reported as a capability, not an error).
   EXPECT_TRUE(status_.gl_interop);
+  EXPECT_TRUE(status_.missing_required_symbols.empty());
   for (const auto& m : status_.missing_optional_symbols)
     EXPECT_EQ(m.rfind("cudaGraphics", 0), std::string::npos) << m << " is exported by the double";
   EXPECT_TRUE(status_.error.empty());

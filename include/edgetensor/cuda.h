@@ -50,8 +50,9 @@ class ExternalImport;
 struct MapAccess;
 }  // namespace detail
 
-/// One CUDA device, from cudaDeviceGetAttribute and the driver API (cuDeviceGetName,
-/// cuDeviceTotalMem via cudaGetDriverEntryPoint; empty/0 when the runtime cannot reach them).
+/// One CUDA device, from cudaDeviceGetAttribute and the driver API (cuDeviceGetName and
+/// cuDeviceTotalMem_v2, requested at their ABI versions 2.0 and 3.2 through
+/// cudaGetDriverEntryPointByVersion, never above the driver's version; empty/0 when unreachable).
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;

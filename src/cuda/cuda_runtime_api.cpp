@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda/cuda_runtime_api.h"
 
+#include <edgetensor/cuda.h>  // version_string
+
 #include <dlfcn.h>
 #include <link.h>
 #include <unistd.h>
@@ -184,14 +186,26 @@ std::string describe_error(const CudaRuntimeApi& api, CudaError error) {
   return text::format("{} ({}): {}", name ? name : "cudaError?", error, text ? text : "no description");
 }
 
-void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda_version, std::string* reason) {
+void* driver_entry_point(const CudaRuntimeApi& api, DriverSymbol symbol, int driver_version, std::string* reason) {
+  if (driver_version < symbol.abi_version) {
+    if (reason)
+      *reason = text::format("driver {} predates the {} we call (CUDA {})", version_string(driver_version), symbol.name,
+                             version_string(symbol.abi_version));
+    return nullptr;
+  }
   void* fn = nullptr;
   int query = -1;
   CudaError e;
+  const char* via = api.cudaGetDriverEntryPointByVersion ? "cudaGetDriverEntryPointByVersion" : "cudaGetDriverEntryPoint";
   if (api.cudaGetDriverEntryPointByVersion) {
-    e = api.cudaGetDriverEntryPointByVersion(symbol, &fn, static_cast<unsigned>(cuda_version), kEnableDefault, &query);
+    // The ABI version, not the runtime's: a runtime newer than the driver (minor-version
+    // compatibility) would be refused, and a newer version could hand out a later _vN form.
+    e = api.cudaGetDriverEntryPointByVersion(symbol.name, &fn, static_cast<unsigned>(symbol.abi_version),
+                                             kEnableDefault, &query);
   } else if (api.cudaGetDriverEntryPoint) {
-    e = api.cudaGetDriverEntryPoint(symbol, &fn, kEnableDefault, &query);
+    // 11.3-12.4 runtimes: the runtime's own version is used; every symbol we call kept its ABI
+    // through 12.4, so the form returned is the one declared.
+    e = api.cudaGetDriverEntryPoint(symbol.name, &fn, kEnableDefault, &query);
     if (e == kCudaSuccess && fn) query = kDriverEntryPointSuccess;  // 11.x writes no status
   } else {
     if (reason) *reason = "the runtime has no cudaGetDriverEntryPoint";
@@ -200,8 +214,9 @@ void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda
   if (e != kCudaSuccess || !fn || query != kDriverEntryPointSuccess) {
     if (reason)
       *reason = e != kCudaSuccess
-                    ? text::format("cudaGetDriverEntryPoint({}): {}", symbol, describe_error(api, e))
-                    : text::format("the driver does not offer {} (query result {})", symbol, query);
+                    ? text::format("{}({}, {}): {}", via, symbol.name, symbol.abi_version, describe_error(api, e))
+                    : text::format("the driver does not offer {} (CUDA {} ABI; query result {})", symbol.name,
+                                   version_string(symbol.abi_version), query);
     return nullptr;
   }
   return fn;

@@ -146,8 +146,29 @@ bool in_forked_child() noexcept;
 /// insufficient for CUDA runtime version". Works without a driver.
 std::string describe_error(const CudaRuntimeApi& api, CudaError error);
 
-/// Looks up a driver API symbol through cudaGetDriverEntryPoint[ByVersion]; null when unavailable.
-/// `reason` (optional) receives why.
-void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda_version, std::string* reason);
+/// A driver API function we call: its base name and the CUDA version that introduced the ABI our
+/// declaration has (the PFN_<name>_v<version> typedefs of cudaTypedefs.h, CUDA 13.0).
+struct DriverSymbol {
+  const char* name;
+  int abi_version;  // 1000 * major + 10 * minor
+};
+inline constexpr DriverSymbol kCuDeviceGetName{"cuDeviceGetName", 2000};
+inline constexpr DriverSymbol kCuDeviceTotalMem{"cuDeviceTotalMem", 3020};  // _v2: size_t bytes
+inline constexpr DriverSymbol kCuMemFree{"cuMemFree", 3020};                // _v2: 64-bit CUdeviceptr
+inline constexpr DriverSymbol kCuImportExternalMemory{"cuImportExternalMemory", 10000};
+inline constexpr DriverSymbol kCuExternalMemoryGetMappedBuffer{"cuExternalMemoryGetMappedBuffer", 10000};
+inline constexpr DriverSymbol kCuDestroyExternalMemory{"cuDestroyExternalMemory", 10000};
+inline constexpr DriverSymbol kCuGetErrorName{"cuGetErrorName", 6000};
+inline constexpr DriverSymbol kCuGetErrorString{"cuGetErrorString", 6000};
+inline constexpr DriverSymbol kDriverSymbols[] = {kCuDeviceGetName,         kCuDeviceTotalMem,
+                                                  kCuMemFree,               kCuImportExternalMemory,
+                                                  kCuExternalMemoryGetMappedBuffer, kCuDestroyExternalMemory,
+                                                  kCuGetErrorName,          kCuGetErrorString};
+
+/// Looks up a driver API function with the ABI `symbol.abi_version` names, through
+/// cudaGetDriverEntryPointByVersion (never asking for more than `driver_version`, which it refuses:
+/// CUDA Runtime API, "Driver Entry Point Access"), else cudaGetDriverEntryPoint. Null when
+/// unavailable; `reason` (optional) receives why.
+void* driver_entry_point(const CudaRuntimeApi& api, DriverSymbol symbol, int driver_version, std::string* reason);
 
 }  // namespace edgetensor::cuda::detail

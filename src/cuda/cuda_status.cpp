@@ -68,11 +68,10 @@ Status compute_status() {
                           version_string(s.runtime_version));
     return s;
   }
-  std::string reason;
-  auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, "cuDeviceGetName", s.runtime_version, &reason));
-  auto total_mem = reinterpret_cast<CuDeviceTotalMemFn>(driver_entry_point(*api, "cuDeviceTotalMem", s.runtime_version, &reason));
-  s.dmabuf_handle_type = s.driver_version >= 13000 &&
-                         driver_entry_point(*api, "cuImportExternalMemory", s.runtime_version, nullptr) != nullptr;
+  auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, kCuDeviceGetName, s.driver_version, nullptr));
+  auto total_mem =
+      reinterpret_cast<CuDeviceTotalMemFn>(driver_entry_point(*api, kCuDeviceTotalMem, s.driver_version, nullptr));
+  s.dmabuf_handle_type = dmabuf_driver(*api, s.driver_version).ok;
   for (int d = 0; d < count; ++d) {
     DeviceInfo di;
     di.ordinal = d;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lane 3 variants: the test double emulating a 12.x runtime, a driver that imports DMA-BUFs, no
 // driver, no device, and a runtime lacking a required symbol. Each runs in its own ctest lane.
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ class CudaFake12 : public et_cuda_test::FakeLaneTest {};
 class CudaFakeDmaBufDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDevice : public et_cuda_test::FakeLaneTest {};
+class CudaFakeNewerRuntime : public et_cuda_test::FakeLaneTest {};
 
 TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
@@ -43,6 +45,69 @@ TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
     EXPECT_EQ(fake_.last("cudaExternalMemoryGetMappedBuffer")->desc_size, 24u);
   }
   close(memfd);
+}
+
+// Minor-version compatibility: runtime 13.1 on driver 13.0. cudaGetDriverEntryPointByVersion refuses
+// any version above the driver's, so the runtime's own version must never be the one requested.
+TEST_F(CudaFakeNewerRuntime, DriverEntryPointsWorkWithARuntimeNewerThanTheDriver) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  ASSERT_EQ(status_.runtime_version, 13010);
+  ASSERT_EQ(status_.driver_version, 13000);
+  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_EQ(status_.devices.size(), 1u);
+  EXPECT_NE(status_.devices[0].name.find("test double"), std::string::npos) << status_.summary();
+  EXPECT_EQ(status_.devices[0].total_memory_bytes, std::size_t{8} << 30);
+  EXPECT_TRUE(status_.dmabuf_handle_type);
+  // The DMA-BUF path itself (the double's knob is read at each call).
+  ASSERT_EQ(setenv("ET_FAKE_CUDART_DMABUF", "1", 1), 0);
+  auto storage = et_cuda_test::dmabuf_storage(8192);
+  auto m = cuda::detail::map_storage(storage, 0, 8192, {});
+  unsetenv("ET_FAKE_CUDART_DMABUF");
+  ASSERT_OK(m);
+  EXPECT_EQ(m->path(), cuda::CudaPath::ExternalDmaBuf);
+}
+
+TEST_F(CudaFakeNewerRuntime, EachSymbolIsRequestedAtItsAbiVersionNeverAboveTheDriver) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  const auto* api = cuda::detail::runtime();
+  ASSERT_NE(api, nullptr);
+  for (const auto& sym : cuda::detail::kDriverSymbols) {
+    fake_.reset();
+    std::string reason;
+    EXPECT_NE(cuda::detail::driver_entry_point(*api, sym, 13000, &reason), nullptr) << sym.name << ": " << reason;
+    const EtFakeCall* c = fake_.last("cudaGetDriverEntryPointByVersion");
+    ASSERT_NE(c, nullptr) << sym.name;
+    EXPECT_STREQ(reinterpret_cast<const char*>(c->desc), sym.name);
+    EXPECT_EQ(c->args[0], static_cast<unsigned long long>(sym.abi_version)) << sym.name;
+  }
+  EXPECT_EQ(cuda::detail::kCuDeviceTotalMem.abi_version, 3020) << "cuDeviceTotalMem_v2 (size_t bytes)";
+  EXPECT_EQ(cuda::detail::kCuMemFree.abi_version, 3020) << "cuMemFree_v2 (64-bit CUdeviceptr)";
+  // An ABI newer than the driver is not asked for at all (the runtime would refuse it).
+  fake_.reset();
+  std::string reason;
+  EXPECT_EQ(cuda::detail::driver_entry_point(*api, {"cuImportExternalMemory", 13020}, 13000, &reason), nullptr);
+  EXPECT_EQ(reason, "driver 13.0 predates the cuImportExternalMemory we call (CUDA 13.2)");
+  EXPECT_EQ(fake_.call_count(), 0);
+}
+
+TEST_F(CudaFakeNewerRuntime, TheDoubleRefusesAVersionAboveItsDriverLikeTheRealRuntime) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  void* h = dlopen(ET_FAKE_CUDART_PATH, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto by_version = reinterpret_cast<int (*)(const char*, void**, unsigned, unsigned long long, int*)>(
+      dlsym(h, "cudaGetDriverEntryPointByVersion"));
+  dlclose(h);
+  ASSERT_NE(by_version, nullptr);
+  void* fn = nullptr;
+  int query = -1;
+  EXPECT_EQ(by_version("cuDeviceGetName", &fn, 13010, 0, &query), 1) << "cudaErrorInvalidValue above the driver";
+  EXPECT_EQ(by_version("cuImportExternalMemory", &fn, 9020, 0, &query), 0);
+  EXPECT_EQ(fn, nullptr);
+  EXPECT_EQ(query, 2) << "cudaDriverEntryPointVersionNotSufficent before the symbol existed";
+  EXPECT_EQ(by_version("cuDeviceTotalMem", &fn, 3020, 0, &query), 0);
+  void* v2 = fn;
+  EXPECT_EQ(by_version("cuDeviceTotalMem", &fn, 2000, 0, &query), 0);
+  EXPECT_NE(fn, v2) << "below 3.2 the CUDA 2.0 ABI is handed out";
 }
 
 TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {

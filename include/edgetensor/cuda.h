@@ -78,6 +78,14 @@ struct ET_API Status {
   bool gl_interop = false;           ///< Optional group: cudaGraphicsGLRegisterBuffer and friends.
   bool dmabuf_handle_type = false;   ///< The driver offers cuImportExternalMemory with a driver >= 13.0
                                      ///< (CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD, Jetson Thor+).
+  /// The runtime's OpaqueFd import (ExternalMemoryHandleType::OpaqueFd, CudaPath::ExternalOpaqueFd)
+  /// can be used: `available` and the runtime's major has an external-memory descriptor table here
+  /// (11.x-13.x). Host registration, streams and copies need no table: they follow `available` alone.
+  bool external_opaque_fd = false;
+  /// While `available`: one line per CudaPath that cannot work here, "<cuda_path_name>: <reason>",
+  /// e.g. "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known:
+  /// 11.x-13.x)". Empty when CUDA is unavailable (`error` says why).
+  std::vector<std::string> unavailable_paths;
   /// Symbols runtime_file lacks, by name. Required ones (any makes `loaded` false and is named in
   /// `error`) and optional ones (each group off: driver_entry_points, gl_interop) are both always
   /// listed, whatever else is missing. Empty when no file was opened.
@@ -85,7 +93,8 @@ struct ET_API Status {
   std::vector<std::string> missing_optional_symbols;
   std::vector<std::string> tried;  ///< "<name or path>: <dlerror>" for each file that failed to load.
   bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.
-  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child.
+  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child
+                                   ///< (each path may still be off: unavailable_paths).
   std::string error;               ///< Why unavailable (CUDA error name, number and text); empty if available.
 
   /// One line for tools: "CUDA 13.0 runtime (/usr/.../libcudart.so.13), driver none, 0 devices:

@@ -22,6 +22,7 @@ class CudaFakeDmaBufDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDevice : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNewerRuntime : public et_cuda_test::FakeLaneTest {};
+class CudaFakeUnknownMajor : public et_cuda_test::FakeLaneTest {};
 
 TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
@@ -108,6 +109,52 @@ TEST_F(CudaFakeNewerRuntime, TheDoubleRefusesAVersionAboveItsDriverLikeTheRealRu
   void* v2 = fn;
   EXPECT_EQ(by_version("cuDeviceTotalMem", &fn, 2000, 0, &query), 0);
   EXPECT_NE(fn, v2) << "below 3.2 the CUDA 2.0 ABI is handed out";
+}
+
+// A runtime major without an external-memory descriptor table (14.0 here): only the runtime's
+// OpaqueFd import needs that table; host registration, streams, copies and the driver's DMA-BUF
+// path work, and the status says which path is off and why.
+TEST_F(CudaFakeUnknownMajor, OnlyTheRuntimeOpaqueFdPathIsOff) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "14000") GTEST_SKIP() << "run through ctest lane cuda.fakeunknownmajor";
+  ASSERT_EQ(status_.runtime_version, 14000);
+  EXPECT_TRUE(status_.available) << status_.summary();
+  EXPECT_TRUE(status_.error.empty()) << status_.error;
+  EXPECT_TRUE(cuda::available());
+  EXPECT_FALSE(status_.external_opaque_fd);
+  EXPECT_TRUE(status_.dmabuf_handle_type);
+  EXPECT_EQ(status_.unavailable_paths,
+            std::vector<std::string>{
+                "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known: 11.x-13.x)"});
+  // Host registration, streams and copies.
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(t);
+  auto m = cuda::map(*t);
+  ASSERT_OK(m);
+  EXPECT_EQ(m->path(), cuda::CudaPath::HostRegistered);
+  auto s = cuda::Stream::create();
+  ASSERT_OK(s);
+  const char msg[] = "host-registered on an unknown runtime major";
+  ASSERT_OK(cuda::copy_host_to_device_async(m->device_ptr(), msg, sizeof msg, *s));
+  ASSERT_OK(s->synchronize());
+  char back[sizeof msg] = {};
+  ASSERT_OK(cuda::copy_device_to_host(back, m->device_ptr(), sizeof back));
+  EXPECT_STREQ(back, msg);
+  // The runtime's OpaqueFd import is refused before any CUDA call, naming the version.
+  int memfd = memfd_create("et-ext14", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  fake_.reset();
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd), ErrorCode::Unsupported,
+               "no cudaExternalMemoryHandleDesc layout for CUDA runtime 14.0 (known: 11.x-13.x)");
+  EXPECT_EQ(fake_.count("cudaImportExternalMemory"), 0);
+  close(memfd);
+  // The driver's DMA-BUF type has its own descriptor (cuda.h _v1), independent of the runtime major.
+  ASSERT_EQ(setenv("ET_FAKE_CUDART_DMABUF", "1", 1), 0);
+  auto storage = et_cuda_test::dmabuf_storage(8192);
+  auto dm = cuda::detail::map_storage(storage, 0, 8192, {});
+  unsetenv("ET_FAKE_CUDART_DMABUF");
+  ASSERT_OK(dm);
+  EXPECT_EQ(dm->path(), cuda::CudaPath::ExternalDmaBuf);
 }
 
 TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {

@@ -42,6 +42,8 @@ TEST_F(CudaFake, StatusReportsTheDouble) {
   // cuda.gl.fakenointerop (missing optional symbols reported as a capability, not an error).
   EXPECT_TRUE(status_.gl_interop);
   EXPECT_TRUE(status_.missing_required_symbols.empty());
+  EXPECT_TRUE(status_.external_opaque_fd);
+  EXPECT_TRUE(status_.unavailable_paths.empty()) << status_.unavailable_paths.front();
   for (const auto& m : status_.missing_optional_symbols)
     EXPECT_EQ(m.rfind("cudaGraphics", 0), std::string::npos) << m << " is exported by the double";
   EXPECT_TRUE(status_.error.empty());

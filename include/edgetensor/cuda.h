@@ -4,8 +4,13 @@
 // The CUDA runtime is loaded with dlopen on first use (never at static initialisation, never
 // unloaded); the library has no link-time dependency on it. Loader order: EDGETENSOR_DISABLE_CUDA=1
 // disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that file and nothing else; otherwise
-// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so. Both variables are read
-// once per process.
+// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so, keeping the first that
+// loads, has every required symbol and reaches a driver. A runtime whose cudaGetDeviceCount answers
+// cudaErrorInsufficientDriver (no driver, or one older than that runtime) makes the loader try the
+// next name; any other answer (devices, cudaErrorNoDevice, ...) comes from the driver every runtime
+// shares and ends the search. When none reaches a driver, the first that loaded is kept and
+// status() gives its error. Status::tried lists every name that did not work. Both variables are
+// read once per process.
 //
 // Errors: nothing here throws or aborts. Every fallible call returns Result<T>. A CUDA error keeps
 // its name, number and text in the message, e.g. "cudaHostRegister(0x7f.., 4096 B, flags 0x3):
@@ -91,7 +96,11 @@ struct ET_API Status {
   /// listed, whatever else is missing. Empty when no file was opened.
   std::vector<std::string> missing_required_symbols;
   std::vector<std::string> missing_optional_symbols;
-  std::vector<std::string> tried;  ///< "<name or path>: <dlerror>" for each file that failed to load.
+  /// Every candidate that did not work, in the order tried, "<name or path>: <why>": dlopen's reason,
+  /// "<file> lacks required CUDA runtime symbol(s): ...", "<file> (runtime 13.0) cannot reach a CUDA
+  /// driver: cudaGetDeviceCount: cudaErrorInsufficientDriver (35): ...", or "<file>: the same file as
+  /// <earlier name>". runtime_file appears here too when no candidate worked and it was kept.
+  std::vector<std::string> tried;
   bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.
   bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child
                                    ///< (each path may still be off: unavailable_paths).

@@ -9,7 +9,9 @@
 //
 // Loader order: EDGETENSOR_DISABLE_CUDA=1 disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that
 // file (nothing else is tried); otherwise libcudart.so.13, .12, .11.0, then the bare libcudart.so (only
-// present with a toolkit's -dev files). The environment is read once, on first use.
+// present with a toolkit's -dev files), keeping the first that has every required symbol and whose
+// cudaGetDeviceCount does not answer cudaErrorInsufficientDriver (include/edgetensor/cuda.h says why
+// only that error means "try the next"). The environment is read once, on first use.
 #pragma once
 
 #include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
@@ -123,7 +125,7 @@ struct LoadInfo {
   bool disabled = false;           // EDGETENSOR_DISABLE_CUDA=1
   bool from_env = false;           // EDGETENSOR_CUDART named the file
   std::string file;                // the loaded file's path (dlinfo link map), empty when none
-  std::vector<std::string> tried;  // "<name>: <dlerror>" for every name that failed to load
+  std::vector<std::string> tried;  // "<name>: <why>" for every candidate that did not work (Status::tried)
   std::vector<std::string> missing_required;  // required symbols absent from `file` (then no table)
   std::vector<std::string> missing_optional;  // optional symbols absent from `file`
   std::string error;               // why no table, empty when loaded

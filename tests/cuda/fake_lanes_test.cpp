@@ -184,6 +184,9 @@ TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
   EXPECT_FALSE(status_.available);
   EXPECT_EQ(status_.driver_version, 0);
   EXPECT_NE(status_.error.find("cudaErrorInsufficientDriver (35)"), std::string::npos) << status_.error;
+  // EDGETENSOR_CUDART is exclusive: a runtime that reaches no driver is kept, nothing else is tried.
+  EXPECT_EQ(status_.runtime_file, ET_FAKE_CUDART_PATH);
+  EXPECT_TRUE(status_.tried.empty());
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   char buf[8] = {};

@@ -300,7 +300,9 @@ struct ExternalMemoryOptions {
 
 /// An imported external memory object, mapped whole as one device buffer. Ownership of the fd: the
 /// caller's fd is borrowed; CUDA receives a CLOEXEC dup and owns it after a successful import (it
-/// closes it); if the import fails, we close the dup. Teardown (CUDA Runtime API,
+/// closes it; CUDA Runtime API "External Resource Interoperability", cudaImportExternalMemory, for
+/// OpaqueFd; the driver's DMA-BUF type is documented without an ownership rule and treated the same,
+/// so at worst its dup leaks, never closes twice); if the import fails, we close the dup. Teardown (CUDA Runtime API,
 /// cudaExternalMemoryGetMappedBuffer / cudaDestroyExternalMemory): the mapped pointer is freed with
 /// cudaFree, then the object is destroyed, each exactly once. Move-only.
 class ET_API ExternalMemory {

@@ -84,7 +84,9 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
                               version_string(rv)));
   }
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
-  // CUDA owns the fd after a successful import and closes it; until then this UniqueFd does.
+  // Until a successful import this UniqueFd owns the dup. After it, CUDA does: CUDA Runtime/Driver API
+  // "External Resource Interoperability" says so for OpaqueFd and says nothing for DMABUF_FD; treated
+  // alike, at worst one fd leaks per import, never a double close (docs/CUDA.md "External memory").
   ET_TRY_ASSIGN(UniqueFd dup, UniqueFd::duplicate(borrowed_fd));
   auto desc = make_handle_desc(*layout, cuda_type, dup.get(), buffer_bytes, dedicated ? 1u : 0u);
   std::unique_ptr<ExternalImport> imp(new ExternalImport());

@@ -161,6 +161,7 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   if (et_test::env("ET_FAKE_CUDART_DMABUF") != "1") GTEST_SKIP() << "run through ctest lane cuda.fakedmabuf";
   auto storage = et_cuda_test::dmabuf_storage(16384);
   const int fds = et_test::open_fd_count();
+  const auto closes = edgetensor::sys::call_count(edgetensor::sys::Call::Close);
   auto m = cuda::detail::map_storage(storage, 0, 16384, {});
   ASSERT_OK(m);
   EXPECT_EQ(m->path(), cuda::CudaPath::ExternalDmaBuf);
@@ -177,6 +178,11 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   *m = cuda::CudaMap();
   storage.reset();
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaSetDevice", "cuMemFree", "cuDestroyExternalMemory"}));
+  // A successful DMA-BUF import hands the dup to CUDA as OpaqueFd does (the documentation is silent
+  // for this type): we never close it; the double closed it at destroy (a second close would be a
+  // violation) and the backing closed the tensor's own fd.
+  EXPECT_EQ(edgetensor::sys::call_count(edgetensor::sys::Call::Close) - closes, 1u) << "only the backing's fd";
+  EXPECT_EQ(et_test::open_fd_count(), fds - 1);
 }
 
 TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {

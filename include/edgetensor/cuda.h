@@ -4,8 +4,13 @@
 // The CUDA runtime is loaded with dlopen on first use (never at static initialisation, never
 // unloaded); the library has no link-time dependency on it. Loader order: EDGETENSOR_DISABLE_CUDA=1
 // disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that file and nothing else; otherwise
-// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so. Both variables are read
-// once per process.
+// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so, keeping the first that
+// loads, has every required symbol and reaches a driver. A runtime whose cudaGetDeviceCount answers
+// cudaErrorInsufficientDriver (no driver, or one older than that runtime) makes the loader try the
+// next name; any other answer (devices, cudaErrorNoDevice, ...) comes from the driver every runtime
+// shares and ends the search. When none reaches a driver, the first that loaded is kept and
+// status() gives its error. Status::tried lists every name that did not work. Both variables are
+// read once per process.
 //
 // Errors: nothing here throws or aborts. Every fallible call returns Result<T>. A CUDA error keeps
 // its name, number and text in the message, e.g. "cudaHostRegister(0x7f.., 4096 B, flags 0x3):
@@ -50,8 +55,9 @@ class ExternalImport;
 struct MapAccess;
 }  // namespace detail
 
-/// One CUDA device, from cudaDeviceGetAttribute and the driver API (cuDeviceGetName,
-/// cuDeviceTotalMem via cudaGetDriverEntryPoint; empty/0 when the runtime cannot reach them).
+/// One CUDA device, from cudaDeviceGetAttribute and the driver API (cuDeviceGetName and
+/// cuDeviceTotalMem_v2, requested at their ABI versions 2.0 and 3.2 through
+/// cudaGetDriverEntryPointByVersion, never above the driver's version; empty/0 when unreachable).
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
@@ -77,10 +83,27 @@ struct ET_API Status {
   bool gl_interop = false;           ///< Optional group: cudaGraphicsGLRegisterBuffer and friends.
   bool dmabuf_handle_type = false;   ///< The driver offers cuImportExternalMemory with a driver >= 13.0
                                      ///< (CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD, Jetson Thor+).
+  /// The runtime's OpaqueFd import (ExternalMemoryHandleType::OpaqueFd, CudaPath::ExternalOpaqueFd)
+  /// can be used: `available` and the runtime's major has an external-memory descriptor table here
+  /// (11.x-13.x). Host registration, streams and copies need no table: they follow `available` alone.
+  bool external_opaque_fd = false;
+  /// While `available`: one line per CudaPath that cannot work here, "<cuda_path_name>: <reason>",
+  /// e.g. "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known:
+  /// 11.x-13.x)". Empty when CUDA is unavailable (`error` says why).
+  std::vector<std::string> unavailable_paths;
+  /// Symbols runtime_file lacks, by name. Required ones (any makes `loaded` false and is named in
+  /// `error`) and optional ones (each group off: driver_entry_points, gl_interop) are both always
+  /// listed, whatever else is missing. Empty when no file was opened.
+  std::vector<std::string> missing_required_symbols;
   std::vector<std::string> missing_optional_symbols;
-  std::vector<std::string> tried;  ///< "<name or path>: <dlerror>" for each file that failed to load.
+  /// Every candidate that did not work, in the order tried, "<name or path>: <why>": dlopen's reason,
+  /// "<file> lacks required CUDA runtime symbol(s): ...", "<file> (runtime 13.0) cannot reach a CUDA
+  /// driver: cudaGetDeviceCount: cudaErrorInsufficientDriver (35): ...", or "<file>: the same file as
+  /// <earlier name>". runtime_file appears here too when no candidate worked and it was kept.
+  std::vector<std::string> tried;
   bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.
-  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child.
+  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child
+                                   ///< (each path may still be off: unavailable_paths).
   std::string error;               ///< Why unavailable (CUDA error name, number and text); empty if available.
 
   /// One line for tools: "CUDA 13.0 runtime (/usr/.../libcudart.so.13), driver none, 0 devices:
@@ -277,7 +300,9 @@ struct ExternalMemoryOptions {
 
 /// An imported external memory object, mapped whole as one device buffer. Ownership of the fd: the
 /// caller's fd is borrowed; CUDA receives a CLOEXEC dup and owns it after a successful import (it
-/// closes it); if the import fails, we close the dup. Teardown (CUDA Runtime API,
+/// closes it; CUDA Runtime API "External Resource Interoperability", cudaImportExternalMemory, for
+/// OpaqueFd; the driver's DMA-BUF type is documented without an ownership rule and treated the same,
+/// so at worst its dup leaks, never closes twice); if the import fails, we close the dup. Teardown (CUDA Runtime API,
 /// cudaExternalMemoryGetMappedBuffer / cudaDestroyExternalMemory): the mapped pointer is freed with
 /// cudaFree, then the object is destroyed, each exactly once. Move-only.
 class ET_API ExternalMemory {

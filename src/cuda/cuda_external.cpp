@@ -19,50 +19,29 @@ using edgetensor::detail::log;
 
 namespace detail {
 
-// ---- Driver API symbols of the DMA-BUF path (cuda.h 13.0 signatures) -----------------------------
-struct ExternalImport::DriverApi {
-  CuResult (*import)(void**, const void*) = nullptr;                         // cuImportExternalMemory
-  CuResult (*get_mapped_buffer)(CuDevicePtr*, void*, const void*) = nullptr;  // cuExternalMemoryGetMappedBuffer
-  CuResult (*mem_free)(CuDevicePtr) = nullptr;                                // cuMemFree (_v2)
-  CuResult (*destroy)(void*) = nullptr;                                       // cuDestroyExternalMemory
-  CuResult (*get_error_name)(CuResult, const char**) = nullptr;               // cuGetErrorName
-  CuResult (*get_error_string)(CuResult, const char**) = nullptr;             // cuGetErrorString
-};
-
 namespace {
 
-struct DriverLookup {
-  ExternalImport::DriverApi api;
-  bool ok = false;
-  std::string reason;
-};
-
-const DriverLookup& driver_lookup(const CudaRuntimeApi& rt) {
-  static const DriverLookup lookup = [&rt] {
-    DriverLookup l;
-    const Status& s = cached_status();
-    if (s.driver_version < 13000) {
-      l.reason = text::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
-                             version_string(s.driver_version));
-      return l;
-    }
-    const int v = s.runtime_version;
-    std::string why;
-    auto get = [&](const char* name) { return driver_entry_point(rt, name, v, &why); };
-    l.api.import = reinterpret_cast<decltype(l.api.import)>(get("cuImportExternalMemory"));
-    l.api.get_mapped_buffer = reinterpret_cast<decltype(l.api.get_mapped_buffer)>(get("cuExternalMemoryGetMappedBuffer"));
-    l.api.mem_free = reinterpret_cast<decltype(l.api.mem_free)>(get("cuMemFree"));
-    l.api.destroy = reinterpret_cast<decltype(l.api.destroy)>(get("cuDestroyExternalMemory"));
-    l.api.get_error_name = reinterpret_cast<decltype(l.api.get_error_name)>(get("cuGetErrorName"));
-    l.api.get_error_string = reinterpret_cast<decltype(l.api.get_error_string)>(get("cuGetErrorString"));
-    l.ok = l.api.import && l.api.get_mapped_buffer && l.api.mem_free && l.api.destroy;
-    if (!l.ok) l.reason = why.empty() ? "driver entry points missing" : why;
-    return l;
-  }();
-  return lookup;
+DmaBufDriver lookup_dmabuf_driver(const CudaRuntimeApi& rt, int driver_version) {
+  DmaBufDriver d;
+  if (driver_version < 13000) {
+    d.reason = text::format("driver {} predates CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD (CUDA 13.0)",
+                            version_string(driver_version));
+    return d;
+  }
+  std::string why;
+  auto get = [&](DriverSymbol sym) { return driver_entry_point(rt, sym, driver_version, &why); };
+  d.import = reinterpret_cast<decltype(d.import)>(get(kCuImportExternalMemory));
+  d.get_mapped_buffer = reinterpret_cast<decltype(d.get_mapped_buffer)>(get(kCuExternalMemoryGetMappedBuffer));
+  d.mem_free = reinterpret_cast<decltype(d.mem_free)>(get(kCuMemFree));
+  d.destroy = reinterpret_cast<decltype(d.destroy)>(get(kCuDestroyExternalMemory));
+  d.get_error_name = reinterpret_cast<decltype(d.get_error_name)>(get(kCuGetErrorName));
+  d.get_error_string = reinterpret_cast<decltype(d.get_error_string)>(get(kCuGetErrorString));
+  d.ok = d.import && d.get_mapped_buffer && d.mem_free && d.destroy;
+  if (!d.ok) d.reason = why.empty() ? "driver entry points missing" : why;
+  return d;
 }
 
-Error driver_error(const ExternalImport::DriverApi& d, CuResult r, std::string_view call) {
+Error driver_error(const DmaBufDriver& d, CuResult r, std::string_view call) {
   const char* name = nullptr;
   const char* text = nullptr;
   if (d.get_error_name) d.get_error_name(r, &name);
@@ -78,17 +57,22 @@ const char* handle_type_name(ExternalMemoryHandleType t) {
 
 }  // namespace
 
+const DmaBufDriver& dmabuf_driver(const CudaRuntimeApi& api, int driver_version) {
+  static const DmaBufDriver d = lookup_dmabuf_driver(api, driver_version);
+  return d;
+}
+
 // ---- ExternalImport ------------------------------------------------------------------------------
 Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntimeApi& api, int borrowed_fd,
                                                                ExternalMemoryHandleType type, std::size_t buffer_bytes,
                                                                bool dedicated, int device) {
   const DescriptorLayout* layout = nullptr;
-  const DriverApi* drv = nullptr;
+  const DmaBufDriver* drv = nullptr;
   int cuda_type = kExternalMemoryHandleTypeOpaqueFd;
   if (type == ExternalMemoryHandleType::DmaBufFd) {
-    const DriverLookup& l = driver_lookup(api);
-    if (!l.ok) return fail(ErrorCode::Unsupported, "DMA-BUF handle type unavailable: " + l.reason);
-    drv = &l.api;
+    const DmaBufDriver& d = dmabuf_driver(api, cached_status().driver_version);
+    if (!d.ok) return fail(ErrorCode::Unsupported, "DMA-BUF handle type unavailable: " + d.reason);
+    drv = &d;
     layout = &kLayoutDriverV1;
     cuda_type = kCuExternalMemoryHandleTypeDmaBufFd;
   } else {
@@ -100,7 +84,9 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
                               version_string(rv)));
   }
   ET_TRY_ASSIGN(auto guard, DeviceGuard::enter(api, device));
-  // CUDA owns the fd after a successful import and closes it; until then this UniqueFd does.
+  // Until a successful import this UniqueFd owns the dup. After it, CUDA does: CUDA Runtime/Driver API
+  // "External Resource Interoperability" says so for OpaqueFd and says nothing for DMABUF_FD; treated
+  // alike, at worst one fd leaks per import, never a double close (docs/CUDA.md "External memory").
   ET_TRY_ASSIGN(UniqueFd dup, UniqueFd::duplicate(borrowed_fd));
   auto desc = make_handle_desc(*layout, cuda_type, dup.get(), buffer_bytes, dedicated ? 1u : 0u);
   std::unique_ptr<ExternalImport> imp(new ExternalImport());

@@ -65,6 +65,21 @@ Result<std::unique_ptr<edgetensor::detail::DeviceHandle>> make_gl_handle(const C
                                                                           edgetensor::detail::Storage& storage,
                                                                           int device);
 
+/// The driver functions of the DMA-BUF path (cuda.h 13.0 signatures, requested at the ABI versions of
+/// cuda_runtime_api.h), looked up once per process. `ok` when the four the path needs are there.
+struct DmaBufDriver {
+  CuResult (*import)(void**, const void*) = nullptr;                         // cuImportExternalMemory
+  CuResult (*get_mapped_buffer)(CuDevicePtr*, void*, const void*) = nullptr;  // cuExternalMemoryGetMappedBuffer
+  CuResult (*mem_free)(CuDevicePtr) = nullptr;                                // cuMemFree_v2
+  CuResult (*destroy)(void*) = nullptr;                                       // cuDestroyExternalMemory
+  CuResult (*get_error_name)(CuResult, const char**) = nullptr;               // cuGetErrorName
+  CuResult (*get_error_string)(CuResult, const char**) = nullptr;             // cuGetErrorString
+  bool ok = false;
+  std::string reason;  // why not ok
+};
+/// The process's DmaBufDriver (the first call's arguments are the ones used: status() makes it).
+const DmaBufDriver& dmabuf_driver(const CudaRuntimeApi& api, int driver_version);
+
 /// One imported external-memory object mapped whole (runtime OpaqueFd path or driver DMA-BUF path).
 class ExternalImport {
  public:
@@ -81,12 +96,10 @@ class ExternalImport {
   ExternalMemoryHandleType type() const noexcept { return type_; }
   int device() const noexcept { return device_; }
 
-  struct DriverApi;  // the driver symbols of the DMA-BUF path
-
  private:
   ExternalImport() = default;
   const CudaRuntimeApi* api_ = nullptr;
-  const DriverApi* driver_ = nullptr;  // set on the DMA-BUF path: teardown uses the driver API
+  const DmaBufDriver* driver_ = nullptr;  // set on the DMA-BUF path: teardown uses the driver API
   void* ext_ = nullptr;                // cudaExternalMemory_t / CUexternalMemory
   void* ptr_ = nullptr;
   std::size_t buffer_bytes_ = 0;

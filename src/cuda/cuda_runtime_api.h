@@ -9,7 +9,9 @@
 //
 // Loader order: EDGETENSOR_DISABLE_CUDA=1 disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that
 // file (nothing else is tried); otherwise libcudart.so.13, .12, .11.0, then the bare libcudart.so (only
-// present with a toolkit's -dev files). The environment is read once, on first use.
+// present with a toolkit's -dev files), keeping the first that has every required symbol and whose
+// cudaGetDeviceCount does not answer cudaErrorInsufficientDriver (include/edgetensor/cuda.h says why
+// only that error means "try the next"). The environment is read once, on first use.
 #pragma once
 
 #include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
@@ -123,8 +125,9 @@ struct LoadInfo {
   bool disabled = false;           // EDGETENSOR_DISABLE_CUDA=1
   bool from_env = false;           // EDGETENSOR_CUDART named the file
   std::string file;                // the loaded file's path (dlinfo link map), empty when none
-  std::vector<std::string> tried;  // "<name>: <dlerror>" for every name that failed to load
-  std::vector<std::string> missing_optional;  // optional symbols absent
+  std::vector<std::string> tried;  // "<name>: <why>" for every candidate that did not work (Status::tried)
+  std::vector<std::string> missing_required;  // required symbols absent from `file` (then no table)
+  std::vector<std::string> missing_optional;  // optional symbols absent from `file`
   std::string error;               // why no table, empty when loaded
   pid_t load_pid = 0;              // process that loaded it (for messages)
   edgetensor::detail::ProcessToken load_token = 0;  // its process token (core/process.h)
@@ -145,8 +148,29 @@ bool in_forked_child() noexcept;
 /// insufficient for CUDA runtime version". Works without a driver.
 std::string describe_error(const CudaRuntimeApi& api, CudaError error);
 
-/// Looks up a driver API symbol through cudaGetDriverEntryPoint[ByVersion]; null when unavailable.
-/// `reason` (optional) receives why.
-void* driver_entry_point(const CudaRuntimeApi& api, const char* symbol, int cuda_version, std::string* reason);
+/// A driver API function we call: its base name and the CUDA version that introduced the ABI our
+/// declaration has (the PFN_<name>_v<version> typedefs of cudaTypedefs.h, CUDA 13.0).
+struct DriverSymbol {
+  const char* name;
+  int abi_version;  // 1000 * major + 10 * minor
+};
+inline constexpr DriverSymbol kCuDeviceGetName{"cuDeviceGetName", 2000};
+inline constexpr DriverSymbol kCuDeviceTotalMem{"cuDeviceTotalMem", 3020};  // _v2: size_t bytes
+inline constexpr DriverSymbol kCuMemFree{"cuMemFree", 3020};                // _v2: 64-bit CUdeviceptr
+inline constexpr DriverSymbol kCuImportExternalMemory{"cuImportExternalMemory", 10000};
+inline constexpr DriverSymbol kCuExternalMemoryGetMappedBuffer{"cuExternalMemoryGetMappedBuffer", 10000};
+inline constexpr DriverSymbol kCuDestroyExternalMemory{"cuDestroyExternalMemory", 10000};
+inline constexpr DriverSymbol kCuGetErrorName{"cuGetErrorName", 6000};
+inline constexpr DriverSymbol kCuGetErrorString{"cuGetErrorString", 6000};
+inline constexpr DriverSymbol kDriverSymbols[] = {kCuDeviceGetName,         kCuDeviceTotalMem,
+                                                  kCuMemFree,               kCuImportExternalMemory,
+                                                  kCuExternalMemoryGetMappedBuffer, kCuDestroyExternalMemory,
+                                                  kCuGetErrorName,          kCuGetErrorString};
+
+/// Looks up a driver API function with the ABI `symbol.abi_version` names, through
+/// cudaGetDriverEntryPointByVersion (never asking for more than `driver_version`, which it refuses:
+/// CUDA Runtime API, "Driver Entry Point Access"), else cudaGetDriverEntryPoint. Null when
+/// unavailable; `reason` (optional) receives why.
+void* driver_entry_point(const CudaRuntimeApi& api, DriverSymbol symbol, int driver_version, std::string* reason);
 
 }  // namespace edgetensor::cuda::detail

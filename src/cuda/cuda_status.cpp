@@ -22,6 +22,7 @@ Status compute_status() {
   s.from_env = info.from_env;
   s.runtime_file = info.file;
   s.tried = info.tried;
+  s.missing_required_symbols = info.missing_required;
   s.missing_optional_symbols = info.missing_optional;
   const CudaRuntimeApi* api = runtime();
   if (!api) {
@@ -62,16 +63,23 @@ Status compute_status() {
     s.error = "the CUDA driver reports no device (cudaGetDeviceCount = 0)";
     return s;
   }
-  if (!layout_for_runtime(s.runtime_version)) {
-    s.error = text::format("CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
-                          version_string(s.runtime_version));
-    return s;
-  }
-  std::string reason;
-  auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, "cuDeviceGetName", s.runtime_version, &reason));
-  auto total_mem = reinterpret_cast<CuDeviceTotalMemFn>(driver_entry_point(*api, "cuDeviceTotalMem", s.runtime_version, &reason));
-  s.dmabuf_handle_type = s.driver_version >= 13000 &&
-                         driver_entry_point(*api, "cuImportExternalMemory", s.runtime_version, nullptr) != nullptr;
+  auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, kCuDeviceGetName, s.driver_version, nullptr));
+  auto total_mem =
+      reinterpret_cast<CuDeviceTotalMemFn>(driver_entry_point(*api, kCuDeviceTotalMem, s.driver_version, nullptr));
+  // Each path is gated on what it needs: host registration, streams and copies on the core symbols
+  // only; the runtime's OpaqueFd import also on a descriptor table for this major (descriptor_layout.h).
+  const DmaBufDriver& dmabuf = dmabuf_driver(*api, s.driver_version);
+  s.dmabuf_handle_type = dmabuf.ok;
+  s.external_opaque_fd = layout_for_runtime(s.runtime_version) != nullptr;
+  if (!s.external_opaque_fd)
+    s.unavailable_paths.push_back(
+        text::format("{}: CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
+                     cuda_path_name(CudaPath::ExternalOpaqueFd), version_string(s.runtime_version)));
+  if (!dmabuf.ok)
+    s.unavailable_paths.push_back(text::format("{}: {}", cuda_path_name(CudaPath::ExternalDmaBuf), dmabuf.reason));
+  if (!s.gl_interop)
+    s.unavailable_paths.push_back(
+        text::format("{}: the runtime lacks the GL-interop symbols", cuda_path_name(CudaPath::GlBuffer)));
   for (int d = 0; d < count; ++d) {
     DeviceInfo di;
     di.ordinal = d;

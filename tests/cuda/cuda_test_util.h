@@ -27,6 +27,13 @@ inline edgetensor::cuda::ExternalMemoryOptions ext_dedicated() {
   return o;
 }
 
+/// How often `needle` occurs in `hay` (non-overlapping).
+inline int occurrences(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto pos = hay.find(needle); !needle.empty() && pos != std::string::npos; pos = hay.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
 /// The control functions of libet_fake_cudart.so, found in the already loaded library.
 struct Fake {
   void (*reset)() = nullptr;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lane 3 variants: the test double emulating a 12.x runtime, a driver that imports DMA-BUFs, no
 // driver, no device, and a runtime lacking a required symbol. Each runs in its own ctest lane.
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@ class CudaFake12 : public et_cuda_test::FakeLaneTest {};
 class CudaFakeDmaBufDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDriver : public et_cuda_test::FakeLaneTest {};
 class CudaFakeNoDevice : public et_cuda_test::FakeLaneTest {};
+class CudaFakeNewerRuntime : public et_cuda_test::FakeLaneTest {};
+class CudaFakeUnknownMajor : public et_cuda_test::FakeLaneTest {};
 
 TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
@@ -45,10 +48,120 @@ TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
   close(memfd);
 }
 
+// Minor-version compatibility: runtime 13.1 on driver 13.0. cudaGetDriverEntryPointByVersion refuses
+// any version above the driver's, so the runtime's own version must never be the one requested.
+TEST_F(CudaFakeNewerRuntime, DriverEntryPointsWorkWithARuntimeNewerThanTheDriver) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  ASSERT_EQ(status_.runtime_version, 13010);
+  ASSERT_EQ(status_.driver_version, 13000);
+  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_EQ(status_.devices.size(), 1u);
+  EXPECT_NE(status_.devices[0].name.find("test double"), std::string::npos) << status_.summary();
+  EXPECT_EQ(status_.devices[0].total_memory_bytes, std::size_t{8} << 30);
+  EXPECT_TRUE(status_.dmabuf_handle_type);
+  // The DMA-BUF path itself (the double's knob is read at each call).
+  ASSERT_EQ(setenv("ET_FAKE_CUDART_DMABUF", "1", 1), 0);
+  auto storage = et_cuda_test::dmabuf_storage(8192);
+  auto m = cuda::detail::map_storage(storage, 0, 8192, {});
+  unsetenv("ET_FAKE_CUDART_DMABUF");
+  ASSERT_OK(m);
+  EXPECT_EQ(m->path(), cuda::CudaPath::ExternalDmaBuf);
+}
+
+TEST_F(CudaFakeNewerRuntime, EachSymbolIsRequestedAtItsAbiVersionNeverAboveTheDriver) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  const auto* api = cuda::detail::runtime();
+  ASSERT_NE(api, nullptr);
+  for (const auto& sym : cuda::detail::kDriverSymbols) {
+    fake_.reset();
+    std::string reason;
+    EXPECT_NE(cuda::detail::driver_entry_point(*api, sym, 13000, &reason), nullptr) << sym.name << ": " << reason;
+    const EtFakeCall* c = fake_.last("cudaGetDriverEntryPointByVersion");
+    ASSERT_NE(c, nullptr) << sym.name;
+    EXPECT_STREQ(reinterpret_cast<const char*>(c->desc), sym.name);
+    EXPECT_EQ(c->args[0], static_cast<unsigned long long>(sym.abi_version)) << sym.name;
+  }
+  EXPECT_EQ(cuda::detail::kCuDeviceTotalMem.abi_version, 3020) << "cuDeviceTotalMem_v2 (size_t bytes)";
+  EXPECT_EQ(cuda::detail::kCuMemFree.abi_version, 3020) << "cuMemFree_v2 (64-bit CUdeviceptr)";
+  // An ABI newer than the driver is not asked for at all (the runtime would refuse it).
+  fake_.reset();
+  std::string reason;
+  EXPECT_EQ(cuda::detail::driver_entry_point(*api, {"cuImportExternalMemory", 13020}, 13000, &reason), nullptr);
+  EXPECT_EQ(reason, "driver 13.0 predates the cuImportExternalMemory we call (CUDA 13.2)");
+  EXPECT_EQ(fake_.call_count(), 0);
+}
+
+TEST_F(CudaFakeNewerRuntime, TheDoubleRefusesAVersionAboveItsDriverLikeTheRealRuntime) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
+  void* h = dlopen(ET_FAKE_CUDART_PATH, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto by_version = reinterpret_cast<int (*)(const char*, void**, unsigned, unsigned long long, int*)>(
+      dlsym(h, "cudaGetDriverEntryPointByVersion"));
+  dlclose(h);
+  ASSERT_NE(by_version, nullptr);
+  void* fn = nullptr;
+  int query = -1;
+  EXPECT_EQ(by_version("cuDeviceGetName", &fn, 13010, 0, &query), 1) << "cudaErrorInvalidValue above the driver";
+  EXPECT_EQ(by_version("cuImportExternalMemory", &fn, 9020, 0, &query), 0);
+  EXPECT_EQ(fn, nullptr);
+  EXPECT_EQ(query, 2) << "cudaDriverEntryPointVersionNotSufficent before the symbol existed";
+  EXPECT_EQ(by_version("cuDeviceTotalMem", &fn, 3020, 0, &query), 0);
+  void* v2 = fn;
+  EXPECT_EQ(by_version("cuDeviceTotalMem", &fn, 2000, 0, &query), 0);
+  EXPECT_NE(fn, v2) << "below 3.2 the CUDA 2.0 ABI is handed out";
+}
+
+// A runtime major without an external-memory descriptor table (14.0 here): only the runtime's
+// OpaqueFd import needs that table; host registration, streams, copies and the driver's DMA-BUF
+// path work, and the status says which path is off and why.
+TEST_F(CudaFakeUnknownMajor, OnlyTheRuntimeOpaqueFdPathIsOff) {
+  if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "14000") GTEST_SKIP() << "run through ctest lane cuda.fakeunknownmajor";
+  ASSERT_EQ(status_.runtime_version, 14000);
+  EXPECT_TRUE(status_.available) << status_.summary();
+  EXPECT_TRUE(status_.error.empty()) << status_.error;
+  EXPECT_TRUE(cuda::available());
+  EXPECT_FALSE(status_.external_opaque_fd);
+  EXPECT_TRUE(status_.dmabuf_handle_type);
+  EXPECT_EQ(status_.unavailable_paths,
+            std::vector<std::string>{
+                "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known: 11.x-13.x)"});
+  // Host registration, streams and copies.
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(t);
+  auto m = cuda::map(*t);
+  ASSERT_OK(m);
+  EXPECT_EQ(m->path(), cuda::CudaPath::HostRegistered);
+  auto s = cuda::Stream::create();
+  ASSERT_OK(s);
+  const char msg[] = "host-registered on an unknown runtime major";
+  ASSERT_OK(cuda::copy_host_to_device_async(m->device_ptr(), msg, sizeof msg, *s));
+  ASSERT_OK(s->synchronize());
+  char back[sizeof msg] = {};
+  ASSERT_OK(cuda::copy_device_to_host(back, m->device_ptr(), sizeof back));
+  EXPECT_STREQ(back, msg);
+  // The runtime's OpaqueFd import is refused before any CUDA call, naming the version.
+  int memfd = memfd_create("et-ext14", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  fake_.reset();
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd), ErrorCode::Unsupported,
+               "no cudaExternalMemoryHandleDesc layout for CUDA runtime 14.0 (known: 11.x-13.x)");
+  EXPECT_EQ(fake_.count("cudaImportExternalMemory"), 0);
+  close(memfd);
+  // The driver's DMA-BUF type has its own descriptor (cuda.h _v1), independent of the runtime major.
+  ASSERT_EQ(setenv("ET_FAKE_CUDART_DMABUF", "1", 1), 0);
+  auto storage = et_cuda_test::dmabuf_storage(8192);
+  auto dm = cuda::detail::map_storage(storage, 0, 8192, {});
+  unsetenv("ET_FAKE_CUDART_DMABUF");
+  ASSERT_OK(dm);
+  EXPECT_EQ(dm->path(), cuda::CudaPath::ExternalDmaBuf);
+}
+
 TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   if (et_test::env("ET_FAKE_CUDART_DMABUF") != "1") GTEST_SKIP() << "run through ctest lane cuda.fakedmabuf";
   auto storage = et_cuda_test::dmabuf_storage(16384);
   const int fds = et_test::open_fd_count();
+  const auto closes = edgetensor::sys::call_count(edgetensor::sys::Call::Close);
   auto m = cuda::detail::map_storage(storage, 0, 16384, {});
   ASSERT_OK(m);
   EXPECT_EQ(m->path(), cuda::CudaPath::ExternalDmaBuf);
@@ -65,6 +178,11 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
   *m = cuda::CudaMap();
   storage.reset();
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaSetDevice", "cuMemFree", "cuDestroyExternalMemory"}));
+  // A successful DMA-BUF import hands the dup to CUDA as OpaqueFd does (the documentation is silent
+  // for this type): we never close it; the double closed it at destroy (a second close would be a
+  // violation) and the backing closed the tensor's own fd.
+  EXPECT_EQ(edgetensor::sys::call_count(edgetensor::sys::Call::Close) - closes, 1u) << "only the backing's fd";
+  EXPECT_EQ(et_test::open_fd_count(), fds - 1);
 }
 
 TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
@@ -72,6 +190,9 @@ TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
   EXPECT_FALSE(status_.available);
   EXPECT_EQ(status_.driver_version, 0);
   EXPECT_NE(status_.error.find("cudaErrorInsufficientDriver (35)"), std::string::npos) << status_.error;
+  // EDGETENSOR_CUDART is exclusive: a runtime that reaches no driver is kept, nothing else is tried.
+  EXPECT_EQ(status_.runtime_file, ET_FAKE_CUDART_PATH);
+  EXPECT_TRUE(status_.tried.empty());
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   char buf[8] = {};
@@ -102,6 +223,11 @@ TEST(CudaFakeIncomplete, MissingRequiredSymbolMakesCudaUnavailable) {
   EXPECT_FALSE(st.loaded);
   EXPECT_FALSE(st.available);
   EXPECT_NE(st.error.find("lacks required CUDA runtime symbol(s): cudaHostRegister"), std::string::npos) << st.error;
+  // Both lists describe the file, whatever else is missing: the double lacks the deprecated
+  // cudaGetDriverEntryPoint (optional) as well as cudaHostRegister (required).
+  EXPECT_EQ(st.runtime_file, ET_FAKE_CUDART_INCOMPLETE_PATH);
+  EXPECT_EQ(st.missing_required_symbols, std::vector<std::string>{"cudaHostRegister"});
+  EXPECT_EQ(st.missing_optional_symbols, std::vector<std::string>{"cudaGetDriverEntryPoint"});
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaHostRegister");

@@ -7,7 +7,10 @@
  * Environment read at each call: ET_FAKE_CUDART_RUNTIME_VERSION (default: CUDART_VERSION of the
  * headers it was built with), ET_FAKE_CUDART_DRIVER_VERSION (default 13000; 0 = "no driver":
  * device calls answer cudaErrorInsufficientDriver), ET_FAKE_CUDART_DEVICES (default 1),
- * ET_FAKE_CUDART_DMABUF=1 (the driver accepts CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD). */
+ * ET_FAKE_CUDART_DMABUF=1 (the driver accepts CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD).
+ * cudaGetDriverEntryPointByVersion is as strict as the real one: a version above the driver version
+ * is cudaErrorInvalidValue, one below a symbol's first version finds nothing, and cuDeviceTotalMem /
+ * cuMemFree below 3.2 hand out their CUDA 2.0 ABIs (32-bit sizes and pointers). */
 #ifndef ET_FAKE_CUDART_CONTROL_H
 #define ET_FAKE_CUDART_CONTROL_H
 

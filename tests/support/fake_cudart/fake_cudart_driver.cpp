@@ -60,28 +60,48 @@ CUresult fake_cuDeviceTotalMem(size_t* b, CUdevice) {
   *b = std::size_t{8} << 30;
   return CUDA_SUCCESS;
 }
+// The CUDA 2.0 ABIs, handed out for versions below 3.2 (cudaTypedefs.h: PFN_cuDeviceTotalMem_v2000 takes
+// an unsigned int*, PFN_cuMemFree_v2000 a 32-bit pointer): a caller declaring the _v2 form gets garbage.
+CUresult fake_cuDeviceTotalMem_v1(unsigned* b, CUdevice) {
+  *b = static_cast<unsigned>((std::size_t{8} << 30) & 0xffffffffu);
+  return CUDA_SUCCESS;
+}
+CUresult fake_cuMemFree_v1(unsigned) {
+  Rec r("cuMemFree_v1");
+  ++st().violations;  // nothing the library maps fits a 32-bit pointer
+  return r.done(CUDA_ERROR_INVALID_VALUE);
+}
 
-void* driver_symbol(const char* s) {
-  struct Entry {
-    const char* name;
-    void* fn;
-  };
+// One driver symbol: the version its current ABI was introduced in, and the older ABI's function
+// for versions below that (null: none; the symbol did not exist before `introduced`).
+struct Entry {
+  const char* name;
+  unsigned introduced;
+  void* fn;
+  unsigned older_from = 0;
+  void* older = nullptr;
+};
+const Entry* driver_symbol(const char* s) {
   static const Entry table[] = {
-      {"cuImportExternalMemory", reinterpret_cast<void*>(&fake_cuImportExternalMemory)},
-      {"cuExternalMemoryGetMappedBuffer", reinterpret_cast<void*>(&fake_cuExternalMemoryGetMappedBuffer)},
-      {"cuMemFree", reinterpret_cast<void*>(&fake_cuMemFree)},
-      {"cuDestroyExternalMemory", reinterpret_cast<void*>(&fake_cuDestroyExternalMemory)},
-      {"cuGetErrorName", reinterpret_cast<void*>(&fake_cuGetErrorName)},
-      {"cuGetErrorString", reinterpret_cast<void*>(&fake_cuGetErrorString)},
-      {"cuDeviceGetName", reinterpret_cast<void*>(&fake_cuDeviceGetName)},
-      {"cuDeviceTotalMem", reinterpret_cast<void*>(&fake_cuDeviceTotalMem)},
+      {"cuImportExternalMemory", 10000, reinterpret_cast<void*>(&fake_cuImportExternalMemory)},
+      {"cuExternalMemoryGetMappedBuffer", 10000, reinterpret_cast<void*>(&fake_cuExternalMemoryGetMappedBuffer)},
+      {"cuMemFree", 3020, reinterpret_cast<void*>(&fake_cuMemFree), 2000, reinterpret_cast<void*>(&fake_cuMemFree_v1)},
+      {"cuDestroyExternalMemory", 10000, reinterpret_cast<void*>(&fake_cuDestroyExternalMemory)},
+      {"cuGetErrorName", 6000, reinterpret_cast<void*>(&fake_cuGetErrorName)},
+      {"cuGetErrorString", 6000, reinterpret_cast<void*>(&fake_cuGetErrorString)},
+      {"cuDeviceGetName", 2000, reinterpret_cast<void*>(&fake_cuDeviceGetName)},
+      {"cuDeviceTotalMem", 3020, reinterpret_cast<void*>(&fake_cuDeviceTotalMem), 2000,
+       reinterpret_cast<void*>(&fake_cuDeviceTotalMem_v1)},
   };
   for (const auto& e : table)
-    if (std::strcmp(e.name, s) == 0) return e.fn;
+    if (std::strcmp(e.name, s) == 0) return &e;
   return nullptr;
 }
 }  // namespace
 
+// Strict like the real one (CUDA Runtime API, "Driver Entry Point Access"): a version above the
+// driver's is cudaErrorInvalidValue; a version below the symbol's first one finds nothing
+// (VersionNotSufficent); otherwise the ABI of the newest form at or below the version.
 extern "C" cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned version,
                                                          unsigned long long flags,
                                                          cudaDriverEntryPointQueryResult* status) {
@@ -89,7 +109,19 @@ extern "C" cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void
   r.desc(symbol, std::strlen(symbol) + 1);
   r.arg(version).arg(flags);
   ET_NEED_DRIVER();
-  *fn = driver_symbol(symbol);
-  if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  if (!fn || version > static_cast<unsigned>(driver_version())) return r.done(cudaErrorInvalidValue);
+  const Entry* e = driver_symbol(symbol);
+  *fn = nullptr;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (e && version >= e->introduced) {
+    *fn = e->fn;
+    q = cudaDriverEntryPointSuccess;
+  } else if (e && e->older && version >= e->older_from) {
+    *fn = e->older;
+    q = cudaDriverEntryPointSuccess;
+  } else if (e) {
+    q = cudaDriverEntryPointVersionNotSufficent;
+  }
+  if (status) *status = q;
   return r.done(cudaSuccess);
 }

@@ -64,6 +64,7 @@ State& st();
 // ---- Knobs: the environment, read at each call -------------------------------------------------------
 int runtime_version();  // ET_FAKE_CUDART_RUNTIME_VERSION, default: CUDART_VERSION of the headers
 int driver_version();   // ET_FAKE_CUDART_DRIVER_VERSION, default 13000; 0 = no driver
+                        // (a variant may change both defaults: ET_FAKE_DEFAULT_{RUNTIME,DRIVER}_VERSION)
 int device_count();     // ET_FAKE_CUDART_DEVICES, default 1
 bool has_driver();
 bool driver_accepts_dmabuf();  // ET_FAKE_CUDART_DMABUF set: the driver imports DMA-BUF fds

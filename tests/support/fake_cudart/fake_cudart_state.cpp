@@ -19,8 +19,16 @@ static int env_int(const char* name, int dflt) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : dflt;
 }
-int runtime_version() { return env_int("ET_FAKE_CUDART_RUNTIME_VERSION", CUDART_VERSION); }
-int driver_version() { return env_int("ET_FAKE_CUDART_DRIVER_VERSION", 13000); }
+// Build-time defaults of a variant (the soname variants of the loader-fallback lane); the
+// environment still overrides them.
+#ifndef ET_FAKE_DEFAULT_RUNTIME_VERSION
+#define ET_FAKE_DEFAULT_RUNTIME_VERSION CUDART_VERSION
+#endif
+#ifndef ET_FAKE_DEFAULT_DRIVER_VERSION
+#define ET_FAKE_DEFAULT_DRIVER_VERSION 13000
+#endif
+int runtime_version() { return env_int("ET_FAKE_CUDART_RUNTIME_VERSION", ET_FAKE_DEFAULT_RUNTIME_VERSION); }
+int driver_version() { return env_int("ET_FAKE_CUDART_DRIVER_VERSION", ET_FAKE_DEFAULT_DRIVER_VERSION); }
 int device_count() { return env_int("ET_FAKE_CUDART_DEVICES", 1); }
 bool has_driver() { return driver_version() > 0; }
 bool driver_accepts_dmabuf() { return std::getenv("ET_FAKE_CUDART_DMABUF") != nullptr; }

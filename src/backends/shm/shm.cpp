@@ -4,7 +4,6 @@
 #include <edgetensor/shm.h>
 
 #include <fcntl.h>
-#include <linux/limits.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
@@ -15,6 +14,7 @@
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/memfd.h"
+#include "core/shm_name.h"
 #include "core/sys.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
@@ -97,17 +97,6 @@ Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
 }
 
 }  // namespace
-
-Result<void> check_shm_name(const std::string& name) {
-  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
-                            "without another '/'", name, NAME_MAX - 2));
-  if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
-  if (name == "/." || name == "/..")
-    return fail(ErrorCode::InvalidArgument, text::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
-  return {};
-}
 
 Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out) {
   ET_TRY(check_shm_name(name));

@@ -10,6 +10,4 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 const BackendOps& shm_backend();
 /// Opens an existing named POSIX shm object. Errors: InvalidArgument (bad name), NotFound, PermissionDenied.
 Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out);
-/// Validates a POSIX shm name: "/" + 1..NAME_MAX-1 characters, no further '/'.
-Result<void> check_shm_name(const std::string& name);
 }  // namespace edgetensor::detail

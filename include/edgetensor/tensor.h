@@ -66,6 +66,10 @@ struct AllocateOptions {
   /// With memory == Shm: create a named POSIX shm object (e.g. "/cam0") with O_EXCL instead of an
   /// anonymous memfd. Its pages are reserved (posix_fallocate). It stays in /dev/shm until
   /// shm::remove(name). Note: such objects cannot be sealed; prefer memfd for sharing.
+  /// The anonymous memfd is sealed F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (fcntl(2), "File
+  /// sealing"): its size is fixed, and no process can add a seal, so a receiver of its fd cannot
+  /// lock this process out with F_SEAL_WRITE or F_SEAL_FUTURE_WRITE; for the same reason the owner
+  /// can never make the buffer read-only later.
   std::string shm_name;
   /// With DMA-BUF: require this dma-heap by name (no fallback to other heaps). Empty = probe order.
   std::string dma_heap;

@@ -50,7 +50,9 @@ BackendStatus shm_status() {
 
 Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
   // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
-  constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
+  // F_SEAL_SEAL: no receiver can add F_SEAL_WRITE/F_SEAL_FUTURE_WRITE and lock us out of our own
+  // buffer (fcntl(2): EPERM); the price is that we can never make it read-only later either.
+  constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
   ET_TRY_ASSIGN(UniqueFd fd, create_sealed_memfd(memfd_name("edgetensor", name), size, kSeals));
   ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "new shm"));
   return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd", kSeals);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared-memory backend (src/backends/shm/): memfd sealed SHRINK|GROW, CLOEXEC export, read-only
+// Shared-memory backend (src/backends/shm/): memfd sealed SHRINK|GROW|SEAL, CLOEXEC export, read-only
 // imports, named POSIX shm (O_EXCL, open with size check, remove, posix_fallocate), nothing left in
 // /dev/shm (even after SIGKILL), fault injection through the syscall seam.
 #include <edgetensor/edgetensor.h>
@@ -69,7 +69,7 @@ bool has_pattern(const TensorDyn& t, unsigned seed) {
 }
 
 // ---- memfd ---------------------------------------------------------------------------------------
-TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
+TEST(Shm, MemfdIsSealedAgainstShrinkGrowAndFurtherSeals) {
   auto t = TensorDyn::allocate({4096}, DType::U8, shm());
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::Shm);
@@ -79,7 +79,7 @@ TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
   int seals = ::fcntl(fd->get(), F_GET_SEALS);
   ASSERT_GE(seals, 0);
   EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW), F_SEAL_SHRINK | F_SEAL_GROW);
-  EXPECT_EQ(seals & F_SEAL_SEAL, 0) << "further seals (e.g. F_SEAL_WRITE by a consumer) stay possible";
+  EXPECT_EQ(seals & F_SEAL_SEAL, F_SEAL_SEAL) << "a consumer could add F_SEAL_WRITE and lock the owner out";
   EXPECT_EQ(seals & F_SEAL_WRITE, 0);
   EXPECT_NE(::ftruncate(fd->get(), 100), 0);
   EXPECT_EQ(errno, EPERM);
@@ -87,6 +87,38 @@ TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
   struct stat st {};
   ASSERT_EQ(::fstat(fd->get(), &st), 0);
   EXPECT_EQ(st.st_size, 4096);
+}
+
+// A receiver of the fd must not lock the sender out of its own buffer: with F_SEAL_SEAL it cannot add
+// F_SEAL_FUTURE_WRITE, nor F_SEAL_WRITE before the sender's first (lazy) map (fcntl(2): EPERM).
+TEST(Shm, AReceiverCannotSealTheSenderOutOfItsOwnMemfd) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+  ASSERT_OK(t);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  auto peer = TensorDyn::import_fd_dup(fd->get(), {4096}, DType::U8);  // as a receiver would hold it
+  ASSERT_OK(peer);
+  for (int seal : {F_SEAL_FUTURE_WRITE, F_SEAL_WRITE}) {
+    SCOPED_TRACE(seal == F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+    errno = 0;
+    EXPECT_EQ(::fcntl(fd->get(), F_ADD_SEALS, seal), -1);
+    EXPECT_EQ(errno, EPERM);
+  }
+  EXPECT_EQ(::fcntl(fd->get(), F_GET_SEALS) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE), 0);
+  // The sender's first maps (made lazily, after the attempts) still work, and it is still writable.
+  EXPECT_FALSE(t->read_only());
+  {
+    auto w = t->map_write();
+    ASSERT_OK(w);
+    w->bytes()[7] = std::byte{0x5a};
+  }
+  auto r = t->map_read();
+  ASSERT_OK(r);
+  EXPECT_EQ(r->bytes()[7], std::byte{0x5a});
+  auto seen = peer->map_read();
+  ASSERT_OK(seen);
+  EXPECT_EQ(seen->bytes()[7], std::byte{0x5a});
+  EXPECT_FALSE(peer->read_only());
 }
 
 TEST(Shm, ExportIsANewCloexecFdOwnedByTheCaller) {

@@ -22,7 +22,12 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::shm {
 /// Opens an existing named POSIX shm object read-write (read-only when `read_only`) as a tensor of
 /// `shape` (elements) and `dtype`, checking the object's real size against offset + extent. The
 /// library owns the fd it opens; the object stays in /dev/shm until remove().
-/// Errors: InvalidArgument (bad name), NotFound, PermissionDenied, OutOfRange (object too small).
+/// A named object can never be sealed, so any process that can open it can truncate it, and this
+/// process would then die of SIGBUS touching the lost pages: open refuses unless
+/// `options.allow_shrinkable` (ImportOptions{.allow_shrinkable = true}, for trusted writers only;
+/// else share a sealed memfd with ipc::send). The refusal comes before the object is opened.
+/// Errors: InvalidArgument (bad name; allow_shrinkable not set), NotFound, PermissionDenied,
+/// OutOfRange (object too small).
 [[nodiscard]] ET_API Result<TensorDyn> open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
                                             bool read_only = false, const ImportOptions& options = {});
 

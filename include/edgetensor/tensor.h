@@ -84,6 +84,11 @@ struct ImportOptions {
   /// Strides in bytes; empty = C-contiguous.
   std::vector<std::int64_t> strides_bytes;
   std::string name;
+  /// Accept shared memory whose owner can still shrink it: a memfd without F_SEAL_SHRINK, a named
+  /// POSIX shm object, any tmpfs/hugetlbfs file. Set it only for a peer you trust never to truncate
+  /// it: if it does, touching the lost pages kills this process with SIGBUS (mmap(2); the library
+  /// installs no signal handler). DMA-BUFs cannot shrink and are unaffected.
+  bool allow_shrinkable = false;
 };
 
 /// A process-unique id minted per allocation and per import, plus a weak liveness token: caches can key
@@ -124,15 +129,19 @@ class ET_API TensorDyn {
   /// tmpfs/hugetlbfs file) or a DMA-BUF. Reads the real size without moving the file offset and refuses
   /// one smaller than offset + extent (OutOfRange, naming both numbers). An fd opened O_RDONLY, or a
   /// memfd sealed against writes, gives read-only storage (write maps fail with PermissionDenied).
+  /// Shared memory must be sealed F_SEAL_SHRINK (as every memfd tensor allocated here is) unless
+  /// options.allow_shrinkable: otherwise its owner could truncate it under this process's mapping.
   /// Errors: InvalidArgument (negative or closed fd; a pipe, socket, directory, or a file on a disk
-  /// filesystem, named), OutOfRange, Unavailable (DMA-BUF backend not built).
+  /// filesystem, named; shared memory not sealed F_SEAL_SHRINK, naming the fd and both remedies),
+  /// OutOfRange, Unavailable (DMA-BUF backend not built).
   [[nodiscard]] static Result<TensorDyn> import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape,
                                                        DType dtype, const ImportOptions& options = {});
   /// Like import_fd_dup but takes ownership of `fd` (closed on success when the storage goes, and on
   /// every error path before returning).
   [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                                   const ImportOptions& options = {});
-  /// Deprecated: use shm::open (edgetensor/shm.h).
+  /// Deprecated: use shm::open (edgetensor/shm.h); `options` are passed on unchanged (a named object
+  /// needs options.allow_shrinkable).
   [[deprecated("use edgetensor::shm::open (edgetensor/shm.h)")]] [[nodiscard]] static Result<TensorDyn> open_shm(
       const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only = false,
       const ImportOptions& options = {});

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <edgetensor/tensor.h>
 
+#include <fcntl.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +11,7 @@
 #include "core/backend.h"
 #include "core/layout.h"
 #include "core/log_internal.h"
+#include "core/memfd.h"
 #include "core/shm_name.h"
 #include "core/sys.h"
 
@@ -164,9 +167,28 @@ Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::
 }
 }  // namespace detail
 
+namespace {
+// Shared memory its owner can still shrink: touching the lost pages would kill this process with
+// SIGBUS (the library installs no handler), so it is refused unless the caller trusts the peer.
+Result<void> check_not_shrinkable(int fd, const detail::FdInfo& info, const ImportOptions& options) {
+  if (info.kind != MemoryKind::Shm || (info.seals & F_SEAL_SHRINK) || options.allow_shrinkable) return {};
+  // F_SEAL_SEAL without F_SEAL_SHRINK: the kernel's mark on every file that can never be sealed.
+  const bool sealable = !(info.seals & F_SEAL_SEAL);
+  return fail(ErrorCode::InvalidArgument,
+              text::format("fd {} ({}, seals {}) is not sealed with F_SEAL_SHRINK: its owner can truncate it, and this "
+                          "process would then die of SIGBUS touching the lost pages; {}, or set "
+                          "ImportOptions::allow_shrinkable = true for a peer trusted never to truncate it",
+                          fd, info.what, detail::seal_names(info.seals),
+                          sealable ? "seal it with F_SEAL_SHRINK first (this memfd allows sealing)"
+                                   : "it can never be sealed (only a memfd made with MFD_ALLOW_SEALING can): ask "
+                                     "its owner for one sealed with F_SEAL_SHRINK"));
+}
+}  // namespace
+
 Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                       const ImportOptions& options) {
   ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
+  ET_TRY(check_not_shrinkable(fd.get(), info, options));  // `fd` closes on return
   return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }
 
@@ -175,6 +197,7 @@ Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t
   // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it. The dup
   // shares the open file description (same inode, size, access mode and seals): no second probe.
   ET_TRY_ASSIGN(auto info, detail::probe_fd(borrowed_fd));
+  ET_TRY(check_not_shrinkable(borrowed_fd, info, options));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
   return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }

@@ -16,7 +16,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 enum class MemoryKind : std::uint8_t {
   Auto = 0,   ///< Request only: DMA-BUF, then shared memory, then heap (EDGETENSOR_FORCE_MEM=1: heap).
   Heap = 1,   ///< Process-private, 256-byte aligned; not shareable by fd.
-  Shm = 2,    ///< memfd (anonymous, sealed against shrink/grow) or named POSIX shm (/dev/shm).
+  Shm = 2,    ///< memfd (anonymous; sealed against shrink, grow and any further seal, so no receiver can
+              ///< make it read-only and its owner never can either) or named POSIX shm (/dev/shm; never
+              ///< sealable).
   DmaBuf = 3, ///< dma-heap, udmabuf, or an imported DMA-BUF fd.
   GlPbo = 4,  ///< OpenGL ES pixel-buffer object on a gl::Context.
 };

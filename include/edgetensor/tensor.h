@@ -14,6 +14,18 @@
 // dimension of size 1. Rank is 0 to kMaxRank. All size arithmetic is checked: an overflow is an
 // OutOfRange error naming the values, never a wrap.
 //
+// Zero elements (a 0 in the shape), the same on every backend: such a tensor reaches no byte.
+// allocate validates every argument exactly as for a non-empty tensor (dtype, rank, memory kind,
+// gl_context, shm_name syntax), then makes no buffer: buffer_bytes() is 0 and memory() is the kind
+// asked for (Heap for Auto); with a shm_name it is refused (InvalidArgument naming shape and name), as
+// no 0-byte named object is ever created for peers to open. view, batch, reshape and imports keep the
+// offset they are given and check it like any (a multiple of the element size, <= buffer_bytes):
+// never reset, never clamped. Maps are empty (data() null, extent 0); write maps of read-only storage
+// are still refused. export_fd and ipc::send refuse it with FailedPrecondition ("tensor [0, 3] has
+// zero elements: nothing to share") before looking at its memory, even when its storage holds a
+// buffer (a zero-element view of a non-empty tensor, an imported 0-byte memfd); ipc::receive refuses a
+// header whose shape has zero elements (InvalidArgument). A zero-element tensor is contiguous.
+//
 // Ownership: a TensorDyn holds a shared reference to its storage; copies, views, batches and maps all
 // share it, so the bytes live until the last of them is gone. Thread rules: a TensorDyn is a value;
 // distinct tensors (also over the same storage) may be used from any threads at once. Maps of the same
@@ -57,6 +69,10 @@ struct AllocateOptions {
   /// With memory == Shm: create a named POSIX shm object (e.g. "/cam0") with O_EXCL instead of an
   /// anonymous memfd. Its pages are reserved (posix_fallocate). It stays in /dev/shm until
   /// shm::remove(name). Note: such objects cannot be sealed; prefer memfd for sharing.
+  /// The anonymous memfd is sealed F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (fcntl(2), "File
+  /// sealing"): its size is fixed, and no process can add a seal, so a receiver of its fd cannot
+  /// lock this process out with F_SEAL_WRITE or F_SEAL_FUTURE_WRITE; for the same reason the owner
+  /// can never make the buffer read-only later.
   std::string shm_name;
   /// With DMA-BUF: require this dma-heap by name (no fallback to other heaps). Empty = probe order.
   std::string dma_heap;
@@ -71,6 +87,11 @@ struct ImportOptions {
   /// Strides in bytes; empty = C-contiguous.
   std::vector<std::int64_t> strides_bytes;
   std::string name;
+  /// Accept shared memory whose owner can still shrink it: a memfd without F_SEAL_SHRINK, a named
+  /// POSIX shm object, any tmpfs/hugetlbfs file. Set it only for a peer you trust never to truncate
+  /// it: if it does, touching the lost pages kills this process with SIGBUS (mmap(2); the library
+  /// installs no signal handler). DMA-BUFs cannot shrink and are unaffected.
+  bool allow_shrinkable = false;
 };
 
 /// A process-unique id minted per allocation and per import, plus a weak liveness token: caches can key
@@ -98,8 +119,9 @@ class ET_API TensorDyn {
   TensorDyn() = default;
 
   /// Allocates a C-contiguous tensor of `shape` (elements) and `dtype`. Contents read as zeros.
-  /// A tensor with a zero dimension makes no backing allocation whatever memory is asked for.
-  /// Errors: InvalidArgument (rank > kMaxRank, invalid dtype, named shm without Shm),
+  /// A tensor with a zero dimension makes no backing allocation whatever memory is asked for (the
+  /// zero-element rule above). Errors: InvalidArgument (rank > kMaxRank, invalid dtype, named shm
+  /// without Shm, a bad shm_name, a shm_name with zero elements),
   /// OutOfRange (byte size overflows), the backend's error for an explicit kind (Unavailable when not
   /// built or no device, OutOfMemory, PermissionDenied, AlreadyExists for a taken shm name).
   [[nodiscard]] static Result<TensorDyn> allocate(ArrayRef<std::size_t> shape, DType dtype,
@@ -110,15 +132,19 @@ class ET_API TensorDyn {
   /// tmpfs/hugetlbfs file) or a DMA-BUF. Reads the real size without moving the file offset and refuses
   /// one smaller than offset + extent (OutOfRange, naming both numbers). An fd opened O_RDONLY, or a
   /// memfd sealed against writes, gives read-only storage (write maps fail with PermissionDenied).
+  /// Shared memory must be sealed F_SEAL_SHRINK (as every memfd tensor allocated here is) unless
+  /// options.allow_shrinkable: otherwise its owner could truncate it under this process's mapping.
   /// Errors: InvalidArgument (negative or closed fd; a pipe, socket, directory, or a file on a disk
-  /// filesystem, named), OutOfRange, Unavailable (DMA-BUF backend not built).
+  /// filesystem, named; shared memory not sealed F_SEAL_SHRINK, naming the fd and both remedies),
+  /// OutOfRange, Unavailable (DMA-BUF backend not built).
   [[nodiscard]] static Result<TensorDyn> import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape,
                                                        DType dtype, const ImportOptions& options = {});
   /// Like import_fd_dup but takes ownership of `fd` (closed on success when the storage goes, and on
   /// every error path before returning).
   [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                                   const ImportOptions& options = {});
-  /// Deprecated: use shm::open (edgetensor/shm.h).
+  /// Deprecated: use shm::open (edgetensor/shm.h); `options` are passed on unchanged (a named object
+  /// needs options.allow_shrinkable).
   [[deprecated("use edgetensor::shm::open (edgetensor/shm.h)")]] [[nodiscard]] static Result<TensorDyn> open_shm(
       const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only = false,
       const ImportOptions& options = {});
@@ -140,10 +166,11 @@ class ET_API TensorDyn {
   std::size_t element_count() const noexcept { return element_count_; }
   /// element_count() * element_size(): the bytes of the elements themselves (a packed copy's size).
   std::size_t packed_bytes() const noexcept { return element_count_ * dtype_size(dtype_); }
-  /// Bytes from the first element to one past the last reachable one (0 for an empty tensor); what a
+  /// Bytes from the first element to one past the last reachable one (0 with zero elements); what a
   /// CPU map covers.
   std::size_t extent_bytes() const noexcept { return extent_bytes_; }
-  /// Real size of the whole backing buffer in bytes (0 for an empty tensor).
+  /// Real size of the whole backing buffer in bytes (0 for a zero-element allocation; a zero-element
+  /// view or import reports the buffer it lies in).
   std::size_t buffer_bytes() const noexcept;
   /// Deprecated: use packed_bytes().
   [[deprecated("use packed_bytes()")]] std::size_t size_bytes() const noexcept { return packed_bytes(); }
@@ -169,11 +196,13 @@ class ET_API TensorDyn {
 
   // ---- Views (share storage and identity; keep the storage alive) --------------------------------
   /// The n-th sub-tensor along dimension 0 (rank - 1). Errors: FailedPrecondition for rank 0,
-  /// OutOfRange for n >= shape[0].
+  /// OutOfRange for n >= shape[0], or when a zero-element sub-tensor would start past the buffer's end
+  /// (e.g. batch 1 of a fresh [2, 0, 3] tensor, whose buffer has 0 B).
   [[nodiscard]] Result<TensorDyn> batch(std::size_t n) const;
   /// A general view: `offset_bytes` relative to this tensor's first element, shape in elements,
   /// strides in bytes (empty = C-contiguous). Checked against the storage: out of bounds is an
-  /// OutOfRange error, never a clamp. The offset must be a multiple of the element size.
+  /// OutOfRange error, never a clamp. The offset must be a multiple of the element size; with zero
+  /// elements it is kept and must be <= buffer_bytes().
   [[nodiscard]] Result<TensorDyn> view(std::size_t offset_bytes, ArrayRef<std::size_t> shape,
                                        ArrayRef<std::int64_t> strides_bytes = {}) const;
   /// Same bytes, new shape (same dtype and byte size). Errors: FailedPrecondition when not contiguous,
@@ -191,8 +220,9 @@ class ET_API TensorDyn {
   // ---- fd export ---------------------------------------------------------------------------------
   /// A new CLOEXEC fd of the whole backing buffer; the caller owns (closes) it. Pass offset_bytes(),
   /// shape and strides along so the receiver can import the same view.
-  /// Errors: Unsupported ("heap tensor is not shareable"; PBO), FailedPrecondition ("empty tensor has
-  /// no buffer"), from_errno on dup failure (EMFILE -> Busy).
+  /// Errors: FailedPrecondition (no storage; zero elements, checked first: "tensor [0, 3] has zero
+  /// elements: nothing to share"), Unsupported ("heap tensor is not shareable"; PBO), from_errno on
+  /// dup failure (EMFILE -> Busy).
   [[nodiscard]] Result<UniqueFd> export_fd() const;
 
  private:

@@ -21,7 +21,8 @@ std::string seal_names(unsigned seals);
 
 /// A new memfd (MFD_CLOEXEC | MFD_ALLOW_SEALING) named `name`, `size_bytes` long (ftruncate, so its
 /// pages read as zeros and are not reserved), then sealed with `seals` (F_SEAL_* bits; 0 = none). The
-/// returned fd is owned by the caller. Errors: from_errno of memfd_create, ftruncate (ENOSPC/ENOMEM ->
+/// returned fd is owned by the caller. Include F_SEAL_SEAL when the fd leaves the process: without it
+/// a receiver can add F_SEAL_WRITE/F_SEAL_FUTURE_WRITE and lock the owner out of its own buffer. Errors: from_errno of memfd_create, ftruncate (ENOSPC/ENOMEM ->
 /// OutOfMemory) or fcntl(F_ADD_SEALS), each naming the memfd and the size or seals.
 Result<UniqueFd> create_sealed_memfd(const std::string& name, std::size_t size_bytes, unsigned seals);
 

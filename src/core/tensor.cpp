@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <edgetensor/tensor.h>
 
+#include <fcntl.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +11,8 @@
 #include "core/backend.h"
 #include "core/layout.h"
 #include "core/log_internal.h"
+#include "core/memfd.h"
+#include "core/shm_name.h"
 #include "core/sys.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
@@ -25,8 +29,9 @@ class EmptyBacking final : public Backing {
   std::string detail() const override { return "empty (no buffer)"; }
   std::size_t buffer_bytes() const noexcept override { return 0; }
   Result<std::byte*> begin_cpu_access(MapMode) override { return nullptr; }
+  // Not reached through TensorDyn::export_fd, which refuses every zero-element tensor first.
   Result<UniqueFd> export_fd() const override {
-    return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
+    return fail(ErrorCode::FailedPrecondition, "a zero-element tensor has no buffer: nothing to share");
   }
 
  private:
@@ -65,11 +70,11 @@ struct TensorAccess {
       std::copy(strides.begin(), strides.end(), t.strides_.begin());
     }
     ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
-    if (layout.element_count > 0)
-      ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
+    // Zero elements: extent 0, so this checks offset <= buffer_bytes (the offset is kept, never reset).
+    ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
     t.element_count_ = layout.element_count;
     t.extent_bytes_ = layout.extent_bytes;
-    t.offset_bytes_ = layout.element_count > 0 ? offset : 0;
+    t.offset_bytes_ = offset;
     t.storage_ = std::move(storage);
     t.name_ = std::move(name);
     return t;
@@ -131,12 +136,19 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
+  if (!options.shm_name.empty()) ET_TRY(detail::check_shm_name(options.shm_name));
   std::array<std::int64_t, kMaxRank> strides{};
   ET_TRY_ASSIGN(std::size_t bytes,
                 detail::contiguous_strides<std::size_t>(shape.span(), dtype_size(dtype), {strides.data(), shape.size()},
                                                         text::format("allocate {}", dtype_name(dtype))));
   std::unique_ptr<Backing> backing;
   if (bytes == 0) {
+    // A named object exists to be opened by peers; we never create a 0-byte one (tensor.h preamble).
+    if (!options.shm_name.empty())
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("allocate: tensor [{}] has zero elements, so it makes no buffer, but shm_name '{}' "
+                              "asks for a named object for peers to open; leave shm_name empty",
+                              text::join(shape, ", "), options.shm_name));
     // Kernels refuse 0-byte DMA-BUFs and GL buffers: an empty tensor makes no allocation anywhere.
     backing = detail::make_empty_backing(options.memory == MemoryKind::Auto ? MemoryKind::Heap : options.memory);
   } else {
@@ -155,9 +167,28 @@ Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::
 }
 }  // namespace detail
 
+namespace {
+// Shared memory its owner can still shrink: touching the lost pages would kill this process with
+// SIGBUS (the library installs no handler), so it is refused unless the caller trusts the peer.
+Result<void> check_not_shrinkable(int fd, const detail::FdInfo& info, const ImportOptions& options) {
+  if (info.kind != MemoryKind::Shm || (info.seals & F_SEAL_SHRINK) || options.allow_shrinkable) return {};
+  // F_SEAL_SEAL without F_SEAL_SHRINK: the kernel's mark on every file that can never be sealed.
+  const bool sealable = !(info.seals & F_SEAL_SEAL);
+  return fail(ErrorCode::InvalidArgument,
+              text::format("fd {} ({}, seals {}) is not sealed with F_SEAL_SHRINK: its owner can truncate it, and this "
+                          "process would then die of SIGBUS touching the lost pages; {}, or set "
+                          "ImportOptions::allow_shrinkable = true for a peer trusted never to truncate it",
+                          fd, info.what, detail::seal_names(info.seals),
+                          sealable ? "seal it with F_SEAL_SHRINK first (this memfd allows sealing)"
+                                   : "it can never be sealed (only a memfd made with MFD_ALLOW_SEALING can): ask "
+                                     "its owner for one sealed with F_SEAL_SHRINK"));
+}
+}  // namespace
+
 Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                       const ImportOptions& options) {
   ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
+  ET_TRY(check_not_shrinkable(fd.get(), info, options));  // `fd` closes on return
   return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }
 
@@ -166,6 +197,7 @@ Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t
   // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it. The dup
   // shares the open file description (same inode, size, access mode and seals): no second probe.
   ET_TRY_ASSIGN(auto info, detail::probe_fd(borrowed_fd));
+  ET_TRY(check_not_shrinkable(borrowed_fd, info, options));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
   return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
 }
@@ -173,6 +205,8 @@ Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t
 std::size_t TensorDyn::buffer_bytes() const noexcept { return storage_ ? storage_->buffer_bytes() : 0; }
 
 bool TensorDyn::is_contiguous() const noexcept {
+  // A tensor that reaches no byte is contiguous whatever its strides (C-contiguous ones count a 0 as 1).
+  if (element_count_ == 0) return true;
   std::size_t expected = element_size();
   for (std::size_t i = rank_; i-- > 0;) {
     if (shape_[i] != 1 && static_cast<std::size_t>(strides_[i]) != expected) return false;
@@ -216,9 +250,14 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
   if (rank_ == 0) return fail(ErrorCode::FailedPrecondition, "batch: a rank-0 tensor has no leading dimension");
   if (n >= shape_[0])
     return fail(ErrorCode::OutOfRange, text::format("batch {} out of range: the leading dimension has {}", n, shape_[0]));
-  // n < shape[0] and the extent fits, so n * stride[0] cannot overflow.
+  // Checked: with zero elements the strides were never bounded by an extent, so n * stride[0] may overflow.
+  auto step = detail::checked_mul<std::size_t>(n, static_cast<std::size_t>(strides_[0]));
+  auto offset = step ? detail::checked_add<std::size_t>(offset_bytes_, *step) : std::nullopt;
+  if (!offset)
+    return fail(ErrorCode::OutOfRange, text::format("batch {}: offset {} B + {} x stride {} B overflows", n,
+                                                    offset_bytes_, n, strides_[0]));
   TensorDyn t = *this;
-  t.offset_bytes_ = offset_bytes_ + n * static_cast<std::size_t>(strides_[0]);
+  t.offset_bytes_ = *offset;
   t.rank_ = rank_ - 1;
   std::copy(shape_.begin() + 1, shape_.begin() + rank_, t.shape_.begin());
   std::copy(strides_.begin() + 1, strides_.begin() + rank_, t.strides_.begin());
@@ -228,7 +267,8 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
                                                     element_size(), "batch");
   t.element_count_ = layout->element_count;
   t.extent_bytes_ = layout->extent_bytes;
-  if (t.element_count_ == 0) t.offset_bytes_ = 0;  // an empty tensor reaches no byte (as make() does)
+  // A zero-element batch keeps its offset, checked like any (a non-empty one lies inside its parent).
+  if (t.element_count_ == 0) ET_TRY(detail::check_fits<std::size_t>(t.offset_bytes_, 0, buffer_bytes(), "batch"));
   t.image_ = {};
   return t;
 }
@@ -289,7 +329,11 @@ Result<ReadWriteMap> TensorDyn::map_read_write() const {
 
 Result<UniqueFd> TensorDyn::export_fd() const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "export_fd: tensor has no storage");
-  if (storage_->buffer_bytes() == 0) return fail(ErrorCode::FailedPrecondition, "empty tensor has no buffer to export");
+  // First, whatever the memory and whatever the storage holds (tensor.h: the zero-element rule).
+  if (element_count_ == 0)
+    return fail(ErrorCode::FailedPrecondition,
+                text::format("export_fd: tensor [{}] has zero elements: nothing to share",
+                            text::join(shape_.begin(), shape_.begin() + rank_, ", ")));
   return storage_->backing().export_fd();
 }
 

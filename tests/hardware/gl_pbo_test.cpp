@@ -238,6 +238,31 @@ TEST(GlPboHardware, ZeroElementTensorMakesNoBuffer) {
                ErrorCode::InvalidArgument, "not a GL PBO");
 }
 
+// The zero-element rule (tensor.h) on a PBO: the kind asked for, nothing to export, and a zero-element
+// view of a real PBO keeps its offset (what with_buffer hands to GL code) and exports nothing either.
+TEST(GlPboHardware, ZeroElementTensorsFollowTheZeroElementRule) {
+  ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
+  auto t = TensorDyn::allocate({0, 16}, DType::U8, pbo(ctx));
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory(), MemoryKind::GlPbo);
+  EXPECT_ERROR(t->export_fd(), ErrorCode::FailedPrecondition, "tensor [0, 16] has zero elements: nothing to share");
+  auto full = TensorDyn::allocate({256}, DType::U8, pbo(ctx));
+  ASSERT_OK(full);
+  auto v = full->view(64, {0});
+  ASSERT_OK(v);
+  EXPECT_EQ(v->offset_bytes(), 64u);
+  EXPECT_ERROR(v->export_fd(), ErrorCode::FailedPrecondition, "tensor [0] has zero elements: nothing to share");
+  EXPECT_ERROR(full->view(260, {0}), ErrorCode::OutOfRange, "the buffer has 256 B");
+  std::size_t seen_offset = 1, seen_extent = 1;
+  ASSERT_OK(gl::with_buffer(*v, [&](const gl::GlBuffer& b) -> et::Result<void> {
+    seen_offset = b.offset_bytes;
+    seen_extent = b.extent_bytes;
+    return {};
+  }));
+  EXPECT_EQ(seen_offset, 64u);
+  EXPECT_EQ(seen_extent, 0u);
+}
+
 TEST(GlRunHardware, RunsOnTheGlThreadReturnsErrorsAndRunsNestedWorkInline) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   std::thread::id gl_thread;

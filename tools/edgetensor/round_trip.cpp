@@ -154,7 +154,9 @@ int run_peer(int sock) {
       if (!dtype) return reply_error("unknown dtype");
       auto shape64 = req.at("shape").get<std::vector<std::uint64_t>>();
       std::vector<std::size_t> shape(shape64.begin(), shape64.end());
-      t = edgetensor::shm::open(req.at("name").get<std::string>(), shape, *dtype);
+      // Our own parent made the object and is trusted not to truncate it (a named object cannot be sealed).
+      t = edgetensor::shm::open(req.at("name").get<std::string>(), shape, *dtype, false,
+                                edgetensor::ImportOptions{.allow_shrinkable = true});
     }
     if (!t) return reply_error(req.at("op").get<std::string>() + ": " + t.error().to_string());
     if (auto ok = check_pattern(*t, seed); !ok) return reply_error("verify: " + ok.error().to_string());

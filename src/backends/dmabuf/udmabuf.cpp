@@ -79,7 +79,9 @@ Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tenso
   ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, page_size()));
   ET_TRY(check_limit(rounded));
   ET_TRY_ASSIGN(UniqueFd dev, open_udmabuf_device());
-  // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF).
+  // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF) and refuses
+  // F_SEAL_WRITE (and F_SEAL_FUTURE_WRITE since 6.13). No F_SEAL_SEAL: it would be accepted, but this
+  // memfd is closed on return and only the DMA-BUF fd, which takes no seals, ever leaves the process.
   ET_TRY_ASSIGN(UniqueFd memfd,
                 create_sealed_memfd(memfd_name("edgetensor-udmabuf", tensor_name), rounded, F_SEAL_SHRINK));
   return create(dev.get(), memfd.get(), 0, rounded);

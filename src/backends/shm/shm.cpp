@@ -4,7 +4,6 @@
 #include <edgetensor/shm.h>
 
 #include <fcntl.h>
-#include <linux/limits.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
@@ -15,6 +14,7 @@
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/memfd.h"
+#include "core/shm_name.h"
 #include "core/sys.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
@@ -50,7 +50,9 @@ BackendStatus shm_status() {
 
 Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
   // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
-  constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW;
+  // F_SEAL_SEAL: no receiver can add F_SEAL_WRITE/F_SEAL_FUTURE_WRITE and lock us out of our own
+  // buffer (fcntl(2): EPERM); the price is that we can never make it read-only later either.
+  constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
   ET_TRY_ASSIGN(UniqueFd fd, create_sealed_memfd(memfd_name("edgetensor", name), size, kSeals));
   ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "new shm"));
   return std::make_unique<ShmBacking>(std::move(fd), size, false, key, "memfd", kSeals);
@@ -98,17 +100,6 @@ Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
 
 }  // namespace
 
-Result<void> check_shm_name(const std::string& name) {
-  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
-                            "without another '/'", name, NAME_MAX - 2));
-  if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
-  if (name == "/." || name == "/..")
-    return fail(ErrorCode::InvalidArgument, text::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
-  return {};
-}
-
 Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out) {
   ET_TRY(check_shm_name(name));
   UniqueFd fd(sys::shm_open(name.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC, 0));
@@ -134,6 +125,14 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {
+  ET_TRY(detail::check_shm_name(shm_name));
+  // The kernel marks every shm_open object F_SEAL_SEAL: it can never get F_SEAL_SHRINK (tensor.h).
+  if (!options.allow_shrinkable)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("shm::open('{}'): a named POSIX shm object can never be sealed, so any process that "
+                            "can open it can truncate it, and this process would then die of SIGBUS touching the "
+                            "lost pages; if its writers are trusted, pass ImportOptions{{.allow_shrinkable = true}}, "
+                            "else share a sealed memfd with ipc::send instead", shm_name));
   detail::FdInfo info;
   ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
   return detail::tensor_from_backing(std::move(backing), shape, dtype, options);

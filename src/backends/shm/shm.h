@@ -6,10 +6,9 @@
 #include "core/backend.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
-/// memfd (default; sealed against shrink and grow) and named POSIX shm (O_EXCL, pages reserved).
+/// memfd (default; sealed F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL: no further seal, so never read-only
+/// later) and named POSIX shm (O_EXCL, pages reserved; never sealable).
 const BackendOps& shm_backend();
 /// Opens an existing named POSIX shm object. Errors: InvalidArgument (bad name), NotFound, PermissionDenied.
 Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out);
-/// Validates a POSIX shm name: "/" + 1..NAME_MAX-1 characters, no further '/'.
-Result<void> check_shm_name(const std::string& name);
 }  // namespace edgetensor::detail

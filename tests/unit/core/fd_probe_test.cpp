@@ -26,10 +26,13 @@ namespace {
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
 
-UniqueFd memfd_of_size(std::size_t size, unsigned flags = MFD_CLOEXEC) {
-  UniqueFd fd(::memfd_create("et-probe", flags));
+// Sealed against shrink and grow, as a careful sender's memfd is (so it imports with default options;
+// unsealed ones: shrinkable_import_test.cpp).
+UniqueFd memfd_of_size(std::size_t size) {
+  UniqueFd fd(::memfd_create("et-probe", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   EXPECT_TRUE(fd.is_valid());
   EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
+  EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
   return fd;
 }
 
@@ -86,7 +89,8 @@ TEST(FdProbe, ClassifiesByFsMagicAndMode) {
 
 // ---- real fds ------------------------------------------------------------------------------------
 TEST(FdProbe, RecognisesMemfdAndReadsItsRealSizeAndSeals) {
-  UniqueFd fd = memfd_of_size(12345, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  UniqueFd fd(::memfd_create("et-probe", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_EQ(::ftruncate(fd.get(), 12345), 0);
   ASSERT_EQ(::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
   auto info = probe_fd(fd.get());
   ASSERT_OK(info);
@@ -109,7 +113,8 @@ TEST(FdProbe, RecognisesATmpfsFile) {
   ASSERT_OK(info);
   EXPECT_EQ(info->kind, MemoryKind::Shm);
   EXPECT_EQ(info->buffer_bytes, 8192u);
-  auto t = TensorDyn::import_fd_dup(fd.get(), {2048}, DType::F32);
+  // A tmpfs file can never be sealed: importing it needs the caller's trust (ShrinkableImport.*).
+  auto t = TensorDyn::import_fd_dup(fd.get(), {2048}, DType::F32, ImportOptions{.allow_shrinkable = true});
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::Shm);
   EXPECT_FALSE(t->read_only());

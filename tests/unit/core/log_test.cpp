@@ -59,7 +59,8 @@ void exercise_failures() {
   (void)TensorDyn::allocate(std::vector<std::size_t>(9, 1), DType::U8);
   (void)TensorDyn::import_fd_dup(0, {1}, DType::U8);
   (void)TensorDyn::import_fd_dup(-1, {1}, DType::U8);
-  (void)shm::open("/et-log-test-missing", {1}, DType::U8);
+  (void)shm::open("/et-log-test-missing", {1}, DType::U8);  // refused: not allow_shrinkable
+  (void)shm::open("/et-log-test-missing", {1}, DType::U8, false, ImportOptions{.allow_shrinkable = true});
   {
     et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::MemfdCreate, 1, ENOMEM));
     (void)TensorDyn::allocate({4096}, DType::U8);  // Auto falls back

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared-memory backend (src/backends/shm/): memfd sealed SHRINK|GROW, CLOEXEC export, read-only
+// Shared-memory backend (src/backends/shm/): memfd sealed SHRINK|GROW|SEAL, CLOEXEC export, read-only
 // imports, named POSIX shm (O_EXCL, open with size check, remove, posix_fallocate), nothing left in
 // /dev/shm (even after SIGKILL), fault injection through the syscall seam.
 #include <edgetensor/edgetensor.h>
@@ -37,6 +37,10 @@ AllocateOptions shm(std::string name = {}) {
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
 
+// Named POSIX shm objects can never be sealed: opening one needs the explicit trust of allow_shrinkable
+// (the refusal itself: ShrinkableImport.NamedShmIsRefusedByShmOpenNamingTheObject).
+const ImportOptions kTrusted{.allow_shrinkable = true};
+
 bool dev_shm_has(const std::string& name) {
   struct stat st {};
   return ::stat(("/dev/shm" + name).c_str(), &st) == 0;
@@ -69,7 +73,7 @@ bool has_pattern(const TensorDyn& t, unsigned seed) {
 }
 
 // ---- memfd ---------------------------------------------------------------------------------------
-TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
+TEST(Shm, MemfdIsSealedAgainstShrinkGrowAndFurtherSeals) {
   auto t = TensorDyn::allocate({4096}, DType::U8, shm());
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::Shm);
@@ -79,7 +83,7 @@ TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
   int seals = ::fcntl(fd->get(), F_GET_SEALS);
   ASSERT_GE(seals, 0);
   EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW), F_SEAL_SHRINK | F_SEAL_GROW);
-  EXPECT_EQ(seals & F_SEAL_SEAL, 0) << "further seals (e.g. F_SEAL_WRITE by a consumer) stay possible";
+  EXPECT_EQ(seals & F_SEAL_SEAL, F_SEAL_SEAL) << "a consumer could add F_SEAL_WRITE and lock the owner out";
   EXPECT_EQ(seals & F_SEAL_WRITE, 0);
   EXPECT_NE(::ftruncate(fd->get(), 100), 0);
   EXPECT_EQ(errno, EPERM);
@@ -87,6 +91,38 @@ TEST(Shm, MemfdIsSealedAgainstShrinkAndGrow) {
   struct stat st {};
   ASSERT_EQ(::fstat(fd->get(), &st), 0);
   EXPECT_EQ(st.st_size, 4096);
+}
+
+// A receiver of the fd must not lock the sender out of its own buffer: with F_SEAL_SEAL it cannot add
+// F_SEAL_FUTURE_WRITE, nor F_SEAL_WRITE before the sender's first (lazy) map (fcntl(2): EPERM).
+TEST(Shm, AReceiverCannotSealTheSenderOutOfItsOwnMemfd) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, shm());
+  ASSERT_OK(t);
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  auto peer = TensorDyn::import_fd_dup(fd->get(), {4096}, DType::U8);  // as a receiver would hold it
+  ASSERT_OK(peer);
+  for (int seal : {F_SEAL_FUTURE_WRITE, F_SEAL_WRITE}) {
+    SCOPED_TRACE(seal == F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+    errno = 0;
+    EXPECT_EQ(::fcntl(fd->get(), F_ADD_SEALS, seal), -1);
+    EXPECT_EQ(errno, EPERM);
+  }
+  EXPECT_EQ(::fcntl(fd->get(), F_GET_SEALS) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE), 0);
+  // The sender's first maps (made lazily, after the attempts) still work, and it is still writable.
+  EXPECT_FALSE(t->read_only());
+  {
+    auto w = t->map_write();
+    ASSERT_OK(w);
+    w->bytes()[7] = std::byte{0x5a};
+  }
+  auto r = t->map_read();
+  ASSERT_OK(r);
+  EXPECT_EQ(r->bytes()[7], std::byte{0x5a});
+  auto seen = peer->map_read();
+  ASSERT_OK(seen);
+  EXPECT_EQ(seen->bytes()[7], std::byte{0x5a});
+  EXPECT_FALSE(peer->read_only());
 }
 
 TEST(Shm, ExportIsANewCloexecFdOwnedByTheCaller) {
@@ -172,16 +208,18 @@ void expect_read_only_import(int fd, const char* what) {
   EXPECT_EQ(open_fd_count(), base);
 }
 
-UniqueFd memfd_with_text(unsigned flags) {
-  UniqueFd fd(::memfd_create("et-ro", flags));
+// A memfd holding "hello!", sealed against shrinking as a careful sender's is (so it imports by default).
+UniqueFd memfd_with_text() {
+  UniqueFd fd(::memfd_create("et-ro", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   EXPECT_TRUE(fd.is_valid());
   EXPECT_EQ(::ftruncate(fd.get(), 4096), 0);
   EXPECT_EQ(::pwrite(fd.get(), "hello!", 6, 0), 6);
+  EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
   return fd;
 }
 
 TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
-  UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
+  UniqueFd rw = memfd_with_text();
   UniqueFd ro(::open(proc_fd_path(rw.get()).c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(ro.is_valid()) << std::strerror(errno);
   expect_read_only_import(ro.get(), "O_RDONLY reopen");
@@ -193,7 +231,7 @@ TEST(Shm, ImportOfAnFdOpenedReadOnlyMapsReadOnly) {
 }
 
 TEST(Shm, ImportOfAWriteOnlyOrOPathFdIsRefusedNamingTheAccessMode) {
-  UniqueFd rw = memfd_with_text(MFD_CLOEXEC);
+  UniqueFd rw = memfd_with_text();
   const std::string path = proc_fd_path(rw.get());
   UniqueFd wo(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   ASSERT_TRUE(wo.is_valid()) << std::strerror(errno);
@@ -208,7 +246,7 @@ TEST(Shm, ImportOfAWriteOnlyOrOPathFdIsRefusedNamingTheAccessMode) {
 
 TEST(Shm, ImportOfAWriteSealedMemfdMapsReadOnly) {
   for (int seal : {F_SEAL_WRITE, F_SEAL_FUTURE_WRITE}) {
-    UniqueFd fd = memfd_with_text(MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    UniqueFd fd = memfd_with_text();
     ASSERT_EQ(::fcntl(fd.get(), F_ADD_SEALS, seal), 0) << std::strerror(errno);
     expect_read_only_import(fd.get(), seal == F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
   }
@@ -224,7 +262,7 @@ TEST(Shm, ReadOnlyNamedShmOpenRefusesWriteMaps) {
     std::memcpy(m->data(), "hello!", 6);
   }
   {
-    auto t = edgetensor::shm::open(name, {4096}, DType::U8, /*read_only=*/true);
+    auto t = edgetensor::shm::open(name, {4096}, DType::U8, /*read_only=*/true, kTrusted);
     ASSERT_OK(t);
     EXPECT_TRUE(t->read_only());
     EXPECT_ERROR(t->map_write(), ErrorCode::PermissionDenied, "is read-only");
@@ -252,13 +290,13 @@ TEST(Shm, NamedShmCreateOpenRemove) {
     EXPECT_ERROR(again, ErrorCode::AlreadyExists, "POSIX shm name '" + name + "' exists");
     EXPECT_EQ(again.error().sys_errno(), EEXIST);
     // Open by name sees the same bytes; the size is validated against the shape.
-    auto opened = edgetensor::shm::open(name, {64, 64}, DType::U16);
+    auto opened = edgetensor::shm::open(name, {64, 64}, DType::U16, false, kTrusted);
     ASSERT_OK(opened);
     EXPECT_FALSE(opened->read_only());
     EXPECT_TRUE(has_pattern(*opened, 11));
     EXPECT_TRUE(opened->same_buffer(*t));
     EXPECT_FALSE(opened->identity() == t->identity());
-    EXPECT_ERROR(edgetensor::shm::open(name, {64, 65}, DType::U16), ErrorCode::OutOfRange,
+    EXPECT_ERROR(edgetensor::shm::open(name, {64, 65}, DType::U16, false, kTrusted), ErrorCode::OutOfRange,
                  "needs 8320 B (offset 0 B + extent 8320 B) but the buffer has 8192 B");
     // Pages were reserved at creation: the object's blocks cover its size.
     auto fd = t->export_fd();
@@ -271,7 +309,7 @@ TEST(Shm, NamedShmCreateOpenRemove) {
     EXPECT_FALSE(dev_shm_has(name));
     EXPECT_TRUE(has_pattern(*t, 11));
     EXPECT_ERROR(edgetensor::shm::remove(name), ErrorCode::NotFound, "POSIX shm '" + name + "' does not exist");
-    EXPECT_ERROR(edgetensor::shm::open(name, {1}, DType::U8), ErrorCode::NotFound, "does not exist");
+    EXPECT_ERROR(edgetensor::shm::open(name, {1}, DType::U8, false, kTrusted), ErrorCode::NotFound, "does not exist");
   }
   EXPECT_EQ(open_fd_count(), base);
 }
@@ -497,7 +535,9 @@ TEST(Shm, DeprecatedTensorDynAliasesForward) {
   ASSERT_OK(made);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  auto opened = TensorDyn::open_shm(name, {16}, DType::U8);
+  // The options go through unchanged: refused without allow_shrinkable, as shm::open refuses.
+  EXPECT_ERROR(TensorDyn::open_shm(name, {16}, DType::U8), ErrorCode::InvalidArgument, "allow_shrinkable");
+  auto opened = TensorDyn::open_shm(name, {16}, DType::U8, false, ImportOptions{.allow_shrinkable = true});
   ASSERT_OK(opened);
   EXPECT_EQ(opened->memory_detail(), "posix shm " + name);
   ASSERT_OK(TensorDyn::remove_shm(name));

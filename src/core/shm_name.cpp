@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/shm_name.h"
+
+#include <linux/limits.h>
+
+#include "text/format.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+Result<void> check_shm_name(const std::string& name) {
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("POSIX shm name '{}' is invalid: it must be '/' followed by 1 to {} characters "
+                            "without another '/'", name, NAME_MAX - 2));
+  if (name.find('\0') != std::string::npos) return fail(ErrorCode::InvalidArgument, "POSIX shm name contains a NUL byte");
+  if (name == "/." || name == "/..")
+    return fail(ErrorCode::InvalidArgument, text::format("POSIX shm name '{}' is invalid: it names a directory, not an object", name));
+  return {};
+}
+
+}  // namespace edgetensor::detail

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// The syntax of a named POSIX shm object (shm_overview(7)), checked in one place: by allocate for
+// every tensor (also one with zero elements, which never reaches the shm backend) and by the shm
+// backend's create, open and remove.
+#pragma once
+
+#include <edgetensor/error.h>
+
+#include <string>
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+/// Validates a POSIX shm name: "/" + 1 to NAME_MAX - 2 characters, no further '/', no NUL, not "/."
+/// or "/..". Errors: InvalidArgument naming the name and the rule.
+Result<void> check_shm_name(const std::string& name);
+
+}  // namespace edgetensor::detail

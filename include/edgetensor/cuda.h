@@ -215,10 +215,6 @@ class ET_API CudaMap {
   void* device_ptr() const noexcept { return ptr_; }
   /// Bytes from the first element to one past the last (the tensor's extent).
   std::size_t extent_bytes() const noexcept { return extent_bytes_; }
-  /// Deprecated: use extent_bytes().
-  [[deprecated("use extent_bytes()")]] std::size_t size() const noexcept { return extent_bytes_; }
-  /// Deprecated: use extent_bytes().
-  [[deprecated("use extent_bytes()")]] std::size_t size_bytes() const noexcept { return extent_bytes_; }
   CudaPath path() const noexcept { return path_; }
   int device() const noexcept { return device_; }
   bool is_mapped() const noexcept { return storage_ != nullptr; }
@@ -280,10 +276,6 @@ enum class ExternalMemoryHandleType : std::uint8_t {
   DmaBufFd = 1,  ///< A DMA-BUF fd, through the driver API (Jetson Thor and later, driver >= 13.0).
 };
 
-// The deprecated member's default initialiser must not warn in every user's synthesized constructor:
-// the diagnostic is silenced over the definition only (a user's own use of size_bytes still warns).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct ExternalMemoryOptions {
   /// Size of the whole memory object in bytes. 0 = the fd's real size (fstat for memfd/tmpfs, lseek
   /// for a DMA-BUF). When the kernel reports a size, a non-zero value must equal it; when it reports
@@ -293,10 +285,7 @@ struct ExternalMemoryOptions {
   bool dedicated = false;
   /// Device to import on; -1 = the calling thread's current device.
   int device = -1;
-  /// Deprecated: use buffer_bytes. Read when buffer_bytes is 0; both set and different is InvalidArgument.
-  [[deprecated("use buffer_bytes")]] std::size_t size_bytes = 0;
 };
-#pragma GCC diagnostic pop
 
 /// An imported external memory object, mapped whole as one device buffer. Ownership of the fd: the
 /// caller's fd is borrowed; CUDA receives a CLOEXEC dup and owns it after a successful import (it
@@ -320,8 +309,6 @@ class ET_API ExternalMemory {
   void* device_ptr() const noexcept;
   /// Size of the whole imported memory object in bytes.
   std::size_t buffer_bytes() const noexcept;
-  /// Deprecated: use buffer_bytes().
-  [[deprecated("use buffer_bytes()")]] std::size_t size_bytes() const noexcept { return buffer_bytes(); }
   ExternalMemoryHandleType type() const noexcept;
   int device() const noexcept;
 

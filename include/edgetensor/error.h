@@ -28,9 +28,7 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 /// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
 enum class ErrorCode : int {
-  /// Deprecated: never held by an Error (success is a Result holding a value); kept for one minor
-  /// version, value 0 stays unused.
-  Ok [[deprecated("an Error never holds Ok: success is a Result with a value")]] = 0,
+  // Value 0 is unused: an Error never holds success (the Ok code was removed in 0.3).
   InvalidArgument = 1,     ///< A broken public contract: bad shape, negative stride, wrong dtype.
   OutOfRange = 2,          ///< A value past a limit: size overflow, view out of bounds, short fd.
   NotFound = 3,            ///< A named object does not exist (shm name, device node).

@@ -94,18 +94,12 @@ struct ContextInfo {
 };
 
 /// A PBO as user GL code sees it inside with_buffer().
-// The deprecated member must not warn in synthesized constructors (only in a user's own use of it).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct GlBuffer {
   std::uint32_t name = 0;         ///< The GL buffer object name (GLuint), valid on the GL thread only.
   std::size_t buffer_bytes = 0;   ///< Size of the whole buffer object.
   std::size_t offset_bytes = 0;   ///< Offset of the tensor's first element inside the buffer.
   std::size_t extent_bytes = 0;   ///< Bytes from that element to one past the tensor's last one.
-  /// Deprecated: use buffer_bytes (same value; initialised from it).
-  [[deprecated("use buffer_bytes")]] std::size_t size_bytes = buffer_bytes;
 };
-#pragma GCC diagnostic pop
 
 /// One headless EGL display + GLES 3 context on a dedicated worker thread. Create with create(); share
 /// with std::shared_ptr. All members are thread-safe.

@@ -48,8 +48,6 @@ class ET_API MapBase {
   /// Bytes covered by the map: from the tensor's first element to one past its last (its extent,
   /// TensorDyn::extent_bytes()).
   std::size_t extent_bytes() const noexcept { return extent_bytes_; }
-  /// Deprecated: use extent_bytes().
-  [[deprecated("use extent_bytes()")]] std::size_t size_bytes() const noexcept { return extent_bytes_; }
   bool is_mapped() const noexcept { return storage_ != nullptr; }
   MapMode mode() const noexcept { return mode_; }
 

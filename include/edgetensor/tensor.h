@@ -143,14 +143,6 @@ class ET_API TensorDyn {
   /// every error path before returning).
   [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                                   const ImportOptions& options = {});
-  /// Deprecated: use shm::open (edgetensor/shm.h); `options` are passed on unchanged (a named object
-  /// needs options.allow_shrinkable).
-  [[deprecated("use edgetensor::shm::open (edgetensor/shm.h)")]] [[nodiscard]] static Result<TensorDyn> open_shm(
-      const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only = false,
-      const ImportOptions& options = {});
-  /// Deprecated: use shm::remove (edgetensor/shm.h).
-  [[deprecated("use edgetensor::shm::remove (edgetensor/shm.h)")]] [[nodiscard]] static Result<void> remove_shm(
-      const std::string& shm_name);
 
   // ---- Description -------------------------------------------------------------------------------
   DType dtype() const noexcept { return dtype_; }
@@ -172,10 +164,6 @@ class ET_API TensorDyn {
   /// Real size of the whole backing buffer in bytes (0 for a zero-element allocation; a zero-element
   /// view or import reports the buffer it lies in).
   std::size_t buffer_bytes() const noexcept;
-  /// Deprecated: use packed_bytes().
-  [[deprecated("use packed_bytes()")]] std::size_t size_bytes() const noexcept { return packed_bytes(); }
-  /// Deprecated: use buffer_bytes().
-  [[deprecated("use buffer_bytes()")]] std::size_t storage_size_bytes() const noexcept { return buffer_bytes(); }
   bool is_contiguous() const noexcept;
   bool is_empty_handle() const noexcept { return storage_ == nullptr; }
   /// The backend that holds the bytes.

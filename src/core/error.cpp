@@ -10,7 +10,6 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 
 std::string_view error_code_name(ErrorCode code) noexcept {
   switch (code) {
-    case static_cast<ErrorCode>(0): return "Ok";  // the deprecated ErrorCode::Ok, never held by an Error
     case ErrorCode::InvalidArgument: return "InvalidArgument";
     case ErrorCode::OutOfRange: return "OutOfRange";
     case ErrorCode::NotFound: return "NotFound";

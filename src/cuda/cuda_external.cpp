@@ -172,15 +172,6 @@ Result<ExternalMemory> ExternalMemory::import_fd_dup(int borrowed_fd, ExternalMe
                   "ExternalMemory::import_fd_dup: a DMA-BUF import takes no flags (cuda.h: flags must be zero); "
                   "dedicated is not allowed");
     std::size_t size = options.buffer_bytes;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    const std::size_t deprecated_size = options.size_bytes;  // the deprecated spelling, for one minor version
-#pragma GCC diagnostic pop
-    if (size != 0 && deprecated_size != 0 && size != deprecated_size)
-      return fail(ErrorCode::InvalidArgument,
-                  text::format("ExternalMemory::import_fd_dup: buffer_bytes {} and the deprecated size_bytes {} differ",
-                              size, deprecated_size));
-    if (size == 0) size = deprecated_size;
     auto info = edgetensor::detail::probe_fd(borrowed_fd);
     if (info) {
       if (type == ExternalMemoryHandleType::DmaBufFd && info->kind != MemoryKind::DmaBuf)

@@ -50,32 +50,24 @@ TEST_F(CudaFake, StatusReportsTheDouble) {
   EXPECT_NE(status_.summary().find(": available"), std::string::npos) << status_.summary();
 }
 
-// The deprecated size spellings (kept for one minor version) answer what the new names answer.
-TEST_F(CudaFake, DeprecatedSizeNamesEqualTheNewOnes) {
+// A strided view's device map covers its extent; an external memory object reports its whole size.
+TEST_F(CudaFake, SizesAreExtentForMapsAndBufferForExternalMemory) {
   auto t = TensorDyn::allocate({4, 4}, DType::F32, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   auto v = t->view(4, {3, 2}, {16, 4});  // strided: extent 40 B, packed 24 B
   ASSERT_OK(v);
   auto m = cuda::map(*v);
   ASSERT_OK(m);
-  int memfd = memfd_create("et-ext-deprecated", MFD_CLOEXEC);
+  EXPECT_EQ(m->extent_bytes(), 40u);
+  int memfd = memfd_create("et-ext-size", MFD_CLOEXEC);
   ASSERT_GE(memfd, 0);
   ASSERT_EQ(ftruncate(memfd, 8192), 0);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  EXPECT_EQ(m->size(), m->extent_bytes());
-  EXPECT_EQ(m->size_bytes(), m->extent_bytes());
-  cuda::ExternalMemoryOptions old_spelling;
-  old_spelling.size_bytes = 8192;
-  auto ext = cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd, old_spelling);
+  auto ext = cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd);
   ASSERT_OK(ext);
-  EXPECT_EQ(ext->size_bytes(), ext->buffer_bytes());
-  old_spelling.buffer_bytes = 4096;  // both spellings set and different: refused
-  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd, old_spelling),
-               ErrorCode::InvalidArgument, "buffer_bytes 4096 and the deprecated size_bytes 8192 differ");
-#pragma GCC diagnostic pop
-  EXPECT_EQ(m->extent_bytes(), 40u);
   EXPECT_EQ(ext->buffer_bytes(), 8192u);
+  EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(memfd, cuda::ExternalMemoryHandleType::OpaqueFd,
+                                                   cuda::ExternalMemoryOptions{.buffer_bytes = 4096}),
+               ErrorCode::InvalidArgument, "buffer_bytes 4096 differs from the real size 8192 B");
   close(memfd);
 }
 

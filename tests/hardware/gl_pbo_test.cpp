@@ -388,17 +388,15 @@ TEST(GlWithBufferHardware, UserGlCodeSeesTheBufferAndTheCpuSeesItsWork) {
   }));
 }
 
-// The deprecated spelling of GlBuffer::buffer_bytes (kept for one minor version) carries the same value.
-TEST(GlWithBufferHardware, DeprecatedSizeBytesEqualsBufferBytes) {
+// with_buffer hands user GL code the buffer's whole size.
+TEST(GlWithBufferHardware, BufferBytesIsTheWholeBuffer) {
   ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
   auto t = TensorDyn::allocate({256}, DType::U8, pbo(ctx));
   ASSERT_OK(t);
   auto check = [](const gl::GlBuffer& buf) -> et::Result<void> {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    EXPECT_EQ(buf.size_bytes, buf.buffer_bytes);
-#pragma GCC diagnostic pop
     EXPECT_EQ(buf.buffer_bytes, 256u);
+    EXPECT_EQ(buf.offset_bytes, 0u);
+    EXPECT_EQ(buf.extent_bytes, 256u);
     return {};
   };
   ASSERT_OK(gl::with_buffer(*t, check));

@@ -148,11 +148,4 @@ Result<void> shm::remove(const std::string& shm_name) {
   return {};
 }
 
-// Deprecated spellings (one minor version), kept here so the core need not know the shm backend.
-Result<TensorDyn> TensorDyn::open_shm(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,
-                                      bool read_only, const ImportOptions& options) {
-  return shm::open(shm_name, shape, dtype, read_only, options);
-}
-Result<void> TensorDyn::remove_shm(const std::string& shm_name) { return shm::remove(shm_name); }
-
 }  // namespace edgetensor

@@ -328,9 +328,10 @@ TEST(IpcTensor, StreamSocketsAreRefusedBeforeAByteMoves) {
 
 // ---- Forwarding shared memory made elsewhere: advice that fits what it is ---------------------------
 
-// A tensor over `fd` as a caller that trusts its peer imports it. (When ImportOptions::allow_shrinkable
-// lands, unsealed shm needs it set here.)
-Result<TensorDyn> import_unsealed(int fd) { return TensorDyn::import_fd_dup(fd, {4096}, DType::U8); }
+// A tensor over an unsealed memfd made elsewhere: the importer trusts its maker (allow_shrinkable).
+Result<TensorDyn> import_unsealed(int fd) {
+  return TensorDyn::import_fd_dup(fd, {4096}, DType::U8, ImportOptions{.allow_shrinkable = true});
+}
 
 TEST(IpcTensor, UnsealedMemfdsAreRefusedWithAdviceThatFits) {
   Pair p;

@@ -527,20 +527,3 @@ TEST(Shm, CloseFailureWhenTheLastHolderGoesIsLogged) {
 }
 
 }  // namespace
-
-// The pre-0.2 spellings stay one minor version as deprecated aliases of shm::open / shm::remove.
-TEST(Shm, DeprecatedTensorDynAliasesForward) {
-  const std::string name = unique_shm_name("alias");
-  auto made = TensorDyn::allocate({16}, DType::U8, AllocateOptions{.memory = MemoryKind::Shm, .shm_name = name});
-  ASSERT_OK(made);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  // The options go through unchanged: refused without allow_shrinkable, as shm::open refuses.
-  EXPECT_ERROR(TensorDyn::open_shm(name, {16}, DType::U8), ErrorCode::InvalidArgument, "allow_shrinkable");
-  auto opened = TensorDyn::open_shm(name, {16}, DType::U8, false, ImportOptions{.allow_shrinkable = true});
-  ASSERT_OK(opened);
-  EXPECT_EQ(opened->memory_detail(), "posix shm " + name);
-  ASSERT_OK(TensorDyn::remove_shm(name));
-  EXPECT_ERROR(TensorDyn::remove_shm(name), ErrorCode::NotFound, "does not exist");
-#pragma GCC diagnostic pop
-}

@@ -205,6 +205,10 @@ Section probe_cuda() {
   s.fields["device_count"] = st.device_count;
   s.fields["gl_interop"] = st.gl_interop;
   s.fields["dmabuf_handle_type"] = st.dmabuf_handle_type;
+  s.fields["external_opaque_fd"] = st.external_opaque_fd;
+  s.fields["unavailable_paths"] = st.unavailable_paths;
+  s.fields["missing_required_symbols"] = st.missing_required_symbols;
+  s.fields["missing_optional_symbols"] = st.missing_optional_symbols;
   s.fields["tried"] = st.tried;
   if (!st.error.empty()) s.fields["error"] = st.error;
   json devices = json::array();

@@ -53,7 +53,8 @@ class ET_API MapBase {
 
  protected:
   // Protected: assigning through the base would turn a ReadMap into a WriteMap. The map types assign
-  // only their own kind (their implicit move assignment calls this one).
+  // only their own kind (their implicit move assignment calls this one), and they are final, so no
+  // class derived elsewhere can call this with another kind.
   MapBase& operator=(MapBase&& other) noexcept;
 
  private:
@@ -74,7 +75,7 @@ class ET_API MapBase {
 };
 
 /// Read-only access: `bytes()` is a span of const bytes.
-class ReadMap : public MapBase {
+class ReadMap final : public MapBase {
  public:
   /// An empty map (not mapped; empty span).
   ReadMap() noexcept = default;
@@ -90,7 +91,7 @@ class ReadMap : public MapBase {
 
 /// Write-only access. Reading through it gives undefined content (the memory may be write-combined,
 /// e.g. a GPU buffer): write every byte you care about.
-class WriteMap : public MapBase {
+class WriteMap final : public MapBase {
  public:
   /// An empty map (not mapped; empty span).
   WriteMap() noexcept = default;
@@ -103,7 +104,7 @@ class WriteMap : public MapBase {
 };
 
 /// Read and write access.
-class ReadWriteMap : public MapBase {
+class ReadWriteMap final : public MapBase {
  public:
   /// An empty map (not mapped; empty span).
   ReadWriteMap() noexcept = default;

@@ -55,6 +55,7 @@ class Context;
 }
 namespace detail {
 struct StorageAccess;  // defined inside the library only (src/core/storage.h)
+struct TensorAccess;   // defined inside the library only (src/core/tensor.cpp)
 }
 
 inline constexpr std::size_t kMaxRank = 8;
@@ -62,7 +63,8 @@ inline constexpr std::size_t kMaxRank = 8;
 /// Options for TensorDyn::allocate.
 struct AllocateOptions {
   /// Which backend. Auto: DMA-BUF -> shm -> heap (EDGETENSOR_FORCE_MEM=1: heap); the tensor's
-  /// memory() says which served. An explicit kind never falls back: it fails with that backend's error.
+  /// memory() says which served. An explicit kind never falls back: it fails with that backend's error
+  /// (except with zero elements, which contact no backend at all: see the zero-element rule above).
   MemoryKind memory = MemoryKind::Auto;
   /// Tensor name; also names the memfd (visible in /proc/<pid>/fd) and, later, the DMA-BUF.
   std::string name;
@@ -214,7 +216,7 @@ class ET_API TensorDyn {
   [[nodiscard]] Result<UniqueFd> export_fd() const;
 
  private:
-  friend struct TensorAccess;
+  friend struct detail::TensorAccess;  // builds tensors (src/core/tensor.cpp)
   // The storage is the library's alone (backends, IPC, CUDA and GL interop reach it through
   // detail::storage_of): with it, user code could build a map the storage never opened (map.h).
   friend struct detail::StorageAccess;

@@ -42,6 +42,7 @@ class EmptyBacking final : public Backing {
 std::unique_ptr<Backing> make_empty_backing(MemoryKind kind) { return std::make_unique<EmptyBacking>(kind); }
 }  // namespace detail
 
+namespace detail {
 // Builds tensors from validated parts; the one place that fills a TensorDyn's fields.
 struct TensorAccess {
   static Result<TensorDyn> make(std::shared_ptr<Storage> storage, ArrayRef<std::size_t> shape, DType dtype,
@@ -86,6 +87,8 @@ struct TensorAccess {
                 options.offset_bytes, options.name, "import");
   }
 };
+}  // namespace detail
+using detail::TensorAccess;
 
 namespace detail {
 Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,

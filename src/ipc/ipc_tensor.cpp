@@ -87,7 +87,18 @@ Result<void> require_message_socket(int socket_fd, const char* who) {
   socklen_t len = sizeof type;
   if (::getsockopt(socket_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
     return fail(Error::from_errno(errno, text::format("{}: getsockopt(SO_TYPE) of socket fd {}", who, socket_fd)));
-  if (type == SOCK_SEQPACKET || type == SOCK_DGRAM) return {};
+  if (type == SOCK_SEQPACKET || type == SOCK_DGRAM) {
+    // fds travel only over AF_UNIX (unix(7), SCM_RIGHTS): an AF_INET datagram socket would fail late
+    // (EDESTADDRREQ) on send and block forever on receive.
+    int domain = 0;
+    len = sizeof domain;
+    if (::getsockopt(socket_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+      return fail(Error::from_errno(errno, text::format("{}: getsockopt(SO_DOMAIN) of socket fd {}", who, socket_fd)));
+    if (domain == AF_UNIX) return {};
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: socket fd {} has address family {}, not AF_UNIX ({}): fds travel only over Unix-domain "
+                            "sockets (unix(7), SCM_RIGHTS; docs/WIRE.md)", who, socket_fd, domain, AF_UNIX));
+  }
   return fail(ErrorCode::InvalidArgument,
               text::format("{}: socket fd {} is {}; a tensor message needs a socket that keeps message boundaries: "
                           "AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM (docs/WIRE.md)", who, socket_fd, socket_type_name(type)));

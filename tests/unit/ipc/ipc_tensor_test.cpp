@@ -298,6 +298,18 @@ int queued_bytes(int sock) {
   return n;
 }
 
+// fds travel only over AF_UNIX: an AF_INET datagram socket (not connected, loopback only) is refused by
+// send and receive up front, naming the family (before: send failed late with Internal/EDESTADDRREQ,
+// receive blocked forever).
+TEST(IpcTensor, NonUnixSocketsAreRefusedNamingTheFamily) {
+  UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(udp.is_valid());
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  EXPECT_ERROR(ipc::send(udp.get(), *t), ErrorCode::InvalidArgument, "not AF_UNIX");
+  EXPECT_ERROR(ipc::receive(udp.get()), ErrorCode::InvalidArgument, "not AF_UNIX");
+}
+
 TEST(IpcTensor, StreamSocketsAreRefusedBeforeAByteMoves) {
   const int fds = open_fd_count();
   {

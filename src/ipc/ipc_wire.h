@@ -10,6 +10,7 @@
 #include <edgetensor/tensor.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -35,6 +36,18 @@ struct WireHeader {
   char name[64] = {};
 };
 static_assert(sizeof(WireHeader) == 4 + 2 + 2 + 4 + 4 + 3 * 8 + kMaxRank * 16 + 64, "no padding in the header");
+// One layout on every architecture we build for (x86_64, arm64, armhf: each ABI aligns 64-bit fields
+// to 8), so processes of two architectures on one machine (an arm64 kernel running armhf programs)
+// read each other's headers. ctest ipc.exchange.cross_arch exchanges tensors that way.
+static_assert(alignof(WireHeader) == 8, "wire header alignment differs on this architecture");
+static_assert(offsetof(WireHeader, version) == 4 && offsetof(WireHeader, header_bytes) == 6 &&
+                  offsetof(WireHeader, dtype) == 8 && offsetof(WireHeader, rank) == 9 &&
+                  offsetof(WireHeader, memory) == 10 && offsetof(WireHeader, pixel_format) == 11 &&
+                  offsetof(WireHeader, fd_count) == 12 && offsetof(WireHeader, offset_bytes) == 16 &&
+                  offsetof(WireHeader, row_stride_bytes) == 24 && offsetof(WireHeader, plane_offset_bytes) == 32 &&
+                  offsetof(WireHeader, shape) == 40 && offsetof(WireHeader, strides) == 40 + kMaxRank * 8 &&
+                  offsetof(WireHeader, name) == 40 + kMaxRank * 16,
+              "wire header field offsets differ on this architecture");
 
 /// Bytes of one encoded header.
 inline constexpr std::size_t kWireHeaderBytes = sizeof(WireHeader);

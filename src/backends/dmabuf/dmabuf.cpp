@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/dma-buf.h>
+#include <linux/ioctl.h>  // _IOW/_IOWR: Linux 6.1.4's <linux/dma-buf.h> (Debian's cross headers) omits it
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <string>
 
@@ -33,8 +34,11 @@ Result<UniqueFd> open_udmabuf_device() {
   return dev;
 }
 
+// In 64 bits: a limit of 4096 MiB or more wraps to 0 in a 32-bit size_t and would refuse everything.
+std::uint64_t mib_to_bytes(std::size_t mib) { return std::uint64_t{mib} << 20; }
+
 Result<void> check_limit(std::size_t size_bytes) {
-  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > *limit * std::size_t{1024} * 1024)
+  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > mib_to_bytes(*limit))
     return fail(udmabuf_size_limit_error(size_bytes, *limit));
   return {};
 }
@@ -51,7 +55,7 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
     int e = errno;
     // The kernel answers EINVAL for every refusal (size cap, seals, alignment); name the cap when it applies.
     if (e == EINVAL) {
-      if (auto limit = udmabuf_size_limit_mb(); limit && size > *limit * std::size_t{1024} * 1024)
+      if (auto limit = udmabuf_size_limit_mb(); limit && size > mib_to_bytes(*limit))
         return fail(udmabuf_size_limit_error(size, *limit));
     }
     return fail(Error::from_errno(e, text::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));

@@ -323,6 +323,15 @@ TEST_F(FakeDmaBuf, UdmabufOverTheLimitNamesIt) {
   ASSERT_OK(alloc(1u << 20, "udmabuf"));  // exactly at the limit is fine
 }
 
+// A limit of 4096 MiB or more: 32-bit builds computed limit * 1 MiB in size_t, wrapped to 0 and
+// refused every udmabuf.
+TEST_F(FakeDmaBuf, UdmabufLimitOf4GiBOrMoreIsNotWrapped) {
+  for (std::size_t limit_mb : {4096u, 8192u}) {
+    add_udmabuf(limit_mb);
+    ASSERT_OK(alloc(1u << 20, "udmabuf"));
+  }
+}
+
 TEST_F(FakeDmaBuf, UdmabufFromMemfdChecksSealsAlignmentAndRange) {
   add_udmabuf();
   UniqueFd m(::memfd_create("caller", MFD_CLOEXEC | MFD_ALLOW_SEALING));

@@ -8,10 +8,11 @@
 # /usr/include/<triplet>, /usr/include and /usr/lib/<triplet>.
 #
 # Test binaries run under QEMU user-mode emulation: CMAKE_CROSSCOMPILING_EMULATOR prefixes every
-# add_test command and gtest_discover_tests' listing run. -L points QEMU at the cross toolchain's
-# loader and libc (/usr/<triplet>/lib); processes a test execs (peers, the CLI) start through the
-# kernel's binfmt_misc entry for the architecture (scripts/qemu-binfmt.sh) and use the multiarch
-# loader in /lib.
+# add_test command and gtest_discover_tests' listing run; processes a test execs (peers, the CLI) start
+# through the kernel's binfmt_misc entry for the architecture (scripts/qemu-binfmt.sh). Both find the
+# target's loader and libraries through Debian multiarch (/lib/ld-linux-*.so, /usr/lib/<triplet>; the
+# multiarch -dev packages bring libc6:<arch>). No -L /usr/<triplet>: with QEMU 7.2 (Debian 12) that
+# prefix redirects every path lookup, and tests that fork then unshare a mount namespace hang under it.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR ${ET_CROSS_PROCESSOR})
 set(CMAKE_LIBRARY_ARCHITECTURE ${ET_CROSS_TRIPLET})
@@ -37,7 +38,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 
 find_program(ET_CROSS_QEMU_PATH ${ET_CROSS_QEMU})
 if(ET_CROSS_QEMU_PATH)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${ET_CROSS_QEMU_PATH} -L /usr/${ET_CROSS_TRIPLET})
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${ET_CROSS_QEMU_PATH})
 else()
   message(WARNING "${ET_CROSS_QEMU} not found (Debian: qemu-user): the tests can be built but not run here")
 endif()

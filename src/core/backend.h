@@ -37,6 +37,15 @@ Result<std::size_t> object_bytes(int fd, long long bytes, std::string_view what)
 /// object_bytes' errors.
 Result<std::size_t> dmabuf_buffer_bytes(int fd);
 
+/// statfs.f_type as the kernel's magic number (include/uapi/linux/magic.h: 32-bit unsigned values).
+/// f_type is a signed `int` on 32-bit targets, where magics from 0x80000000 up (HUGETLBFS_MAGIC,
+/// BTRFS_SUPER_MAGIC) are negative: they must not be sign-extended. Templated on the field's type so a
+/// 64-bit host tests the 32-bit case.
+template <class Word>
+constexpr std::uint64_t fs_magic(Word f_type) noexcept {
+  return static_cast<std::uint32_t>(f_type);
+}
+
 /// Pure classification of fstatfs magic + st_mode: returns the MemoryKind, or an error naming the
 /// object (pipe, socket, directory, "file on ext4 (magic 0xef53)").
 Result<MemoryKind> classify_fd(std::uint64_t fs_magic, unsigned st_mode);

@@ -90,7 +90,8 @@ Result<FdInfo> probe_fd(int fd) {
   }
   struct statfs sfs {};
   if (sys::fstatfs(fd, &sfs) != 0) return fail(Error::from_errno(errno, text::format("fstatfs(fd {})", fd)));
-  auto kind = classify_fd(static_cast<std::uint64_t>(sfs.f_type), st.st_mode);
+  const std::uint64_t magic = fs_magic(sfs.f_type);
+  auto kind = classify_fd(magic, st.st_mode);
   if (!kind) return fail(kind.error().code(), text::format("fd {}: {}", fd, kind.error().message()));
 
   FdInfo info;
@@ -111,7 +112,7 @@ Result<FdInfo> probe_fd(int fd) {
     int seals = sys::fcntl(fd, F_GET_SEALS);
     info.seals = seals > 0 ? static_cast<unsigned>(seals) : 0u;
     if (info.seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) info.read_only = true;
-    info.what = sfs.f_type == HUGETLBFS_MAGIC ? "hugetlbfs file" : "tmpfs/memfd file";
+    info.what = magic == HUGETLBFS_MAGIC ? "hugetlbfs file" : "tmpfs/memfd file";
   } else {
     ET_TRY_ASSIGN(info.buffer_bytes, dmabuf_buffer_bytes(fd));
     info.what = "DMA-BUF";

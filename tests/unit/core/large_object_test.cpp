@@ -12,10 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
+#include <linux/magic.h>
+
+#include "core/backend.h"
 #include "core/size_math.h"
 #include "support/test_support.h"
 
@@ -120,6 +125,20 @@ TEST(LargeObjects, HeapLargerThanTheAddressSpaceIsRefusedClearly) {
   if (k32Bit) {
     EXPECT_NE(t.error().message().find("32-bit process"), std::string::npos) << t.error().message();
   }
+}
+
+// statfs.f_type is a signed int on 32-bit targets: HUGETLBFS_MAGIC (0x958458f6) arrives negative and,
+// sign-extended, matched nothing, so armhf refused hugetlbfs fds as "an unknown filesystem".
+TEST(LargeObjects, FsMagicAbove2GiBIsNotSignExtended) {
+  static_assert(detail::fs_magic(static_cast<std::int32_t>(HUGETLBFS_MAGIC)) == HUGETLBFS_MAGIC);
+  static_assert(detail::fs_magic(static_cast<long>(HUGETLBFS_MAGIC)) == HUGETLBFS_MAGIC);
+  static_assert(detail::fs_magic(static_cast<std::int32_t>(TMPFS_MAGIC)) == TMPFS_MAGIC);
+  UniqueFd fd(::memfd_create("et-huge", MFD_CLOEXEC | MFD_HUGETLB));
+  if (!fd) GTEST_SKIP() << "memfd_create(MFD_HUGETLB): " << std::strerror(errno) << " (no hugetlbfs in this kernel)";
+  auto info = detail::probe_fd(fd.get());
+  ASSERT_OK(info);
+  EXPECT_EQ(info->kind, MemoryKind::Shm);
+  EXPECT_EQ(info->what, "hugetlbfs file");
 }
 
 }  // namespace

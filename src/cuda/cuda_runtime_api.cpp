@@ -57,6 +57,13 @@ Loaded load() {
     info.error = "CUDA disabled by EDGETENSOR_DISABLE_CUDA";
     return out;
   }
+  if constexpr (sizeof(void*) != 8) {
+    // NVIDIA ships libcudart for 64-bit x86-64 and aarch64 only (CUDA Installation Guide for Linux,
+    // "System Requirements"); the descriptor tables (descriptor_layout.h) are LP64 too.
+    info.error = text::format("no CUDA runtime for a {}-bit process: CUDA supports 64-bit targets only",
+                              sizeof(void*) * 8);
+    return out;
+  }
   void* handle = nullptr;
   const char* override_path = std::getenv("EDGETENSOR_CUDART");
   if (override_path && *override_path) {

@@ -126,6 +126,10 @@ TEST(Tensor, F32Shape65536SquaredIs16GiBExactlyAndIsNeverTouched) {
   for (MemoryKind kind : kCpuKinds) {
     SCOPED_TRACE(memory_kind_name(kind));
     auto t = TensorDyn::allocate({65536, 65536}, DType::F32, mem(kind));
+    if (sizeof(std::size_t) < 8) {  // 16 GiB does not fit a 32-bit size_t
+      EXPECT_ERROR(t, ErrorCode::OutOfRange, "overflow");
+      continue;
+    }
     if (!t) {  // allocation is lazy and may succeed; if the machine refuses, it must say "out of memory"
       EXPECT_EQ(t.error().code(), ErrorCode::OutOfMemory) << t.error().to_string();
       continue;
@@ -282,7 +286,8 @@ TEST(Tensor, GeneralViewIsCheckedAgainstTheStorage) {
   ASSERT_OK(b->view(28, {1}));
   EXPECT_ERROR(b->view(32, {1}), ErrorCode::OutOfRange, "needs 132 B");
   EXPECT_ERROR(t->view(SIZE_MAX - 3, {1}), ErrorCode::OutOfRange, "overflows");
-  EXPECT_ERROR(b->view(SIZE_MAX - 3, {1}), ErrorCode::OutOfRange, "view: offset 96 B + 18446744073709551612 B overflows");
+  EXPECT_ERROR(b->view(SIZE_MAX - 3, {1}), ErrorCode::OutOfRange,
+               "view: offset 96 B + " + std::to_string(SIZE_MAX - 3) + " B overflows");
   // Rule violations.
   EXPECT_ERROR(t->view(2, {1}), ErrorCode::InvalidArgument, "offset 2 B is not a multiple of the element size 4 B");
   EXPECT_ERROR(t->view(0, {2, 2}, {8}), ErrorCode::InvalidArgument, "1 strides given for rank 2");

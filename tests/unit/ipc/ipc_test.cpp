@@ -77,48 +77,8 @@ TEST(Ipc, BytesWithoutFds) {
   EXPECT_TRUE(r->fds.empty());
 }
 
-// Whether recvmsg reports MSG_CTRUNC when more fds arrive than the control buffer holds, as Linux does
-// (unix(7)). QEMU 7.2 user mode (the ARM lanes) receives them into a larger host buffer and passes on
-// only what fits, without the flag: the library cannot see the extra fds there.
-bool platform_reports_ctrunc() {
-  SocketPair sp;
-  UniqueFd w = make_memfd("w"), x = make_memfd("x"), y = make_memfd("y"), z = make_memfd("z");
-  int four[4] = {w.get(), x.get(), y.get(), z.get()};  // room is made below for one (8 bytes of fds on LP64)
-  char byte = 'b';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) std::array<std::byte, CMSG_SPACE(sizeof(four))> out{};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = out.data();
-  m.msg_controllen = out.size();
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(four));
-  std::memcpy(CMSG_DATA(c), four, sizeof(four));
-  if (::sendmsg(sp.a.get(), &m, 0) != 1) return true;
-  alignas(cmsghdr) std::array<std::byte, CMSG_SPACE(sizeof(int))> in{};
-  msghdr r{};
-  r.msg_iov = &iov;
-  r.msg_iovlen = 1;
-  r.msg_control = in.data();
-  r.msg_controllen = in.size();
-  if (::recvmsg(sp.b.get(), &r, MSG_CMSG_CLOEXEC) != 1) return true;
-  for (cmsghdr* h = CMSG_FIRSTHDR(&r); h; h = CMSG_NXTHDR(&r, h)) {
-    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < n; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-      ::close(fd);
-    }
-  }
-  return (r.msg_flags & MSG_CTRUNC) != 0;
-}
-
 TEST(Ipc, MoreFdsThanMaxAreAllClosedAndReported) {
-  if (!platform_reports_ctrunc())
+  if (!et_test::recvmsg_reports_ctrunc())
     GTEST_SKIP() << "recvmsg here drops fds that do not fit without MSG_CTRUNC (QEMU 7.2 user mode); "
                     "Linux reports it, and this test runs on every native build";
   const int base = open_fd_count();

@@ -23,12 +23,28 @@ struct FdInfo {
 };
 
 /// Recognises `fd` from fstat/fstatfs/F_GET_SEALS and reads its real size without moving the file
-/// offset. Errors: InvalidArgument naming what the fd is when it is not shareable memory.
+/// offset. Errors: InvalidArgument naming what the fd is when it is not shareable memory; OutOfRange
+/// when the object is larger than size_t can hold (a 32-bit process and an object over 4 GiB).
 Result<FdInfo> probe_fd(int fd);
 
+/// `bytes` (the kernel's size of the object behind `fd`, as st_size or lseek answer it) as a size_t.
+/// Errors: OutOfRange naming the size and SIZE_MAX when this process cannot address it (never
+/// truncated); Internal for a negative size.
+Result<std::size_t> object_bytes(int fd, long long bytes, std::string_view what);
+
 /// The real size of a DMA-BUF in bytes: lseek(SEEK_END), then back to 0 (dma_buf_llseek accepts only
-/// offset 0 with SEEK_SET/SEEK_END; the position has no other meaning). Errors: from_errno of lseek.
+/// offset 0 with SEEK_SET/SEEK_END; the position has no other meaning). Errors: from_errno of lseek,
+/// object_bytes' errors.
 Result<std::size_t> dmabuf_buffer_bytes(int fd);
+
+/// statfs.f_type as the kernel's magic number (include/uapi/linux/magic.h: 32-bit unsigned values).
+/// f_type is a signed `int` on 32-bit targets, where magics from 0x80000000 up (HUGETLBFS_MAGIC,
+/// BTRFS_SUPER_MAGIC) are negative: they must not be sign-extended. Templated on the field's type so a
+/// 64-bit host tests the 32-bit case.
+template <class Word>
+constexpr std::uint64_t fs_magic(Word f_type) noexcept {
+  return static_cast<std::uint32_t>(f_type);
+}
 
 /// Pure classification of fstatfs magic + st_mode: returns the MemoryKind, or an error naming the
 /// object (pipe, socket, directory, "file on ext4 (magic 0xef53)").

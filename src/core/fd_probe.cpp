@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "text/format.h"
 
 #include "core/backend.h"
+#include "core/size_math.h"
 #include "core/sys.h"
 
 #ifndef DMA_BUF_MAGIC
@@ -59,13 +61,23 @@ Result<MemoryKind> classify_fd(std::uint64_t magic, unsigned mode) {
                           fs_name(magic), magic));
 }
 
+Result<std::size_t> object_bytes(int fd, long long bytes, std::string_view what) {
+  if (bytes < 0) return fail(ErrorCode::Internal, text::format("{} fd {}: negative size {}", what, fd, bytes));
+  auto size = checked_narrow<std::size_t>(bytes);
+  if (!size)
+    return fail(ErrorCode::OutOfRange,
+                text::format("{} fd {} is {} B, more than this process can address: size_t holds at most {} B "
+                            "(a {}-bit build)", what, fd, bytes, SIZE_MAX, sizeof(void*) * 8));
+  return *size;
+}
+
 Result<std::size_t> dmabuf_buffer_bytes(int fd) {
   // A DMA-BUF's size is answered by lseek(SEEK_END); its file position has no meaning and
   // dma_buf_llseek only accepts offset 0 with SEEK_SET/SEEK_END, so put it back at 0.
   off_t end = sys::lseek(fd, 0, SEEK_END);
   if (end < 0) return fail(Error::from_errno(errno, text::format("lseek(DMA-BUF fd {}, SEEK_END)", fd)));
   (void)sys::lseek(fd, 0, SEEK_SET);
-  return static_cast<std::size_t>(end);
+  return object_bytes(fd, end, "DMA-BUF");
 }
 
 Result<FdInfo> probe_fd(int fd) {
@@ -78,7 +90,8 @@ Result<FdInfo> probe_fd(int fd) {
   }
   struct statfs sfs {};
   if (sys::fstatfs(fd, &sfs) != 0) return fail(Error::from_errno(errno, text::format("fstatfs(fd {})", fd)));
-  auto kind = classify_fd(static_cast<std::uint64_t>(sfs.f_type), st.st_mode);
+  const std::uint64_t magic = fs_magic(sfs.f_type);
+  auto kind = classify_fd(magic, st.st_mode);
   if (!kind) return fail(kind.error().code(), text::format("fd {}: {}", fd, kind.error().message()));
 
   FdInfo info;
@@ -95,12 +108,11 @@ Result<FdInfo> probe_fd(int fd) {
                                                         "access; open the buffer O_RDONLY or O_RDWR", fd));
   info.read_only = (fl & O_ACCMODE) == O_RDONLY;
   if (info.kind == MemoryKind::Shm) {
-    if (st.st_size < 0) return fail(ErrorCode::Internal, text::format("fd {}: negative size {}", fd, st.st_size));
-    info.buffer_bytes = static_cast<std::size_t>(st.st_size);
+    ET_TRY_ASSIGN(info.buffer_bytes, object_bytes(fd, st.st_size, "shared-memory"));
     int seals = sys::fcntl(fd, F_GET_SEALS);
     info.seals = seals > 0 ? static_cast<unsigned>(seals) : 0u;
     if (info.seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) info.read_only = true;
-    info.what = sfs.f_type == HUGETLBFS_MAGIC ? "hugetlbfs file" : "tmpfs/memfd file";
+    info.what = magic == HUGETLBFS_MAGIC ? "hugetlbfs file" : "tmpfs/memfd file";
   } else {
     ET_TRY_ASSIGN(info.buffer_bytes, dmabuf_buffer_bytes(fd));
     info.what = "DMA-BUF";

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
@@ -32,6 +33,15 @@ constexpr std::optional<U> checked_round_up(U value, U align) noexcept {
   auto sum = checked_add<U>(value, static_cast<U>(align - 1));
   if (!sum) return std::nullopt;
   return static_cast<U>(*sum & ~static_cast<U>(align - 1));
+}
+
+/// `value` (a size the kernel answers as off_t, st_size, or a wire field) as U, or nullopt when U cannot
+/// hold it: a negative value, or an object over 4 GiB with a 32-bit size_t. Never truncates.
+template <class U, class V>
+constexpr std::optional<U> checked_narrow(V value) noexcept {
+  static_assert(std::is_unsigned_v<U> && std::is_integral_v<V>);
+  if (!std::in_range<U>(value)) return std::nullopt;
+  return static_cast<U>(value);
 }
 
 }  // namespace edgetensor::detail

@@ -2,10 +2,12 @@
 #include "core/sys.h"
 
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -17,6 +19,7 @@ std::atomic<bool> g_has_hook{false};
 std::mutex g_hook_mutex;
 std::shared_ptr<const FaultHook> g_hook;  // guarded by g_hook_mutex
 std::atomic<bool> g_has_emulator{false};
+std::atomic<std::size_t> g_page_size_override{0};
 std::shared_ptr<const IoctlEmulator> g_emulator;  // guarded by g_hook_mutex
 
 // Counts the call and asks the hook; returns the errno to fail with, or 0.
@@ -55,6 +58,24 @@ void set_ioctl_emulator(IoctlEmulator emulator) {
   g_has_emulator.store(g_emulator != nullptr, std::memory_order_release);
 }
 
+std::size_t page_size() noexcept {
+  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed)) return p;
+  static const std::size_t real = [] {
+    long p = ::sysconf(_SC_PAGESIZE);
+    if (p > 0) return static_cast<std::size_t>(p);
+    // glibc answers sysconf from the same auxv entry; a kernel always passes AT_PAGESZ (getauxval(3)).
+    unsigned long aux = ::getauxval(AT_PAGESZ);
+    if (aux == 0) std::abort();  // no page size at all: not a Linux process
+    return static_cast<std::size_t>(aux);
+  }();
+  return real;
+}
+
+void set_page_size_for_testing(std::size_t bytes) noexcept {
+  if (bytes != 0 && (bytes < 4096 || (bytes & (bytes - 1)) != 0)) std::abort();  // a test's own mistake
+  g_page_size_override.store(bytes, std::memory_order_relaxed);
+}
+
 std::uint64_t call_count(Call call) noexcept {
   return g_counts[static_cast<int>(call)].load(std::memory_order_relaxed);
 }
@@ -85,6 +106,11 @@ int dup_cloexec(int fd) {
 }
 void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
   ET_SYS_FAIL_IF(before(Call::Mmap, fd), MAP_FAILED);
+  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed);
+      p != 0 && static_cast<std::uint64_t>(offset) % p != 0) {
+    errno = EINVAL;  // mmap(2): offset must be a multiple of the page size
+    return MAP_FAILED;
+  }
   return ::mmap(addr, length, prot, flags, fd, offset);
 }
 int munmap(void* addr, size_t length) {

@@ -13,9 +13,14 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
+
+// The seam passes sizes over 2 GiB as off_t: every file that includes it is built with
+// _FILE_OFFSET_BITS=64 (src/CMakeLists.txt), also on 32-bit targets.
+static_assert(sizeof(off_t) == 8, "build with -D_FILE_OFFSET_BITS=64 (a 32-bit off_t truncates sizes over 2 GiB)");
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
 
@@ -50,6 +55,16 @@ void set_ioctl_emulator(IoctlEmulator emulator);
 /// Calls made so far through the seam, per kind and in all.
 std::uint64_t call_count(Call call) noexcept;
 std::uint64_t total_calls() noexcept;
+
+/// The page size in bytes: sysconf(_SC_PAGESIZE) (sysconf(3); the kernel's AT_PAGESZ), read once.
+/// 4 KiB on x86 and most arm64 kernels, 16 KiB on Raspberry Pi 5 kernels, 64 KiB on some arm64
+/// servers: every place in the library that rounds, aligns or sizes by page asks here and never
+/// assumes a value (ctest layering.page_size_only_in_sys checks src/). Thread-safe.
+std::size_t page_size() noexcept;
+/// Test-only: page_size() answers `bytes` (a power of two, at least 4096) until called with 0. While
+/// set, sys::mmap refuses an offset that is not a multiple of it with EINVAL, as such a kernel would.
+/// Other threads may call page_size() meanwhile; they see the old or the new value.
+void set_page_size_for_testing(std::size_t bytes) noexcept;
 
 int open(const char* path, int flags, mode_t mode = 0);
 int close(int fd);

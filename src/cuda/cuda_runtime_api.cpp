@@ -201,6 +201,11 @@ Loaded load() {
   if (env_flag("EDGETENSOR_DISABLE_CUDA")) {
     out.info.disabled = true;
     out.info.error = "CUDA disabled by EDGETENSOR_DISABLE_CUDA";
+  } else if constexpr (sizeof(void*) != 8) {
+    // NVIDIA ships libcudart for 64-bit x86-64 and aarch64 only (CUDA Installation Guide for Linux,
+    // "System Requirements"); the descriptor tables (descriptor_layout.h) are LP64 too.
+    out.info.error = text::format("no CUDA runtime for a {}-bit process: CUDA supports 64-bit targets only",
+                                  sizeof(void*) * 8);
   } else if (const char* path = std::getenv("EDGETENSOR_CUDART"); path && *path) {
     out = load_exact(path);
   } else {

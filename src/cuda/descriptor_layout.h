@@ -79,7 +79,10 @@ inline constexpr DescriptorLayout kLayoutRuntime13 = {
 inline constexpr DescriptorLayout kLayoutDriverV1 = {
     "cuda.h CUDA_EXTERNAL_MEMORY_{HANDLE,BUFFER}_DESC_v1 (reserved[16] since 10.0)", 104, 0, 8, 24, 32, 88, 0, 8, 16};
 
-static_assert(sizeof(void*) == 8, "descriptor tables are for LP64 targets");
+// The tables describe LP64 targets (x86-64, aarch64), the only ones NVIDIA ships a CUDA runtime for; a
+// 32-bit build (armhf) compiles this module but its loader refuses to load any runtime
+// (cuda_runtime_api.cpp), so no descriptor is ever built there.
+#if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(MirrorHandleDescV11) == kLayoutRuntime11.handle_desc_size);
 static_assert(offsetof(MirrorHandleDescV11, type) == kLayoutRuntime11.handle_type_offset);
 static_assert(offsetof(MirrorHandleDescV11, handle) == kLayoutRuntime11.handle_fd_offset);
@@ -100,6 +103,7 @@ static_assert(offsetof(MirrorBufferDescReserved, size) == kLayoutRuntime13.buffe
 static_assert(offsetof(MirrorBufferDescReserved, flags) == kLayoutRuntime13.buffer_flags_offset);
 static_assert(kLayoutDriverV1.handle_desc_size == sizeof(MirrorHandleDescReserved));
 static_assert(kLayoutDriverV1.buffer_desc_size == sizeof(MirrorBufferDescReserved));
+#endif  // LP64
 
 /// The layout for a runtime version as cudaRuntimeGetVersion reports it (major * 1000 + minor * 10);
 /// null for a major we have no table for (below 11 or above 13).

@@ -46,6 +46,10 @@ static_assert(offsetof(WireHeader, magic) == 0 && offsetof(WireHeader, version) 
               offsetof(WireHeader, offset_bytes) == 16 && offsetof(WireHeader, row_stride_bytes) == 24 &&
               offsetof(WireHeader, plane_offset_bytes) == 32 && offsetof(WireHeader, shape) == 40 &&
               offsetof(WireHeader, strides) == 104 && offsetof(WireHeader, name) == 168);
+// One layout on every architecture we build for (x86_64, arm64, armhf: each ABI aligns 64-bit fields
+// to 8), so processes of two architectures on one machine (an arm64 kernel running armhf programs)
+// read each other's headers. ctest ipc.exchange.cross_arch exchanges tensors that way.
+static_assert(alignof(WireHeader) == 8, "wire header alignment differs on this architecture");
 
 /// Bytes of one encoded header.
 inline constexpr std::size_t kWireHeaderBytes = sizeof(WireHeader);

@@ -2,9 +2,13 @@
 #include "support/test_support.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -80,6 +84,47 @@ bool ScopedLogCapture::contains(const std::string& needle) const {
   for (const auto& l : state_->lines)
     if (l.find(needle) != std::string::npos) return true;
   return false;
+}
+
+bool recvmsg_reports_ctrunc() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return true;
+  edgetensor::UniqueFd a(sv[0]), b(sv[1]);
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return true;
+  edgetensor::UniqueFd pr(p[0]), pw(p[1]);
+  int four[4] = {p[0], p[1], p[0], p[1]};  // room is made below for one (two fit on LP64)
+  char byte = 'b';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) std::array<std::byte, CMSG_SPACE(sizeof(four))> out{};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = out.data();
+  m.msg_controllen = out.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(four));
+  std::memcpy(CMSG_DATA(c), four, sizeof(four));
+  if (::sendmsg(a.get(), &m, 0) != 1) return true;
+  alignas(cmsghdr) std::array<std::byte, CMSG_SPACE(sizeof(int))> in{};
+  msghdr r{};
+  r.msg_iov = &iov;
+  r.msg_iovlen = 1;
+  r.msg_control = in.data();
+  r.msg_controllen = in.size();
+  if (::recvmsg(b.get(), &r, MSG_CMSG_CLOEXEC) != 1) return true;
+  for (cmsghdr* h = CMSG_FIRSTHDR(&r); h; h = CMSG_NXTHDR(&r, h)) {
+    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < n; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+      ::close(fd);
+    }
+  }
+  return (r.msg_flags & MSG_CTRUNC) != 0;
 }
 
 }  // namespace et_test

@@ -102,7 +102,7 @@ Error udmabuf_size_limit_error(std::size_t size_bytes, std::size_t limit_mb) {
                text::format("udmabuf of {} B exceeds the kernel's limit of {} MiB ({} B; module parameter "
                            "udmabuf.size_limit_mb={}); raise it with udmabuf.size_limit_mb=<MiB> on the kernel "
                            "command line or in /sys/module/udmabuf/parameters/size_limit_mb",
-                           size_bytes, limit_mb, limit_mb * std::size_t{1024} * 1024, limit_mb));
+                           size_bytes, limit_mb, std::uint64_t{limit_mb} << 20, limit_mb));  // no 32-bit wrap
 }
 
 }  // namespace edgetensor::detail

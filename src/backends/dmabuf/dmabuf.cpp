@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/dma-buf.h>
+#include <linux/ioctl.h>  // _IOW/_IOWR: Linux 6.1.4's <linux/dma-buf.h> (Debian's cross headers) omits it
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf_sync.h"
 #include "backends/dmabuf/udmabuf.h"
+#include "core/address_space.h"
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/sys.h"
@@ -56,9 +58,10 @@ class DmaBufBacking final : public FdBacking {
   Result<std::byte*> begin_cpu_access(MapMode mode) override {
     if (int e = ensure_mapping(); e != 0)
       return fail(ErrorCode::Unsupported,
-                  text::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}); export_fd() and device "
+                  text::format("{} ({} B, fd {}) is not CPU-mappable: mmap failed: {} ({}){}; export_fd() and device "
                               "use still work",
-                              detail_, buffer_bytes_, fd_.get(), std::strerror(e), errno_name(e)),
+                              detail_, buffer_bytes_, fd_.get(), std::strerror(e), errno_name(e),
+                              address_space_note(buffer_bytes_, e)),
                   e);
     const std::uint64_t flags = sync_start_flags(read_only_ ? MapMode::Read : mode);
     if (auto out = dmabuf_sync(fd_.get(), flags); out.err != 0)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <string>
 
@@ -16,6 +17,7 @@
 
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
+#include "core/backend.h"
 #include "core/memfd.h"
 #include "core/sys.h"
 
@@ -32,8 +34,11 @@ Result<UniqueFd> open_udmabuf_device() {
   return dev;
 }
 
+// In 64 bits: a limit of 4096 MiB or more wraps to 0 in a 32-bit size_t and would refuse everything.
+std::uint64_t mib_to_bytes(std::size_t mib) { return std::uint64_t{mib} << 20; }
+
 Result<void> check_limit(std::size_t size_bytes) {
-  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > *limit * std::size_t{1024} * 1024)
+  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > mib_to_bytes(*limit))
     return fail(udmabuf_size_limit_error(size_bytes, *limit));
   return {};
 }
@@ -50,7 +55,7 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
     int e = errno;
     // The kernel answers EINVAL for every refusal (size cap, seals, alignment); name the cap when it applies.
     if (e == EINVAL) {
-      if (auto limit = udmabuf_size_limit_mb(); limit && size > *limit * std::size_t{1024} * 1024)
+      if (auto limit = udmabuf_size_limit_mb(); limit && size > mib_to_bytes(*limit))
         return fail(udmabuf_size_limit_error(size, *limit));
     }
     return fail(Error::from_errno(e, text::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));
@@ -60,14 +65,6 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
 
 }  // namespace
 
-std::size_t page_size() noexcept {
-  static const std::size_t page = [] {
-    long p = ::sysconf(_SC_PAGESIZE);
-    return p > 0 ? static_cast<std::size_t>(p) : std::size_t{4096};
-  }();
-  return page;
-}
-
 std::optional<std::size_t> udmabuf_size_limit_mb() {
   std::ifstream f(dmabuf_paths().udmabuf_limit);
   unsigned long long v = 0;
@@ -76,7 +73,7 @@ std::optional<std::size_t> udmabuf_size_limit_mb() {
 }
 
 Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tensor_name) {
-  ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, page_size()));
+  ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, sys::page_size()));
   ET_TRY(check_limit(rounded));
   ET_TRY_ASSIGN(UniqueFd dev, open_udmabuf_device());
   // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF) and refuses
@@ -92,10 +89,9 @@ Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tenso
 namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
 
 Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
-  using detail::page_size;
   if (memfd < 0) return fail(ErrorCode::InvalidArgument, text::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
   if (size_bytes == 0) return fail(ErrorCode::InvalidArgument, "udmabuf_from_memfd: size is 0 B; the kernel refuses empty udmabufs");
-  const std::size_t page = page_size();
+  const std::size_t page = sys::page_size();
   if (offset_bytes % page != 0 || size_bytes % page != 0)
     return fail(ErrorCode::InvalidArgument,
                 text::format("udmabuf_from_memfd: offset {} B and size {} B must be multiples of the page size {} B",
@@ -119,7 +115,7 @@ Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::si
                             memfd));
   struct stat st {};
   if (sys::fstat(memfd, &st) != 0) return fail(Error::from_errno(errno, text::format("fstat(memfd {})", memfd)));
-  const auto file_size = static_cast<std::size_t>(st.st_size);
+  ET_TRY_ASSIGN(const std::size_t file_size, detail::object_bytes(memfd, st.st_size, "udmabuf_from_memfd: memfd"));
   if (offset_bytes > file_size || size_bytes > file_size - offset_bytes)
     return fail(ErrorCode::OutOfRange,
                 text::format("udmabuf_from_memfd: range [{}, +{}) B passes the end of memfd {} ({} B)", offset_bytes,

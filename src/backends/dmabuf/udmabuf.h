@@ -11,13 +11,10 @@
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
-/// The system page size in bytes.
-std::size_t page_size() noexcept;
-
 /// The kernel's cap in MiB (udmabuf.size_limit_mb), nullopt when the parameter file is unreadable.
 std::optional<std::size_t> udmabuf_size_limit_mb();
 
-/// A new udmabuf of `size_bytes` rounded up to the page size: opens /dev/udmabuf, makes a memfd of the
+/// A new udmabuf of `size_bytes` rounded up to the page size (sys::page_size()): opens /dev/udmabuf, makes a memfd of the
 /// rounded size sealed with F_SEAL_SHRINK (the kernel refuses unsealed memfds; named after
 /// `tensor_name`), and UDMABUF_CREATE with UDMABUF_FLAGS_CLOEXEC. The memfd is closed before returning
 /// (the DMA-BUF holds the pages); the DMA-BUF's real size (lseek) is the rounded size.

@@ -9,6 +9,7 @@
 
 #include "text/format.h"
 
+#include "core/address_space.h"
 #include "core/log_internal.h"
 #include "core/sys.h"
 
@@ -51,7 +52,10 @@ BackendStatus heap_status() { return {MemoryKind::Heap, true, true, "process hea
 Result<std::unique_ptr<Backing>> heap_allocate(std::size_t size, const AllocateOptions&) {
   if (size >= kMmapThreshold) {
     void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return fail(Error::from_errno(errno, text::format("heap mmap of {} B", size)));
+    if (p == MAP_FAILED) {
+      int e = errno;
+      return fail(mapping_error(e, text::format("heap mmap of {} B", size), size));
+    }
     return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, true);
   }
   std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;  // size < 64 KiB: no overflow

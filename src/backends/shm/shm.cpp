@@ -11,6 +11,7 @@
 
 #include "text/format.h"
 
+#include "core/address_space.h"
 #include "core/fd_backing.h"
 #include "core/log_internal.h"
 #include "core/memfd.h"
@@ -29,7 +30,7 @@ class ShmBacking final : public FdBacking {
   bool needs_cpu_access_bracket() const noexcept override { return false; }
   Result<std::byte*> cpu_address() override {
     if (int e = ensure_mapping(); e != 0)
-      return fail(Error::from_errno(e, text::format("mmap of {} ({} B)", detail_, buffer_bytes_)));
+      return fail(mapping_error(e, text::format("mmap of {} ({} B)", detail_, buffer_bytes_), buffer_bytes_));
     return base();
   }
   Result<std::byte*> begin_cpu_access(MapMode) override { return cpu_address(); }

@@ -44,10 +44,11 @@ struct DiskFile {
       int fd = ::mkstemp(tmpl.data());
       if (fd < 0) continue;
       struct statfs sfs {};
-      if (::fstatfs(fd, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC && sfs.f_type != HUGETLBFS_MAGIC) {
+      if (::fstatfs(fd, &sfs) == 0 && detail::fs_magic(sfs.f_type) != TMPFS_MAGIC &&
+          detail::fs_magic(sfs.f_type) != HUGETLBFS_MAGIC) {
         path = tmpl;
         this->fd = UniqueFd(fd);
-        magic = static_cast<std::uint64_t>(sfs.f_type);
+        magic = detail::fs_magic(sfs.f_type);
         EXPECT_EQ(::ftruncate(fd, 4096), 0);
         return;
       }

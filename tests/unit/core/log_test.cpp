@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <cstdint>
 #include <string>
 
 #include "core/storage.h"
@@ -55,7 +56,7 @@ class CaptureStdio {
 void exercise_failures() {
   AllocateOptions shm;
   shm.memory = MemoryKind::Shm;
-  (void)TensorDyn::allocate({std::size_t{1} << 62, 8}, DType::U8);
+  (void)TensorDyn::allocate({SIZE_MAX / 4 + 1, 8}, DType::U8);  // byte size overflows size_t
   (void)TensorDyn::allocate(std::vector<std::size_t>(9, 1), DType::U8);
   (void)TensorDyn::import_fd_dup(0, {1}, DType::U8);
   (void)TensorDyn::import_fd_dup(-1, {1}, DType::U8);

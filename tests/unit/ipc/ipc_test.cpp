@@ -90,6 +90,9 @@ TEST(Ipc, BytesWithoutFds) {
 }
 
 TEST(Ipc, MoreFdsThanMaxAreAllClosedAndReported) {
+  if (!et_test::recvmsg_reports_ctrunc())
+    GTEST_SKIP() << "recvmsg here drops fds that do not fit without MSG_CTRUNC (QEMU 7.2 user mode); "
+                    "Linux reports it, and this test runs on every native build";
   const int base = open_fd_count();
   {
     SocketPair sp;

@@ -110,6 +110,12 @@ TEST(DeviceOpenError, EaccesHintsAtVideoGroupAndUdev) {
     EXPECT_NE(e.message().find(needle), std::string::npos) << needle << " in " << e.message();
 }
 
+// 8192 MiB in bytes does not fit a 32-bit size_t: the message computes it in 64 bits (armhf printed 0).
+TEST(UdmabufLimit, LimitOf4GiBOrMoreIsNotWrapped) {
+  auto e = udmabuf_size_limit_error(std::size_t{3} << 30, 8192);
+  EXPECT_NE(e.message().find("8589934592 B"), std::string::npos) << e.message();
+}
+
 TEST(DeviceOpenError, EnomemIsOutOfMemory) {
   auto e = device_open_error("/dev/udmabuf", ENOMEM, "", {}, "");
   EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);

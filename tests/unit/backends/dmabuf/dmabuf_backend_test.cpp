@@ -29,6 +29,7 @@
 #include "backends/dmabuf/dmabuf.h"
 #include "core/backend.h"
 #include "core/sys.h"
+#include "support/page_size.h"
 #include "support/test_support.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
@@ -126,7 +127,8 @@ class FakeDmaBuf : public ::testing::Test {
       }
       auto* d = static_cast<dma_heap_allocation_data*>(arg);
       int m = ::memfd_create("fake-dmabuf", MFD_CLOEXEC);
-      std::size_t len = (d->len + 4095) & ~std::size_t{4095};
+      const std::size_t page = sys::page_size();  // the kernel's PAGE_ALIGN(len)
+      std::size_t len = (d->len + page - 1) & ~(page - 1);
       if (m < 0 || ::ftruncate(m, static_cast<off_t>(len)) != 0) return -1;
       d->fd = static_cast<__u32>(m);
       return 0;
@@ -134,7 +136,9 @@ class FakeDmaBuf : public ::testing::Test {
     if (req == UDMABUF_CREATE) {
       auto* u = static_cast<udmabuf_create*>(arg);
       int seals = ::fcntl(static_cast<int>(u->memfd), F_GET_SEALS);
-      if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(u->flags & UDMABUF_FLAGS_CLOEXEC)) {
+      const std::size_t page = sys::page_size();  // drivers/dma-buf/udmabuf.c: IS_ALIGNED(offset/size, PAGE_SIZE)
+      if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(u->flags & UDMABUF_FLAGS_CLOEXEC) || u->offset % page != 0 ||
+          u->size % page != 0) {
         errno = EINVAL;  // what drivers/dma-buf/udmabuf.c answers
         return -1;
       }
@@ -319,6 +323,15 @@ TEST_F(FakeDmaBuf, UdmabufOverTheLimitNamesIt) {
   ASSERT_OK(alloc(1u << 20, "udmabuf"));  // exactly at the limit is fine
 }
 
+// A limit of 4096 MiB or more: 32-bit builds computed limit * 1 MiB in size_t, wrapped to 0 and
+// refused every udmabuf.
+TEST_F(FakeDmaBuf, UdmabufLimitOf4GiBOrMoreIsNotWrapped) {
+  for (std::size_t limit_mb : {4096u, 8192u}) {
+    add_udmabuf(limit_mb);
+    ASSERT_OK(alloc(1u << 20, "udmabuf"));
+  }
+}
+
 TEST_F(FakeDmaBuf, UdmabufFromMemfdChecksSealsAlignmentAndRange) {
   add_udmabuf();
   UniqueFd m(::memfd_create("caller", MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -339,6 +352,40 @@ TEST_F(FakeDmaBuf, UdmabufFromMemfdChecksSealsAlignmentAndRange) {
   ASSERT_EQ(creates.size(), 1u);
   EXPECT_EQ(creates[0].value, 8192u);
   EXPECT_TRUE(ioctls(DMA_BUF_SET_NAME).empty()) << "the caller's buffer is not renamed";
+}
+
+// 16 and 64 KiB pages: dma-heap sizes come back page-rounded by the kernel, udmabuf sizes are rounded by
+// the library to the real page size (the fake kernel refuses anything else), and udmabuf_from_memfd
+// checks the offset and size against it.
+TEST_F(FakeDmaBuf, OtherPageSizesRoundDmaHeapAndUdmabuf) {
+  add_heap("system");
+  add_udmabuf();
+  for (std::size_t page : et_test::kOtherPageSizes) {
+    SCOPED_TRACE(page);
+    et_test::ScopedPageSize scoped(page);
+    clear();
+    auto h = alloc(10000, "system");
+    ASSERT_OK(h);
+    EXPECT_EQ(h->buffer_bytes(), page);
+    auto big = alloc(page + 1, "system");
+    ASSERT_OK(big);
+    EXPECT_EQ(big->buffer_bytes(), 2 * page);
+    auto u = alloc(5000, "udmabuf");
+    ASSERT_OK(u);
+    EXPECT_EQ(u->buffer_bytes(), page);
+    auto creates = ioctls(UDMABUF_CREATE);
+    ASSERT_EQ(creates.size(), 1u);
+    EXPECT_EQ(creates[0].value, page) << "rounded to the page size, not to 4 KiB";
+
+    UniqueFd m(::memfd_create("caller", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    ASSERT_EQ(::ftruncate(m.get(), static_cast<off_t>(4 * page)), 0);
+    ASSERT_EQ(::fcntl(m.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 4096, page), ErrorCode::InvalidArgument,
+                 "page size " + std::to_string(page) + " B");
+    EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, page + 4096), ErrorCode::InvalidArgument, "page size");
+    auto fd = dmabuf::udmabuf_from_memfd(m.get(), page, 2 * page);
+    ASSERT_OK(fd);
+  }
 }
 
 TEST_F(FakeDmaBuf, SetNameRefusalIsNotFatal) {

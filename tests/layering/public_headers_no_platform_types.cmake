@@ -1,0 +1,30 @@
+# Fails when a public header (INCLUDE: include/ and the generated include/) names a type whose size
+# depends on the consumer's _FILE_OFFSET_BITS or _TIME_BITS (off_t, time_t, struct stat, ...). The
+# library is built with _FILE_OFFSET_BITS=64 (src/CMakeLists.txt, et_api); Debian 12 armhf's default
+# is a 32-bit off_t. With none of these types in the API, a consumer built with either setting sees
+# the same ABI, so the define stays private to the library.
+set(re "(^|[^0-9A-Za-z_])(off_t|off64_t|loff_t|time_t|suseconds_t|ino_t|blkcnt_t|fsblkcnt_t|fsfilcnt_t|rlim_t|fpos_t|struct stat|struct statfs|struct statvfs|timespec|timeval)([^0-9A-Za-z_]|$)")
+set(files "")
+foreach(dir IN LISTS INCLUDE)
+  file(GLOB_RECURSE found ${dir}/*.h)
+  list(APPEND files ${found})
+endforeach()
+set(bad "")
+foreach(f IN LISTS files)
+  file(STRINGS ${f} lines REGEX "${re}")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    if(NOT line MATCHES "^//")
+      list(APPEND bad "${f}: ${line}")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH files n)
+if(n EQUAL 0)
+  message(FATAL_ERROR "no public headers found under '${INCLUDE}'")
+endif()
+if(bad)
+  string(REPLACE ";" "\n" bad "${bad}")
+  message(FATAL_ERROR "public headers must not depend on _FILE_OFFSET_BITS/_TIME_BITS (use std::uint64_t, std::int64_t, std::chrono):\n${bad}")
+endif()
+message(STATUS "${n} public headers: no off_t, time_t or other _FILE_OFFSET_BITS/_TIME_BITS-dependent type")

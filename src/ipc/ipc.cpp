@@ -59,15 +59,16 @@ namespace {
 //   SO_TIMESTAMP(NS), SO_TIMESTAMPING: a timeval/timespec, and 3 timespecs (datagram and seqpacket only)
 constexpr int kScmSecurity = 0x03;  // glibc names these only from 2.39
 constexpr int kScmPidfd = 0x04;
-// Room for an SCM_SECURITY label. A process's label comes from policy or a write to /proc/<pid>/attr/*,
-// which the kernel cuts at one page (fs/proc/base.c, proc_pid_attr_write); Smack labels stop at 255 B
-// (SMK_LONGLABEL). A longer label shows as MSG_CTRUNC, and the error says so.
-constexpr std::size_t kMaxSecurityLabelBytes = 4096;
+// Room for an SCM_SECURITY label: one page. A process's label comes from policy or a write to
+// /proc/<pid>/attr/*, which the kernel cuts at one page (fs/proc/base.c, proc_pid_attr_write); Smack
+// labels stop at 255 B (SMK_LONGLABEL). A longer label shows as MSG_CTRUNC, and the error says so.
+std::size_t max_security_label_bytes() noexcept { return sys::page_size(); }
 constexpr std::size_t kTimespecBytes = 16;  // struct __kernel_timespec / __kernel_sock_timeval
-constexpr std::size_t kKernelControlBytes = CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(sizeof(int)) +
-                                            CMSG_SPACE(kMaxSecurityLabelBytes) + CMSG_SPACE(kTimespecBytes) +
-                                            CMSG_SPACE(3 * kTimespecBytes);
-constexpr std::size_t kMaxControlBytes = CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage) + kKernelControlBytes;
+// What the kernel may add for the socket's options besides the fds.
+std::size_t kernel_control_bytes() noexcept {
+  return CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(max_security_label_bytes()) +
+         CMSG_SPACE(kTimespecBytes) + CMSG_SPACE(3 * kTimespecBytes);
+}
 
 // One control message as it arrived (for the error text, built only on error).
 struct Arrived {
@@ -100,9 +101,9 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   msg.msg_iovlen = 1;
   // Room for max_fds plus everything the kernel may add for the socket's options. Extra fds from the
   // sender may use the spare room: they are counted and refused below, or show as MSG_CTRUNC.
-  alignas(cmsghdr) std::byte control[kMaxControlBytes];
-  const std::size_t control_bytes = CMSG_SPACE(sizeof(int) * max_fds) + kKernelControlBytes;
-  msg.msg_control = control;
+  const std::size_t control_bytes = CMSG_SPACE(sizeof(int) * max_fds) + kernel_control_bytes();
+  std::vector<cmsghdr> control((control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr));  // aligned for cmsghdr
+  msg.msg_control = control.data();
   msg.msg_controllen = control_bytes;
   ssize_t n;
   do {
@@ -116,7 +117,7 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   std::vector<UniqueFd> pidfds;
   std::array<Arrived, 8> arrived{};
   std::size_t arrived_count = 0;
-  const std::byte* control_end = control + msg.msg_controllen;
+  const std::byte* control_end = reinterpret_cast<const std::byte*>(control.data()) + msg.msg_controllen;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_len < CMSG_LEN(0)) break;
     const auto* data = reinterpret_cast<const std::byte*>(CMSG_DATA(c));
@@ -142,7 +143,7 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
                 text::format("receive_fds: control data truncated (MSG_CTRUNC): the kernel dropped what did not fit "
                             "in {} B (room for {} fds, credentials, a pidfd, a {} B security label and timestamps) "
                             "or could not install an fd (RLIMIT_NOFILE); arrived: {}; all closed",
-                            control_bytes, max_fds, kMaxSecurityLabelBytes,
+                            control_bytes, max_fds, max_security_label_bytes(),
                             parts.empty() ? std::string("nothing") : text::join(parts, ", ")));
   }
   if (out.fds.size() > max_fds) {

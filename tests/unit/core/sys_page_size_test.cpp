@@ -129,7 +129,7 @@ TEST_P(OtherPageSize, NamedShmSizesAreExact) {
     ASSERT_OK(t);
     EXPECT_EQ(t->buffer_bytes(), size);
     fill(*t, 9);
-    auto opened = shm::open(name, {size}, DType::U8, /*read_only=*/true);
+    auto opened = shm::open(name, {size}, DType::U8, /*read_only=*/true, ImportOptions{.allow_shrinkable = true});
     ASSERT_OK(opened);
     EXPECT_EQ(opened->buffer_bytes(), size);
     expect_pattern(*opened, 9);

@@ -239,6 +239,15 @@ setup_arm64_userland() {
     did+=("arm64 userland: unpacked $(tr '\n' ' ' <"$ET_KL_USERLAND/packages")into $ET_KL_USERLAND")
 }
 
+# The part of an arm64 kernel's cache directory name that the checkout decides:
+# the page size and a hash of arm64-kernel.config. A cached kernel whose name
+# does not end with it was built from another fragment and is rebuilt.
+arm64_kernel_tag() {
+    local page=4k
+    [[ "$ET_KL_ARCH" == arm64-16k ]] && page=16k
+    printf '%s_%s\n' "$page" "$(sha256sum "$here/arm64-kernel.config" | cut -c1-12)"
+}
+
 # Builds the arm64 kernel from Debian's kernel source in backports:
 # `make allnoconfig` with KCONFIG_ALLCONFIG = arm64-kernel.config plus the page
 # size, then Image. Sets kdir to the cache directory holding vmlinuz (the raw
@@ -246,9 +255,11 @@ setup_arm64_userland() {
 # source version, the page size and a hash of the fragment, so a changed
 # fragment builds a new kernel.
 build_arm64_kernel() {
-    local spkg sver frag page sum tmp dl debs src obj jobs opt missing=() start_s
+    local spkg sver frag page tag tmp dl debs src obj jobs opt missing=() start_s
     frag="$here/arm64-kernel.config"
     [[ -r "$frag" ]] || et_kl_die "$frag missing"
+    tag="$(arm64_kernel_tag)"
+    page="${tag%%_*}"
     apt_update
     # The metapackage depends on exactly one versioned source package.
     spkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
@@ -256,9 +267,7 @@ build_arm64_kernel() {
     [[ -n "$spkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-source package"
     sver="$(apt-cache "${apt_opts[@]}" show "$spkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
     [[ -n "$sver" ]] || et_kl_die "no version of $spkg in $bp_suite"
-    if [[ "$ET_KL_ARCH" == arm64-16k ]]; then page=16k; else page=4k; fi
-    sum="$(sha256sum "$frag" | cut -c1-12)"
-    kdir="$ET_KL_KERNEL_ROOT/${spkg}_${sver}_${page}_$sum"
+    kdir="$ET_KL_KERNEL_ROOT/${spkg}_${sver}_$tag"
     if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" ]]; then
         did+=("kernel: $spkg $sver ($page pages) was already built in $kdir")
         return 0
@@ -304,7 +313,7 @@ build_arm64_kernel() {
     cp "$obj/.config" "$tmp/k/config"
     cp "$tmp/build.log" "$tmp/k/build.log"
     printf '%s %s built for arm64 (%s pages, allnoconfig + arm64-kernel.config %s, %s)\n' \
-        "$spkg" "$sver" "$page" "$sum" "$(aarch64-linux-gnu-gcc --version | head -n 1)" >"$tmp/k/package"
+        "$spkg" "$sver" "$page" "${tag#*_}" "$(aarch64-linux-gnu-gcc --version | head -n 1)" >"$tmp/k/package"
     rm -rf "$kdir"
     mv "$tmp/k" "$kdir"
     rm -rf "$tmp"
@@ -320,7 +329,12 @@ fi
 
 kernel_root="$ET_KL_KERNEL_ROOT"
 current="$kernel_root/current"
-if ((!refresh_kernel)) && [[ -s "$current/vmlinuz" && -s "$current/config" ]]; then
+stale=0
+if [[ "$ET_KL_ARCH" != x86_64 && -e "$current" && "$(readlink "$current")" != *"_$(arm64_kernel_tag)" ]]; then
+    et_kl_log "the cached kernel $(readlink "$current") was built from another arm64-kernel.config: rebuilding"
+    stale=1
+fi
+if ((!refresh_kernel && !stale)) && [[ -s "$current/vmlinuz" && -s "$current/config" ]]; then
     did+=("kernel: cached $(cat "$current/package" 2>/dev/null || echo '(unknown package)') in $(readlink -f "$current")")
 elif [[ "$ET_KL_ARCH" != x86_64 ]]; then
     build_arm64_kernel

@@ -163,9 +163,18 @@ put_file() {
 # Copies the shared libraries and dynamic loader of ELF file $1 (guest path
 # $2) to where the guest's loader will look for them: on x86_64 the paths ldd
 # prints (the host's), on arm64 those put_libs_foreign finds.
+# $3 = "in-dir": the file came with a --file directory, where an ELF file the
+# guest cannot run (a host tool in a build tree) is copied with a warning.
 put_libs() {
-    local elf="$1" out line lib
+    local elf="$1" out line lib why
     if [[ "$ET_KL_ARCH" != x86_64 ]]; then
+        if [[ "${3:-}" == in-dir ]]; then
+            why="$(guest_cannot_run "$elf" "$(elf_triplet "$elf")")"
+            if [[ -n "$why" ]]; then
+                et_kl_log "warning: $why (copied without its libraries)"
+                return 0
+            fi
+        fi
         guest_root_elf="$2"
         put_libs_foreign "$elf" "$2"
         return 0
@@ -226,18 +235,18 @@ default_lib_dirs() {
     fi
 }
 
-# Checks that the guest can run ELF file $1 of triplet $2; dies otherwise.
-check_guest_can_run() {
+# Prints why the guest cannot run ELF file $1 of triplet $2, or nothing.
+guest_cannot_run() {
     local elf="$1" t="$2"
     case "$t" in
         aarch64-linux-gnu) ;;
         arm-linux-gnueabihf | arm-linux-gnueabi)
             if [[ -r "$kernel_config" ]] && ! grep -qx 'CONFIG_COMPAT=y' "$kernel_config"; then
-                et_kl_die "$elf is 32-bit ARM ($t), but the kernel ($kernel_config) has no CONFIG_COMPAT"
+                echo "$elf is 32-bit ARM ($t), but the kernel ($kernel_config) has no CONFIG_COMPAT"
             fi
             ;;
-        "") et_kl_die "$elf: not an ELF file readelf understands" ;;
-        *) et_kl_die "$elf is $t: the $ET_KL_ARCH guest runs aarch64 and (with CONFIG_COMPAT) 32-bit ARM binaries" ;;
+        "") echo "$elf: not an ELF file readelf understands" ;;
+        *) echo "$elf is $t: the $ET_KL_ARCH guest runs aarch64 and (with CONFIG_COMPAT) 32-bit ARM binaries" ;;
     esac
 }
 
@@ -246,11 +255,12 @@ declare -A foreign_done=()
 # into the initramfs, recursively. $3: the executable's DT_RPATH directories
 # (':'-separated), which its libraries inherit when they have no DT_RUNPATH.
 put_libs_foreign() {
-    local elf="$1" guest="$2" exe_rpath="${3:-}" t dyn interp runpath rpath origin dirs=() d n i found dest
+    local elf="$1" guest="$2" exe_rpath="${3:-}" t dyn interp runpath rpath origin dirs=() d n i found dest why
     [[ -n "${foreign_done[$guest]:-}" ]] && return 0
     foreign_done[$guest]=1
     t="$(elf_triplet "$elf")"
-    check_guest_can_run "$elf" "$t"
+    why="$(guest_cannot_run "$elf" "$t")"
+    [[ -z "$why" ]] || et_kl_die "$why"
     interp="$(LC_ALL=C readelf -lW "$elf" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p')"
     dyn="$(LC_ALL=C readelf -dW "$elf" 2>/dev/null)" || true
     if [[ -n "$interp" && -z "${copied[$interp]:-}" ]]; then
@@ -317,7 +327,7 @@ put_payload() {
         while IFS= read -r -d '' f; do
             rel="${f#"$src"}"
             copied[$dest$rel]=1
-            if is_elf "$f"; then put_libs "$f" "$dest$rel"; fi
+            if is_elf "$f"; then put_libs "$f" "$dest$rel" in-dir; fi
         done < <(find -L "$src" -type f -print0)
     else
         put_file "$src" "$dest"

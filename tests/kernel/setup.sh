@@ -239,25 +239,34 @@ setup_arm64_userland() {
     did+=("arm64 userland: unpacked $(tr '\n' ' ' <"$ET_KL_USERLAND/packages")into $ET_KL_USERLAND")
 }
 
+# The config fragments of the current arch: arm64-kernel.config, and for
+# arm64-16k also arm64-16k-kernel.config (16 KiB pages, EXPERT for COMPAT).
+arm64_kernel_fragments() {
+    printf '%s\n' "$here/arm64-kernel.config"
+    [[ "$ET_KL_ARCH" == arm64-16k ]] && printf '%s\n' "$here/arm64-16k-kernel.config"
+    return 0
+}
+
 # The part of an arm64 kernel's cache directory name that the checkout decides:
-# the page size and a hash of arm64-kernel.config. A cached kernel whose name
-# does not end with it was built from another fragment and is rebuilt.
+# the page size and a hash of the fragments. A cached kernel whose name does
+# not end with it was built from other fragments and is rebuilt.
 arm64_kernel_tag() {
     local page=4k
     [[ "$ET_KL_ARCH" == arm64-16k ]] && page=16k
-    printf '%s_%s\n' "$page" "$(sha256sum "$here/arm64-kernel.config" | cut -c1-12)"
+    printf '%s_%s\n' "$page" "$(arm64_kernel_fragments | xargs cat | sha256sum | cut -c1-12)"
 }
 
 # Builds the arm64 kernel from Debian's kernel source in backports:
-# `make allnoconfig` with KCONFIG_ALLCONFIG = arm64-kernel.config plus the page
-# size, then Image. Sets kdir to the cache directory holding vmlinuz (the raw
+# `make allnoconfig` with KCONFIG_ALLCONFIG = the fragments (4 KiB pages are
+# allnoconfig's default), then Image. Sets kdir to the cache directory holding vmlinuz (the raw
 # arm64 Image), config, package and build.log. The directory name carries the
 # source version, the page size and a hash of the fragment, so a changed
 # fragment builds a new kernel.
 build_arm64_kernel() {
     local spkg sver frag page tag tmp dl debs src obj jobs opt missing=() start_s
-    frag="$here/arm64-kernel.config"
-    [[ -r "$frag" ]] || et_kl_die "$frag missing"
+    while IFS= read -r frag; do
+        [[ -r "$frag" ]] || et_kl_die "$frag missing"
+    done < <(arm64_kernel_fragments)
     tag="$(arm64_kernel_tag)"
     page="${tag%%_*}"
     apt_update
@@ -290,10 +299,7 @@ build_arm64_kernel() {
         nice -n 5 tar -xJ -C "$src" --strip-components=1 ||
         et_kl_die "cannot unpack /usr/src/$spkg.tar.* from ${debs[0]}"
     rm -rf "$dl"
-    {
-        cat "$frag"
-        if [[ "$page" == 16k ]]; then echo CONFIG_ARM64_16K_PAGES=y; else echo CONFIG_ARM64_4K_PAGES=y; fi
-    } >"$tmp/allconfig"
+    arm64_kernel_fragments | xargs cat >"$tmp/allconfig"
     local kmake=(make -C "$src" O="$obj" ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
     "${kmake[@]}" -s KCONFIG_ALLCONFIG="$tmp/allconfig" allnoconfig >"$tmp/build.log" 2>&1 ||
         { tail -n 30 "$tmp/build.log" >&2; et_kl_die "make allnoconfig failed"; }
@@ -302,7 +308,7 @@ build_arm64_kernel() {
     while IFS= read -r opt; do
         grep -qx "$opt" "$obj/.config" || missing+=("$opt")
     done < <(grep -E '^CONFIG_[A-Z0-9_]+=y$' "$tmp/allconfig")
-    ((${#missing[@]} == 0)) || et_kl_die "the kernel config lost: ${missing[*]} (fix $frag)"
+    ((${#missing[@]} == 0)) || et_kl_die "the kernel config lost: ${missing[*]} (fix $(arm64_kernel_fragments | xargs -n1 basename | paste -sd ' '))"
     jobs="${ET_KERNEL_LANE_JOBS:-$(nproc)}"
     et_kl_log "building $spkg $sver for arm64 ($page pages, -j$jobs, log in $kdir/build.log); takes minutes"
     start_s=$SECONDS
@@ -312,8 +318,9 @@ build_arm64_kernel() {
     cp "$obj/arch/arm64/boot/Image" "$tmp/k/vmlinuz"
     cp "$obj/.config" "$tmp/k/config"
     cp "$tmp/build.log" "$tmp/k/build.log"
-    printf '%s %s built for arm64 (%s pages, allnoconfig + arm64-kernel.config %s, %s)\n' \
-        "$spkg" "$sver" "$page" "${tag#*_}" "$(aarch64-linux-gnu-gcc --version | head -n 1)" >"$tmp/k/package"
+    printf '%s %s built for arm64 (%s pages, allnoconfig + %s %s, %s)\n' \
+        "$spkg" "$sver" "$page" "$(arm64_kernel_fragments | xargs -n1 basename | paste -sd +)" "${tag#*_}" \
+        "$(aarch64-linux-gnu-gcc --version | head -n 1)" >"$tmp/k/package"
     rm -rf "$kdir"
     mv "$tmp/k" "$kdir"
     rm -rf "$tmp"

@@ -235,9 +235,29 @@ default_lib_dirs() {
     fi
 }
 
+# The guest kernel's page size in bytes, from its config (4096 without one).
+guest_page_size=4096
+if [[ -r "$kernel_config" ]]; then
+    if grep -qx 'CONFIG_ARM64_64K_PAGES=y' "$kernel_config"; then
+        guest_page_size=65536
+    elif grep -qx 'CONFIG_ARM64_16K_PAGES=y' "$kernel_config"; then
+        guest_page_size=16384
+    fi
+fi
+
 # Prints why the guest cannot run ELF file $1 of triplet $2, or nothing.
 guest_cannot_run() {
-    local elf="$1" t="$2"
+    local elf="$1" t="$2" align
+    # The kernel maps each PT_LOAD segment at its p_align; one aligned below
+    # the page size cannot be mapped (Debian's armhf binaries and libraries
+    # are linked with 4 KiB alignment, so they die with SIGSEGV at exec on a
+    # 16 KiB-page kernel).
+    while IFS= read -r align; do
+        if ((align < guest_page_size)); then
+            echo "$elf has PT_LOAD segments aligned to $((align)) B, below the guest kernel's page size $guest_page_size B: it cannot be mapped there"
+            return 0
+        fi
+    done < <(LC_ALL=C readelf -lW "$elf" 2>/dev/null | awk '$1 == "LOAD" { print $NF }')
     case "$t" in
         aarch64-linux-gnu) ;;
         arm-linux-gnueabihf | arm-linux-gnueabi)

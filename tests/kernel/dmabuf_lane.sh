@@ -2,10 +2,15 @@
 # The DMA-BUF suite on a real kernel: runs tests/hardware/dmabuf_test.cpp's binary inside the kernel
 # lane's VM (run-in-vm.sh, next to this script) twice — the whole suite, then the udmabuf tests with
 # udmabuf.size_limit_mb=8 on the kernel command line — and fails on any failure, any skip, a missing
-# device, or a summary that does not count every listed test as passed.
+# device, or a summary that does not count every selected test as passed.
 #
-# usage: dmabuf_lane.sh [--skip-if-unavailable] BUILD_DIR
+# usage: dmabuf_lane.sh [--arch ARCH] [--skip-if-unavailable] BUILD_DIR
 #   BUILD_DIR holds tests/edgetensor_dmabuf_hw_tests and tests/edgetensor_dmabuf_peer.
+#   ARCH is the guest (run-in-vm.sh --arch): by default x86_64 for an x86-64 build and arm64 for an
+#   aarch64 or armhf build (an armhf build runs in the arm64 kernel's 32-bit compat mode); arm64-16k
+#   boots the 16 KiB-page kernel.
+# A native binary lists its tests on the host; a foreign one cannot run here, so its gtest XML
+# report, collected from the guest, gives the number of tests the filter selected.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,10 +18,24 @@ run_in_vm="$here/run-in-vm.sh"
 prog="${0##*/}"
 die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
 log() { printf '%s: %s\n' "$prog" "$*" >&2; }
+usage="usage: $prog [--arch x86_64|arm64|arm64-16k] [--skip-if-unavailable] BUILD_DIR"
 
 skip=()
-if [[ "${1:-}" == --skip-if-unavailable ]]; then skip=(--skip-if-unavailable); shift; fi
-(($# == 1)) || die "usage: $prog [--skip-if-unavailable] BUILD_DIR"
+arch=""
+while (($#)); do
+    case "$1" in
+        --skip-if-unavailable) skip=(--skip-if-unavailable) ;;
+        --arch)
+            (($# >= 2)) || die "$usage"
+            arch="$2"
+            shift
+            ;;
+        -*) die "$usage" ;;
+        *) break ;;
+    esac
+    shift
+done
+(($# == 1)) || die "$usage"
 build="$(cd "$1" && pwd)"
 bin="$build/tests/edgetensor_dmabuf_hw_tests"
 peer="$build/tests/edgetensor_dmabuf_peer"
@@ -24,13 +43,44 @@ peer="$build/tests/edgetensor_dmabuf_peer"
 [[ -x "$bin" ]] || die "$bin not built"
 [[ -x "$peer" ]] || die "$peer not built"
 
+machine="$(LC_ALL=C readelf -hW "$bin" | sed -n 's/^ *Machine: *//p')"
+case "$machine" in
+    *X86-64*) native=1; : "${arch:=x86_64}" ;;
+    AArch64 | ARM) native=0; : "${arch:=arm64}" ;;
+    *) die "$bin: machine '$machine' has no kernel lane" ;;
+esac
+if ((native)) && [[ "$arch" != x86_64 ]]; then die "$bin is x86-64; it cannot run in an $arch guest"; fi
+if ((!native)) && [[ "$arch" == x86_64 ]]; then die "$bin is $machine; use --arch arm64 or arm64-16k"; fi
+log "$bin ($machine) in the $arch kernel lane"
+# TCG emulates arm64 on x86 several times slower than x86 on x86.
+if [[ "$arch" == x86_64 ]]; then timeout_s="${ET_DMABUF_LANE_TIMEOUT:-600}"; else timeout_s="${ET_DMABUF_LANE_TIMEOUT:-1800}"; fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+guest_xml=/tmp/edgetensor_dmabuf_hw_tests.xml
+
 # Checks one run's output: exit code 0, "[  PASSED  ] N tests." for the N tests the filter selects,
-# and no skipped or failed test.
+# no skipped or failed test, and a gtest XML report that agrees (N tests, nothing failed, errored,
+# disabled or skipped). N comes from the host's --gtest_list_tests for a native binary, from the
+# report otherwise.
 check_run() {
-    local name="$1" rc="$2" out="$3" filter="$4" expected passed
-    expected="$("$bin" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
-    ((rc == 0)) || die "$name: exit code $rc"
+    local name="$1" rc="$2" out="$3" filter="$4" xml="$5" expected passed header
     grep -q 'kernel lane skipped:' "$out" && { log "$name: $(grep 'kernel lane skipped:' "$out")"; return 2; }
+    ((rc == 0)) || die "$name: exit code $rc"
+    [[ -s "$xml" ]] || die "$name: no gtest XML report came back from the guest"
+    header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || die "$name: $xml has no <testsuites> element"
+    [[ "$header" =~ \ tests=\"([0-9]+)\" ]] || die "$name: $xml: no tests count in $header"
+    if ((native)); then
+        expected="$("$bin" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
+        [[ "${BASH_REMATCH[1]}" == "$expected" ]] || die "$name: the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
+    else
+        expected="${BASH_REMATCH[1]}"
+    fi
+    ((expected > 0)) || die "$name: the filter '$filter' selects no test"
+    for attr in failures errors disabled; do
+        [[ "$header" == *" $attr=\"0\""* ]] || die "$name: the XML report says $header"
+    done
+    if grep -q 'result="skipped"\|<skipped' "$xml"; then die "$name: the XML report lists skipped tests"; fi
     passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$out" | tail -n 1)"
     [[ "$passed" == "$expected" ]] || die "$name: $passed of $expected tests passed"
     if grep -q '^\[  SKIPPED \]' "$out"; then die "$name: tests were skipped (a skip is a failure here)"; fi
@@ -38,22 +88,22 @@ check_run() {
     log "$name: $passed/$expected passed, 0 skipped"
 }
 
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
 # The guest's init checks nothing about devices; the binary fails (not skips) without them, and
 # this first command fails the run if the nodes are missing.
 set +e
-"$run_in_vm" "${skip[@]}" --timeout "${ET_DMABUF_LANE_TIMEOUT:-600}" --file "$peer" \
-    --env ET_DMABUF_REQUIRE_DEVICES=1 -- "$bin" 2>&1 | tee "$tmp/full.log"
+"$run_in_vm" --arch "$arch" "${skip[@]}" --timeout "$timeout_s" --file "$peer" \
+    --env ET_DMABUF_REQUIRE_DEVICES=1 --env "GTEST_OUTPUT=xml:$guest_xml" --collect "$guest_xml:$tmp/full.xml" \
+    -- "$bin" 2>&1 | tee "$tmp/full.log"
 rc="${PIPESTATUS[0]}"
 set -e
-check_run "full suite" "$rc" "$tmp/full.log" '*' || { [[ $? == 2 ]] && exit 0; exit 1; }
+check_run "full suite" "$rc" "$tmp/full.log" '*' "$tmp/full.xml" || { [[ $? == 2 ]] && exit 0; exit 1; }
 
 filter='DmaBufHardware.Udmabuf*'
 set +e
-"$run_in_vm" "${skip[@]}" --kernel-args udmabuf.size_limit_mb=8 --env ET_DMABUF_REQUIRE_DEVICES=1 \
-    --env ET_DMABUF_EXPECT_SIZE_LIMIT_MB=8 -- "$bin" --gtest_filter="$filter" 2>&1 | tee "$tmp/limit.log"
+"$run_in_vm" --arch "$arch" "${skip[@]}" --timeout "$timeout_s" \
+    --kernel-args udmabuf.size_limit_mb=8 --env ET_DMABUF_REQUIRE_DEVICES=1 \
+    --env ET_DMABUF_EXPECT_SIZE_LIMIT_MB=8 --env "GTEST_OUTPUT=xml:$guest_xml" \
+    --collect "$guest_xml:$tmp/limit.xml" -- "$bin" --gtest_filter="$filter" 2>&1 | tee "$tmp/limit.log"
 rc="${PIPESTATUS[0]}"
 set -e
-check_run "udmabuf.size_limit_mb=8" "$rc" "$tmp/limit.log" "$filter"
+check_run "udmabuf.size_limit_mb=8" "$rc" "$tmp/limit.log" "$filter" "$tmp/limit.xml"

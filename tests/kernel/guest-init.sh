@@ -7,6 +7,10 @@
 # /.et-lane/config.sh, prints the marker lines the host parses, then powers
 # off. Every line the host looks for starts with ET_KERNEL_LANE_.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Foreign-architecture initramfs images carry busybox without its applet links
+# (the host cannot run it to list them): make them now. Existing files, such
+# as /bin/sh (dash), are left alone.
+[ -e /bin/mount ] || /bin/busybox --install -s /bin
 export HOME=/root
 umask 022
 

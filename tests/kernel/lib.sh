@@ -7,21 +7,74 @@
 ET_KL_MIN_QEMU_MAJOR=10
 
 ET_KL_CACHE="${ET_KERNEL_LANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgetensor-kernel-lane}"
-ET_KL_QEMU="${ET_KERNEL_LANE_QEMU:-qemu-system-x86_64}"
-ET_KL_BUSYBOX="${ET_KERNEL_LANE_BUSYBOX:-/bin/busybox}"
-# The metapackage whose current dependency names the kernel image we boot.
-ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-image-cloud-amd64}"
-# Kernel options the lane exists for; setup.sh refuses a kernel without them.
-ET_KL_REQUIRED_CONFIG=(
+# Kernel options the lane exists for, on every architecture; setup.sh refuses a
+# kernel without them (et_kl_set_arch adds the architecture's console and page size).
+ET_KL_COMMON_CONFIG=(
     CONFIG_BLK_DEV_INITRD
     CONFIG_DEVTMPFS
     CONFIG_TMPFS
-    CONFIG_SERIAL_8250_CONSOLE
     CONFIG_DMABUF_HEAPS
     CONFIG_DMABUF_HEAPS_SYSTEM
     CONFIG_UDMABUF
     CONFIG_MEMFD_CREATE
 )
+
+# Selects the guest architecture (the lane's "arch"): sets the QEMU binary and
+# machine, the console, the kernel cache directory, the busybox to use and the
+# required kernel options. Called by this file with $ET_KERNEL_LANE_ARCH
+# (default x86_64) and again by scripts that take --arch.
+#   x86_64     Debian's linux-image-cloud-amd64 from backports, qemu-system-x86_64
+#   arm64      a kernel built from Debian's linux-source (4 KiB pages), qemu-system-aarch64 -M virt
+#   arm64-16k  the same with 16 KiB pages (CONFIG_ARM64_16K_PAGES)
+et_kl_set_arch() {
+    ET_KL_ARCH="$1"
+    # The command that prepares this arch (for error messages).
+    ET_KL_SETUP="tests/kernel/setup.sh --arch $1"
+    [[ "$1" == x86_64 ]] && ET_KL_SETUP=tests/kernel/setup.sh
+    case "$ET_KL_ARCH" in
+        x86_64)
+            ET_KL_QEMU="${ET_KERNEL_LANE_QEMU:-qemu-system-x86_64}"
+            ET_KL_QEMU_PACKAGE=qemu-system-x86
+            ET_KL_QEMU_MACHINE=()
+            ET_KL_CONSOLE=ttyS0
+            ET_KL_BUSYBOX="${ET_KERNEL_LANE_BUSYBOX:-/bin/busybox}"
+            # The metapackage whose current dependency names the kernel image we boot.
+            ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-image-cloud-amd64}"
+            # The x86 lane's cache layout predates the other architectures.
+            ET_KL_KERNEL_ROOT="$ET_KL_CACHE/kernel"
+            ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_8250_CONSOLE)
+            ;;
+        arm64 | arm64-16k)
+            ET_KL_QEMU="${ET_KERNEL_LANE_QEMU:-qemu-system-aarch64}"
+            ET_KL_QEMU_PACKAGE=qemu-system-arm
+            # -cpu max: the only QEMU CPU with both 16 KiB pages and AArch32 EL0
+            # (armhf binaries); pauth-impdef: QEMU's cheap pointer-auth hash,
+            # much faster under TCG than the architected one (QEMU docs,
+            # "A-profile CPU architecture support", pauth-impdef).
+            # shellcheck disable=SC2054 # the comma belongs to QEMU's -cpu value
+            ET_KL_QEMU_MACHINE=(-M virt -cpu max,pauth-impdef=on)
+            ET_KL_CONSOLE=ttyAMA0
+            # busybox-static, dash and setpriv from Debian's arm64 packages.
+            ET_KL_USERLAND="$ET_KL_CACHE/arm64-userland"
+            ET_KL_BUSYBOX="${ET_KERNEL_LANE_BUSYBOX:-$ET_KL_USERLAND/bin/busybox}"
+            # The source package setup.sh builds the kernel from (Debian ships
+            # no arm64 image with DMA-BUF heaps; see README.md).
+            ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-source}"
+            ET_KL_KERNEL_ROOT="$ET_KL_CACHE/$ET_KL_ARCH/kernel"
+            ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_AMBA_PL011_CONSOLE)
+            if [[ "$ET_KL_ARCH" == arm64-16k ]]; then
+                ET_KL_REQUIRED_CONFIG+=(CONFIG_ARM64_16K_PAGES)
+            else
+                ET_KL_REQUIRED_CONFIG+=(CONFIG_ARM64_4K_PAGES)
+            fi
+            ;;
+        *)
+            printf '%s: error: unknown kernel lane arch "%s" (x86_64, arm64 or arm64-16k)\n' "${0##*/}" "$ET_KL_ARCH" >&2
+            exit 1
+            ;;
+    esac
+}
+et_kl_set_arch "${ET_KERNEL_LANE_ARCH:-x86_64}"
 
 et_kl_prog="${0##*/}"
 
@@ -55,24 +108,25 @@ et_kl_qemu_version_line() {
 et_kl_qemu_problem() {
     local major
     if ! command -v "$ET_KL_QEMU" >/dev/null 2>&1; then
-        printf '%s not found (run tests/kernel/setup.sh)\n' "$ET_KL_QEMU"
+        printf '%s not found (run %s)\n' "$ET_KL_QEMU" "$ET_KL_SETUP"
         return 0
     fi
     major="$(et_kl_qemu_major)"
     if [[ -z "$major" ]]; then
         printf '%s --version gave no version\n' "$ET_KL_QEMU"
     elif ((major < ET_KL_MIN_QEMU_MAJOR)); then
-        printf '%s is "%s", older than %s (QEMU < 10 crashes in TCG boots of the 6.12 kernel; run tests/kernel/setup.sh)\n' \
-            "$ET_KL_QEMU" "$(et_kl_qemu_version_line)" "$ET_KL_MIN_QEMU_MAJOR"
+        printf '%s is "%s", older than %s (QEMU < 10 crashes in TCG boots of the 6.12 kernel; run %s)\n' \
+            "$ET_KL_QEMU" "$(et_kl_qemu_version_line)" "$ET_KL_MIN_QEMU_MAJOR" "$ET_KL_SETUP"
     fi
 }
 
-# The kernel image to boot: $ET_KERNEL_LANE_KERNEL, or the one setup.sh cached.
+# The kernel image to boot: $ET_KERNEL_LANE_KERNEL, or the one setup.sh cached
+# for the current arch.
 et_kl_kernel_path() {
     if [[ -n "${ET_KERNEL_LANE_KERNEL:-}" ]]; then
         printf '%s\n' "$ET_KERNEL_LANE_KERNEL"
     else
-        printf '%s\n' "$ET_KL_CACHE/kernel/current/vmlinuz"
+        printf '%s\n' "$ET_KL_KERNEL_ROOT/current/vmlinuz"
     fi
 }
 

@@ -13,9 +13,15 @@ usage() {
 usage: $et_kl_prog [OPTIONS] -- BINARY [ARGS...]
 
 Boots the kernel cached by tests/kernel/setup.sh under QEMU (TCG) with an
-initramfs holding busybox, BINARY and the libraries ldd lists for it, runs
+initramfs holding busybox, BINARY and the libraries it needs, runs
 BINARY ARGS... as root, streams its output and exits with its exit code.
 Files keep their host paths in the guest; BINARY runs in its own directory.
+
+  --arch ARCH            the guest: x86_64 (default: \$ET_KERNEL_LANE_ARCH or
+                         x86_64), arm64 or arm64-16k; arm64 guests run
+                         aarch64 binaries, and armhf ones when the kernel has
+                         CONFIG_COMPAT (libraries from the cross toolchains'
+                         /usr/<triplet>/lib and the multiarch directories)
 
   --kernel-args ARGS     append ARGS to the kernel command line
                          (e.g. "udmabuf.size_limit_mb=8"); repeatable
@@ -34,8 +40,9 @@ Files keep their host paths in the guest; BINARY runs in its own directory.
   -h, --help             this text
 
 The guest has util-linux setpriv (/usr/bin/setpriv) for dropping privileges,
-e.g. setpriv --reuid=65534 --regid=65534 --clear-groups CMD, and the host's
-/bin/sh (dash) as /bin/sh; the other tools are busybox applets.
+e.g. setpriv --reuid=65534 --regid=65534 --clear-groups CMD, and dash as
+/bin/sh (the host's on x86_64, Debian's arm64 one on arm64); the other tools
+are busybox applets.
 Exit status: BINARY's, or 1 if the VM failed, timed out or printed no marker.
 EOF
 }
@@ -54,6 +61,7 @@ skip_if_unavailable=0
 need_arg() { (($# >= 2)) || { usage >&2; et_kl_die "$1 needs an argument"; }; }
 while (($#)); do
     case "$1" in
+        --arch) need_arg "$@"; et_kl_set_arch "$2"; shift ;;
         --kernel-args) need_arg "$@"; kernel_args+=("$2"); shift ;;
         --timeout) need_arg "$@"; timeout_s="$2"; shift ;;
         --file) need_arg "$@"; files+=("$2"); shift ;;
@@ -86,11 +94,11 @@ unavailable=""
 if [[ -n "$(et_kl_qemu_problem)" ]]; then
     unavailable="$(et_kl_qemu_problem)"
 elif [[ ! -s "$kernel" ]]; then
-    unavailable="no kernel image at $kernel (run tests/kernel/setup.sh)"
+    unavailable="no kernel image at $kernel (run $ET_KL_SETUP)"
 elif [[ ! -x "$ET_KL_BUSYBOX" ]]; then
-    unavailable="$ET_KL_BUSYBOX missing (run tests/kernel/setup.sh)"
+    unavailable="$ET_KL_BUSYBOX missing (run $ET_KL_SETUP)"
 elif ! command -v cpio >/dev/null 2>&1; then
-    unavailable="cpio missing (run tests/kernel/setup.sh)"
+    unavailable="cpio missing (run $ET_KL_SETUP)"
 fi
 if [[ -n "$unavailable" ]]; then
     if ((skip_if_unavailable)) && ! et_kl_in_ci; then
@@ -102,9 +110,16 @@ if [[ -n "$unavailable" ]]; then
     fi
     et_kl_die "kernel lane unavailable: $unavailable"
 fi
-if ldd "$ET_KL_BUSYBOX" >/dev/null 2>&1; then
-    et_kl_die "$ET_KL_BUSYBOX is dynamically linked; install busybox-static"
+if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+    if ldd "$ET_KL_BUSYBOX" >/dev/null 2>&1; then
+        et_kl_die "$ET_KL_BUSYBOX is dynamically linked; install busybox-static"
+    fi
+elif LC_ALL=C readelf -lW "$ET_KL_BUSYBOX" 2>/dev/null | grep -q 'program interpreter'; then
+    et_kl_die "$ET_KL_BUSYBOX is dynamically linked; it must be a static busybox (run $ET_KL_SETUP)"
 fi
+# The kernel's config, when setup.sh cached one next to the image: an arm64
+# kernel runs 32-bit ARM binaries only with CONFIG_COMPAT.
+kernel_config="$(dirname "$kernel")/config"
 
 # --- build the initramfs ----------------------------------------------------------
 
@@ -145,10 +160,25 @@ put_file() {
     copied[$dest]=1
 }
 
-# Copies the shared libraries and dynamic loader of ELF file $1 to their host
-# paths, which is where the guest's loader will look for them.
+# Copies the shared libraries and dynamic loader of ELF file $1 (guest path
+# $2) to where the guest's loader will look for them: on x86_64 the paths ldd
+# prints (the host's), on arm64 those put_libs_foreign finds.
+# $3 = "in-dir": the file came with a --file directory, where an ELF file the
+# guest cannot run (a host tool in a build tree) is copied with a warning.
 put_libs() {
-    local elf="$1" out line lib
+    local elf="$1" out line lib why
+    if [[ "$ET_KL_ARCH" != x86_64 ]]; then
+        if [[ "${3:-}" == in-dir ]]; then
+            why="$(guest_cannot_run "$elf" "$(elf_triplet "$elf")")"
+            if [[ -n "$why" ]]; then
+                et_kl_log "warning: $why (copied without its libraries)"
+                return 0
+            fi
+        fi
+        guest_root_elf="$2"
+        put_libs_foreign "$elf" "$2"
+        return 0
+    fi
     out="$(LC_ALL=C ldd "$elf" 2>&1)" || {
         # ldd fails on static executables; anything else is a real error.
         grep -qE 'not a dynamic executable|statically linked' <<<"$out" && return 0
@@ -168,6 +198,143 @@ put_libs() {
     done <<<"$out"
 }
 
+# --- libraries of foreign (non-x86) ELF files ----------------------------------
+# ldd cannot inspect an aarch64 or armhf binary on an x86 host, so the arm64
+# guests resolve libraries the way the guest's loader will (ld.so(8)): the
+# NEEDED entries of each object, looked up in its DT_RUNPATH, or else its
+# DT_RPATH and the executable's ($ORIGIN expanded), then in the default
+# directories. On the host those are the cross toolchain's /usr/<triplet>/lib
+# (what the binary was linked against), the multiarch /lib/<triplet> and
+# /usr/lib/<triplet>, and the unpacked arm64 userland. A library found in a
+# RUNPATH/RPATH directory keeps its host path in the guest (payload keeps its
+# host paths); one from a default directory goes to the guest's /lib/<triplet>,
+# which glibc's loader searches without an ld.so.cache. The loader goes to its
+# PT_INTERP path.
+
+# Prints the Debian multiarch triplet of ELF file $1 (from its header), or
+# nothing for a machine the lane does not know.
+elf_triplet() {
+    local h
+    h="$(LC_ALL=C readelf -hW "$1" 2>/dev/null)" || return 0
+    case "$(sed -n 's/^ *Machine: *//p' <<<"$h")" in
+        AArch64) echo aarch64-linux-gnu ;;
+        ARM)
+            if grep -q 'hard-float' <<<"$h"; then echo arm-linux-gnueabihf; else echo arm-linux-gnueabi; fi
+            ;;
+        *X86-64*) echo x86_64-linux-gnu ;;
+        *80386*) echo i386-linux-gnu ;;
+    esac
+}
+
+# Host directories searched for a library of triplet $1 that no RUNPATH/RPATH
+# names, in order.
+default_lib_dirs() {
+    printf '%s\n' "/usr/$1/lib" "/lib/$1" "/usr/lib/$1"
+    if [[ -n "${ET_KL_USERLAND:-}" ]]; then
+        printf '%s\n' "$ET_KL_USERLAND/lib/$1" "$ET_KL_USERLAND/usr/lib/$1"
+    fi
+}
+
+# The guest kernel's page size in bytes, from its config (4096 without one).
+guest_page_size=4096
+if [[ -r "$kernel_config" ]]; then
+    if grep -qx 'CONFIG_ARM64_64K_PAGES=y' "$kernel_config"; then
+        guest_page_size=65536
+    elif grep -qx 'CONFIG_ARM64_16K_PAGES=y' "$kernel_config"; then
+        guest_page_size=16384
+    fi
+fi
+
+# Prints why the guest cannot run ELF file $1 of triplet $2, or nothing.
+guest_cannot_run() {
+    local elf="$1" t="$2" align
+    # The kernel maps each PT_LOAD segment at its p_align; one aligned below
+    # the page size cannot be mapped (Debian's armhf binaries and libraries
+    # are linked with 4 KiB alignment, so they die with SIGSEGV at exec on a
+    # 16 KiB-page kernel).
+    while IFS= read -r align; do
+        if ((align < guest_page_size)); then
+            echo "$elf has PT_LOAD segments aligned to $((align)) B, below the guest kernel's page size $guest_page_size B: it cannot be mapped there"
+            return 0
+        fi
+    done < <(LC_ALL=C readelf -lW "$elf" 2>/dev/null | awk '$1 == "LOAD" { print $NF }')
+    case "$t" in
+        aarch64-linux-gnu) ;;
+        arm-linux-gnueabihf | arm-linux-gnueabi)
+            if [[ -r "$kernel_config" ]] && ! grep -qx 'CONFIG_COMPAT=y' "$kernel_config"; then
+                echo "$elf is 32-bit ARM ($t), but the kernel ($kernel_config) has no CONFIG_COMPAT"
+            fi
+            ;;
+        "") echo "$elf: not an ELF file readelf understands" ;;
+        *) echo "$elf is $t: the $ET_KL_ARCH guest runs aarch64 and (with CONFIG_COMPAT) 32-bit ARM binaries" ;;
+    esac
+}
+
+declare -A foreign_done=()
+# Copies the loader and the libraries of foreign ELF file $1 (guest path $2)
+# into the initramfs, recursively. $3: the executable's DT_RPATH directories
+# (':'-separated), which its libraries inherit when they have no DT_RUNPATH.
+put_libs_foreign() {
+    local elf="$1" guest="$2" exe_rpath="${3:-}" t dyn interp runpath rpath origin dirs=() d n i found dest why
+    [[ -n "${foreign_done[$guest]:-}" ]] && return 0
+    foreign_done[$guest]=1
+    t="$(elf_triplet "$elf")"
+    why="$(guest_cannot_run "$elf" "$t")"
+    [[ -z "$why" ]] || et_kl_die "$why"
+    interp="$(LC_ALL=C readelf -lW "$elf" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p')"
+    dyn="$(LC_ALL=C readelf -dW "$elf" 2>/dev/null)" || true
+    if [[ -n "$interp" && -z "${copied[$interp]:-}" ]]; then
+        found=""
+        while IFS= read -r d; do
+            if [[ -f "$d/${interp##*/}" && "$(elf_triplet "$d/${interp##*/}")" == "$t" ]]; then
+                found="$d/${interp##*/}"
+                break
+            fi
+        done < <(default_lib_dirs "$t")
+        [[ -n "$found" ]] || et_kl_die "$elf: its loader ${interp##*/} ($t) is in none of: $(default_lib_dirs "$t" | tr '\n' ' ')(install the cross toolchain, e.g. crossbuild-essential-arm64)"
+        put_file "$found" "$interp"
+    fi
+    origin="$(dirname "$guest")"
+    runpath="$(sed -n 's/.*(RUNPATH).*Library runpath: \[\(.*\)\]$/\1/p' <<<"$dyn")"
+    rpath="$(sed -n 's/.*(RPATH).*Library rpath: \[\(.*\)\]$/\1/p' <<<"$dyn")"
+    # The executable (the first object) passes its RPATH on; with a RUNPATH,
+    # nothing is inherited.
+    if [[ -z "$exe_rpath" && -z "$runpath" && "$guest" == "$guest_root_elf" ]]; then exe_rpath="$rpath"; fi
+    if [[ -n "$runpath" ]]; then
+        IFS=: read -r -a dirs <<<"$runpath"
+    else
+        IFS=: read -r -a dirs <<<"$rpath${exe_rpath:+:$exe_rpath}"
+    fi
+    for i in "${!dirs[@]}"; do
+        dirs[i]="${dirs[i]//\$\{ORIGIN\}/$origin}"
+        dirs[i]="${dirs[i]//\$ORIGIN/$origin}"
+    done
+    while IFS= read -r n; do
+        [[ -n "$n" ]] || continue
+        found=""
+        dest=""
+        for d in "${dirs[@]}"; do
+            [[ -n "$d" && -f "$d/$n" ]] || continue
+            [[ "$(elf_triplet "$d/$n")" == "$t" ]] || continue
+            found="$d/$n"
+            dest="$(abs_path "$d/$n")"
+            break
+        done
+        if [[ -z "$found" ]]; then
+            while IFS= read -r d; do
+                if [[ -f "$d/$n" && "$(elf_triplet "$d/$n")" == "$t" ]]; then
+                    found="$d/$n"
+                    dest="/lib/$t/$n"
+                    break
+                fi
+            done < <(default_lib_dirs "$t")
+        fi
+        [[ -n "$found" ]] || et_kl_die "$elf needs $n ($t), found in none of: ${dirs[*]} $(default_lib_dirs "$t" | tr '\n' ' ')"
+        put_file "$found" "$dest"
+        put_libs_foreign "$found" "$dest" "$exe_rpath"
+    done < <(sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]$/\1/p' <<<"$dyn")
+}
+
 # Copies host file or directory SRC to guest DEST, with the libraries of the
 # ELF files in it.
 put_payload() {
@@ -180,11 +347,11 @@ put_payload() {
         while IFS= read -r -d '' f; do
             rel="${f#"$src"}"
             copied[$dest$rel]=1
-            if is_elf "$f"; then put_libs "$f"; fi
+            if is_elf "$f"; then put_libs "$f" "$dest$rel" in-dir; fi
         done < <(find -L "$src" -type f -print0)
     else
         put_file "$src" "$dest"
-        if is_elf "$src"; then put_libs "$src"; fi
+        if is_elf "$src"; then put_libs "$src" "$dest"; fi
     fi
 }
 
@@ -198,25 +365,37 @@ for spec in "${files[@]}"; do
     put_payload "$src" "$dest"
 done
 
-# util-linux setpriv: busybox's setpriv has no --reuid/--regid, which tests
-# need to drop to uid 65534 and check EACCES.
-setpriv_host="$(command -v setpriv || true)"
-if [[ -n "$setpriv_host" ]] && ! [[ "$(readlink -f "$setpriv_host")" == "$(readlink -f "$ET_KL_BUSYBOX")" ]]; then
-    put_payload "$setpriv_host" /usr/bin/setpriv
-else
-    et_kl_log "warning: util-linux setpriv not found; the guest has only busybox's (no --reuid)"
-fi
+if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+    # util-linux setpriv: busybox's setpriv has no --reuid/--regid, which tests
+    # need to drop to uid 65534 and check EACCES.
+    setpriv_host="$(command -v setpriv || true)"
+    if [[ -n "$setpriv_host" ]] && ! [[ "$(readlink -f "$setpriv_host")" == "$(readlink -f "$ET_KL_BUSYBOX")" ]]; then
+        put_payload "$setpriv_host" /usr/bin/setpriv
+    else
+        et_kl_log "warning: util-linux setpriv not found; the guest has only busybox's (no --reuid)"
+    fi
 
-# The host's /bin/sh (dash on Debian) is the guest's too, for system() and
-# popen(): busybox ash runs its own applets before searching PATH, so it would
-# pick busybox setpriv over util-linux's.
-if [[ -x /bin/sh && "$(readlink -f /bin/sh)" != "$(readlink -f "$ET_KL_BUSYBOX")" ]]; then
-    put_payload /bin/sh /bin/sh
+    # The host's /bin/sh (dash on Debian) is the guest's too, for system() and
+    # popen(): busybox ash runs its own applets before searching PATH, so it would
+    # pick busybox setpriv over util-linux's.
+    if [[ -x /bin/sh && "$(readlink -f /bin/sh)" != "$(readlink -f "$ET_KL_BUSYBOX")" ]]; then
+        put_payload /bin/sh /bin/sh
+    fi
+    put_file "$ET_KL_BUSYBOX" /bin/busybox
+    while IFS= read -r applet; do
+        [[ "$applet" == busybox || -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
+    done < <("$ET_KL_BUSYBOX" --list)
+else
+    # The same tools from Debian's arm64 packages (setup.sh --arch unpacks
+    # them). The arm64 busybox cannot run here to list its applets: the
+    # guest's init links them at boot (busybox --install -s, which leaves
+    # /bin/sh alone).
+    for tool in "$ET_KL_USERLAND/usr/bin/setpriv:/usr/bin/setpriv" "$ET_KL_USERLAND/bin/dash:/bin/sh"; do
+        [[ -x "${tool%%:*}" ]] || et_kl_die "${tool%%:*} missing (run $ET_KL_SETUP)"
+        put_payload "${tool%%:*}" "${tool#*:}"
+    done
+    put_file "$ET_KL_BUSYBOX" /bin/busybox
 fi
-put_file "$ET_KL_BUSYBOX" /bin/busybox
-while IFS= read -r applet; do
-    [[ "$applet" == busybox || -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
-done < <("$ET_KL_BUSYBOX" --list)
 [[ -e "$root/sbin" ]] || ln -s bin "$root/sbin"
 cp "$here/guest-init.sh" "$root/init"
 chmod 0755 "$root/init"
@@ -249,7 +428,7 @@ initrd="$work/initramfs.cpio"
 
 # --- boot --------------------------------------------------------------------------
 
-cmdline="console=ttyS0 quiet panic=-1"
+cmdline="console=$ET_KL_CONSOLE quiet panic=-1"
 for a in "${kernel_args[@]}"; do cmdline+=" $a"; done
 log="$work/serial.log"
 et_kl_log "booting $(cat "$(dirname "$kernel")/package" 2>/dev/null || echo "$kernel") with $(et_kl_qemu_version_line | sed 's/ (.*//') (TCG, ${memory_mib} MiB, $smp vCPUs, timeout ${timeout_s} s), initramfs $(($(stat -c %s "$initrd") / 1024)) KiB"
@@ -283,7 +462,7 @@ stream_guest_output() {
 start="$EPOCHREALTIME"
 set +e
 LC_ALL=C timeout -k 5 "$timeout_s" "$ET_KL_QEMU" \
-    -accel tcg -m "$memory_mib" -smp "$smp" -nographic -no-reboot -nic none \
+    "${ET_KL_QEMU_MACHINE[@]}" -accel tcg -m "$memory_mib" -smp "$smp" -nographic -no-reboot -nic none \
     -kernel "$kernel" -initrd "$initrd" -append "$cmdline" </dev/null 2>"$work/qemu.err" |
     LC_ALL=C sed -u \
         -e 's/\r//g' \

@@ -13,13 +13,15 @@ repo="$(cd "$here/../.." && pwd)"
 
 usage() {
     cat <<EOF
-usage: $et_kl_prog [--runs N] [--skip-if-unavailable]
+usage: $et_kl_prog [--arch ARCH] [--runs N] [--skip-if-unavailable]
 
+  --arch ARCH            the guest: x86_64 (default), arm64 or arm64-16k
   --runs N               boot N times (default 1) and report boot times
   --skip-if-unavailable  passed to run-in-vm.sh (skip, exit 0, outside CI)
 
-Builds into \$ET_KERNEL_LANE_SELFTEST_BUILD (default $repo/build/kernel-lane-selftest)
-with \$CXX (g++) and \$CC (gcc).
+Builds into \$ET_KERNEL_LANE_SELFTEST_BUILD (default $repo/build/kernel-lane-selftest,
+with -<arch> appended for arm64) with \$CXX and \$CC (g++ and gcc; for arm64
+aarch64-linux-gnu-g++ and -gcc, with libgtest-dev:arm64).
 EOF
 }
 
@@ -33,6 +35,11 @@ while (($#)); do
             shift
             ;;
         --skip-if-unavailable) skip=(--skip-if-unavailable) ;;
+        --arch)
+            (($# >= 2)) || et_kl_die "--arch needs an argument"
+            et_kl_set_arch "$2"
+            shift
+            ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; et_kl_die "unknown argument: $1" ;;
     esac
@@ -40,21 +47,37 @@ while (($#)); do
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || et_kl_die "--runs wants a positive number, not '$runs'"
 
-build="${ET_KERNEL_LANE_SELFTEST_BUILD:-$repo/build/kernel-lane-selftest}"
+if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+    build="${ET_KERNEL_LANE_SELFTEST_BUILD:-$repo/build/kernel-lane-selftest}"
+    cxx="${CXX:-g++}"
+    cc="${CC:-gcc}"
+    native=1
+else
+    build="${ET_KERNEL_LANE_SELFTEST_BUILD:-$repo/build/kernel-lane-selftest-$ET_KL_ARCH}"
+    cxx="${CXX:-aarch64-linux-gnu-g++}"
+    cc="${CC:-aarch64-linux-gnu-gcc}"
+    native=0
+fi
 mkdir -p "$build"
 test_bin="$build/kernel_lane_selftest"
 helper_bin="$build/kernel_lane_helper"
 
 et_kl_log "building $test_bin"
-"${CXX:-g++}" -std=c++17 -O1 -g -Wall -Wextra -Werror \
+"$cxx" -std=c++17 -O1 -g -Wall -Wextra -Werror \
     -o "$test_bin" "$here/selftest/kernel_lane_selftest.cpp" -lgtest -lgtest_main -pthread ||
     et_kl_die "building the self-test failed (is libgtest-dev installed?)"
-"${CC:-gcc}" -O1 -g -Wall -Wextra -Werror -o "$helper_bin" "$here/selftest/kernel_lane_helper.c" ||
+"$cc" -O1 -g -Wall -Wextra -Werror -o "$helper_bin" "$here/selftest/kernel_lane_helper.c" ||
     et_kl_die "building the self-test helper failed"
 
-# Tests the binary has, from the host (listing runs no test).
-expected="$("$test_bin" --gtest_list_tests | grep -c '^  ')"
-((expected > 0)) || et_kl_die "$test_bin lists no tests"
+# Tests the binary has, from the host (listing runs no test). A foreign binary
+# cannot run here: its count comes from each run's XML report, and every run
+# must report the same count.
+if ((native)); then
+    expected="$("$test_bin" --gtest_list_tests | grep -c '^  ')"
+    ((expected > 0)) || et_kl_die "$test_bin lists no tests"
+else
+    expected=""
+fi
 
 env_value="it's a \"quoted\" value with  spaces \$HOME \`x\`"
 guest_xml=/tmp/kernel_lane_selftest.xml
@@ -67,7 +90,7 @@ for ((i = 1; i <= runs; i++)); do
     xml="$build/run-$i.xml"
     rm -f "$xml"
     set +e
-    "$here/run-in-vm.sh" "${skip[@]}" \
+    "$here/run-in-vm.sh" --arch "$ET_KL_ARCH" "${skip[@]}" \
         --kernel-args "udmabuf.size_limit_mb=8" \
         --file "$helper_bin" \
         --env "ET_KERNEL_LANE_SELFTEST_HELPER=$helper_bin" \
@@ -82,6 +105,11 @@ for ((i = 1; i <= runs; i++)); do
     fi
 
     problems=()
+    if [[ -z "$expected" && -s "$xml" ]] &&
+        [[ "$(grep -m1 -o '<testsuites tests="[0-9]*"' "$xml")" =~ \"([0-9]+)\" ]] && ((BASH_REMATCH[1] > 0)); then
+        expected="${BASH_REMATCH[1]}"
+        et_kl_log "the guest's XML report counts $expected tests"
+    fi
     ((rc == 0)) || problems+=("exit code $rc")
     summary="$(grep -E '^\[  PASSED  \] [0-9]+ tests?\.' "$out" | tail -n 1 || true)"
     if [[ "$summary" =~ \]\ ([0-9]+)\ test ]]; then

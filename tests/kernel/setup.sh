@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Prepares this (Debian) machine for the kernel lane:
+# Prepares this (Debian) machine for the kernel lane of one guest architecture
+# (--arch, default $ET_KERNEL_LANE_ARCH or x86_64):
 #   - busybox-static and cpio (to build the guest initramfs),
-#   - QEMU >= 10 (qemu-system-x86 from <codename>-backports when the installed
-#     one is missing or older),
-#   - a kernel with DMA-BUF heaps and udmabuf built in, cached as
-#     $ET_KERNEL_LANE_CACHE/kernel/current/vmlinuz.
+#   - QEMU >= 10 (qemu-system-x86 or qemu-system-arm from <codename>-backports
+#     when the installed one is missing or older),
+#   - a kernel with DMA-BUF heaps and udmabuf built in:
+#       x86_64: Debian's linux-image-cloud-amd64 from backports, cached as
+#               $ET_KERNEL_LANE_CACHE/kernel/current/vmlinuz;
+#       arm64, arm64-16k: built from Debian's linux-source (backports) with
+#               allnoconfig plus arm64-kernel.config, because no Debian arm64
+#               image enables CONFIG_DMABUF_HEAPS; cached as
+#               $ET_KERNEL_LANE_CACHE/<arch>/kernel/current/vmlinuz;
+#   - for arm64: busybox-static, dash and util-linux's setpriv (with their
+#     libraries) from Debian's arm64 packages, unpacked into
+#     $ET_KERNEL_LANE_CACHE/arm64-userland (never installed).
 # Idempotent: what is already in place is reported and left alone.
 # /etc/apt is never edited: backports is reached through a private sources
-# directory under the cache, passed to apt with -o Dir::Etc::SourceParts.
+# directory under the cache, passed to apt with -o Dir::Etc::SourceParts; the
+# arm64 packages come through a private apt state directory under the cache.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,14 +26,18 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
     cat <<EOF
-usage: $et_kl_prog [--refresh-kernel]
+usage: $et_kl_prog [--arch ARCH] [--refresh-kernel]
 
-  --refresh-kernel  look up the newest kernel in backports even if one is
-                    cached (the old one stays in the cache)
+  --arch ARCH       x86_64 (default: \$ET_KERNEL_LANE_ARCH or x86_64), arm64
+                    or arm64-16k (16 KiB pages)
+  --refresh-kernel  look up the newest kernel (x86_64) or kernel source
+                    (arm64) in backports even if one is cached (the old one
+                    stays in the cache)
 
 Environment: ET_KERNEL_LANE_CACHE (cache dir, now $ET_KL_CACHE),
 ET_KERNEL_LANE_KERNEL_PACKAGE (kernel metapackage, now $ET_KL_KERNEL_META),
-ET_KERNEL_LANE_BACKPORTS_SUITE (default: <codename>-backports).
+ET_KERNEL_LANE_BACKPORTS_SUITE (default: <codename>-backports),
+ET_KERNEL_LANE_JOBS (arm64 kernel build jobs, default: nproc).
 EOF
 }
 
@@ -31,6 +45,11 @@ refresh_kernel=0
 while (($#)); do
     case "$1" in
         --refresh-kernel) refresh_kernel=1 ;;
+        --arch)
+            (($# >= 2)) || et_kl_die "--arch needs an argument"
+            et_kl_set_arch "$2"
+            shift
+            ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; et_kl_die "unknown argument: $1" ;;
     esac
@@ -92,7 +111,11 @@ apt_updated=0
 apt_update() {
     ((apt_updated)) && return 0
     et_kl_log "apt-get update (system sources + $bp_suite from $bp_origin)"
-    as_root apt-get "${apt_opts[@]}" update -q || et_kl_die "apt-get update failed"
+    # One broken index (a mirror mid-sync, a foreign architecture's security
+    # list) fails the whole update although the lists the lane needs arrived;
+    # what is really missing makes the install or lookup below fail.
+    as_root apt-get "${apt_opts[@]}" update -q ||
+        et_kl_log "warning: apt-get update reported errors (see above); continuing with the package lists it has"
     apt_updated=1
     did+=("apt: updated package lists including $bp_suite")
 }
@@ -111,36 +134,219 @@ pkg_installed() {
 # --- busybox-static and cpio --------------------------------------------------
 
 base_missing=()
-pkg_installed busybox-static || base_missing+=(busybox-static)
+if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+    pkg_installed busybox-static || base_missing+=(busybox-static)
+else
+    # The arm64 kernel is built here: a cross compiler and kbuild's host tools.
+    command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || base_missing+=(gcc-aarch64-linux-gnu)
+    for tool in flex bison bc make; do
+        command -v "$tool" >/dev/null 2>&1 || base_missing+=("$tool")
+    done
+    command -v gcc >/dev/null 2>&1 || base_missing+=(gcc)
+    command -v xz >/dev/null 2>&1 || base_missing+=(xz-utils)
+fi
 command -v cpio >/dev/null 2>&1 || base_missing+=(cpio)
 if ((${#base_missing[@]})); then
     et_kl_log "installing ${base_missing[*]}"
     apt_install "${base_missing[@]}"
     did+=("installed ${base_missing[*]}")
-else
+elif [[ "$ET_KL_ARCH" == x86_64 ]]; then
     did+=("busybox-static and cpio: already installed")
+else
+    did+=("cpio, aarch64-linux-gnu-gcc, flex, bison, bc, make: already installed")
 fi
-[[ -x "$ET_KL_BUSYBOX" ]] || et_kl_die "$ET_KL_BUSYBOX missing even though busybox-static is installed"
+if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+    [[ -x "$ET_KL_BUSYBOX" ]] || et_kl_die "$ET_KL_BUSYBOX missing even though busybox-static is installed"
+fi
 
 # --- QEMU >= 10 ----------------------------------------------------------------
 
 problem="$(et_kl_qemu_problem)"
 if [[ -n "$problem" ]]; then
-    et_kl_log "QEMU: $problem; installing qemu-system-x86 from $bp_suite"
-    apt_install -t "$bp_suite" qemu-system-x86
+    et_kl_log "QEMU: $problem; installing $ET_KL_QEMU_PACKAGE from $bp_suite"
+    apt_install -t "$bp_suite" "$ET_KL_QEMU_PACKAGE"
     problem="$(et_kl_qemu_problem)"
-    [[ -z "$problem" ]] || et_kl_die "after installing qemu-system-x86 from $bp_suite: $problem"
-    did+=("installed qemu-system-x86 from $bp_suite: $(et_kl_qemu_version_line)")
+    [[ -z "$problem" ]] || et_kl_die "after installing $ET_KL_QEMU_PACKAGE from $bp_suite: $problem"
+    did+=("installed $ET_KL_QEMU_PACKAGE from $bp_suite: $(et_kl_qemu_version_line)")
 else
     did+=("QEMU: already usable: $(et_kl_qemu_version_line)")
 fi
 
+# --- arm64: guest userland and kernel ------------------------------------------
+
+# A private apt state for Debian's arm64 packages (the guest's busybox-static,
+# dash and setpriv): its own lists, cache and an empty dpkg status, so nothing
+# on this machine changes and dpkg needs no foreign architecture. Only
+# `apt-get download` is ever run with it.
+foreign_dir="$ET_KL_CACHE/apt/arm64"
+foreign_opts=(
+    -o "Dir::State::Lists=$foreign_dir/lists"
+    -o "Dir::Cache=$foreign_dir/cache"
+    -o "Dir::State::status=$foreign_dir/status"
+    -o "Dir::Etc::SourceList=/dev/null"
+    -o "Dir::Etc::SourceParts=$foreign_dir/sources.list.d"
+    -o "Dir::Etc::Preferences=/dev/null"
+    -o "Dir::Etc::PreferencesParts=$foreign_dir/preferences.d"
+    -o "APT::Architecture=arm64"
+    -o "APT::Architectures::=arm64"
+)
+# As root, apt fetches as _apt, which cannot write into a private $HOME.
+if ((EUID == 0)); then foreign_opts+=(-o "APT::Sandbox::User=root"); fi
+
+foreign_updated=0
+foreign_update() {
+    ((foreign_updated)) && return 0
+    mkdir -p "$foreign_dir"/{lists/partial,cache/archives/partial,sources.list.d,preferences.d}
+    : >"$foreign_dir/status"
+    {
+        printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' "$mirror" "$codename"
+        if [[ -r /usr/share/keyrings/debian-archive-keyring.gpg ]]; then
+            printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
+        fi
+    } >"$foreign_dir/sources.list.d/debian-arm64.sources"
+    et_kl_log "apt-get update for arm64 packages ($codename from $mirror, state in $foreign_dir)"
+    apt-get "${foreign_opts[@]}" update -q ||
+        et_kl_log "warning: apt-get update (arm64 lists in $foreign_dir) reported errors; continuing"
+    foreign_updated=1
+}
+
+# The guest's tools: a static busybox (PID 1 and the applets), dash as /bin/sh
+# and util-linux's setpriv, with the libraries dash and setpriv need; unpacked
+# with dpkg-deb -x into $ET_KL_USERLAND (installed nowhere).
+userland_packages=(busybox-static dash util-linux libc6 libcap-ng0)
+setup_arm64_userland() {
+    if [[ -x "$ET_KL_USERLAND/bin/busybox" && -x "$ET_KL_USERLAND/bin/dash" &&
+        -x "$ET_KL_USERLAND/usr/bin/setpriv" && -s "$ET_KL_USERLAND/packages" ]]; then
+        did+=("arm64 userland: cached in $ET_KL_USERLAND ($(tr '\n' ' ' <"$ET_KL_USERLAND/packages"))")
+        return 0
+    fi
+    foreign_update
+    local tmp deb
+    mkdir -p "$ET_KL_CACHE"
+    tmp="$(mktemp -d "$ET_KL_CACHE/.userland.XXXXXX")"
+    et_kl_log "downloading arm64 ${userland_packages[*]}"
+    (cd "$tmp" && apt-get "${foreign_opts[@]}" download -q "${userland_packages[@]}") ||
+        et_kl_die "apt-get download (arm64) ${userland_packages[*]} failed"
+    mkdir -p "$tmp/root"
+    for deb in "$tmp"/*.deb; do
+        dpkg-deb -x "$deb" "$tmp/root" || et_kl_die "cannot unpack $deb"
+        printf '%s=%s\n' "$(dpkg-deb -f "$deb" Package)" "$(dpkg-deb -f "$deb" Version)" >>"$tmp/root/packages"
+    done
+    rm -rf "$ET_KL_USERLAND"
+    mv "$tmp/root" "$ET_KL_USERLAND"
+    rm -rf "$tmp"
+    [[ -x "$ET_KL_USERLAND/bin/busybox" ]] || et_kl_die "busybox-static (arm64) has no /bin/busybox"
+    did+=("arm64 userland: unpacked $(tr '\n' ' ' <"$ET_KL_USERLAND/packages")into $ET_KL_USERLAND")
+}
+
+# The config fragments of the current arch: arm64-kernel.config, and for
+# arm64-16k also arm64-16k-kernel.config (16 KiB pages, EXPERT for COMPAT).
+arm64_kernel_fragments() {
+    printf '%s\n' "$here/arm64-kernel.config"
+    [[ "$ET_KL_ARCH" == arm64-16k ]] && printf '%s\n' "$here/arm64-16k-kernel.config"
+    return 0
+}
+
+# The part of an arm64 kernel's cache directory name that the checkout decides:
+# the page size and a hash of the fragments. A cached kernel whose name does
+# not end with it was built from other fragments and is rebuilt.
+arm64_kernel_tag() {
+    local page=4k
+    [[ "$ET_KL_ARCH" == arm64-16k ]] && page=16k
+    printf '%s_%s\n' "$page" "$(arm64_kernel_fragments | xargs cat | sha256sum | cut -c1-12)"
+}
+
+# Builds the arm64 kernel from Debian's kernel source in backports:
+# `make allnoconfig` with KCONFIG_ALLCONFIG = the fragments (4 KiB pages are
+# allnoconfig's default), then Image. Sets kdir to the cache directory holding vmlinuz (the raw
+# arm64 Image), config, package and build.log. The directory name carries the
+# source version, the page size and a hash of the fragment, so a changed
+# fragment builds a new kernel.
+build_arm64_kernel() {
+    local spkg sver frag page tag tmp dl debs src obj jobs opt missing=() start_s
+    while IFS= read -r frag; do
+        [[ -r "$frag" ]] || et_kl_die "$frag missing"
+    done < <(arm64_kernel_fragments)
+    tag="$(arm64_kernel_tag)"
+    page="${tag%%_*}"
+    apt_update
+    # The metapackage depends on exactly one versioned source package.
+    spkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-source-/ { print $2; exit }')"
+    [[ -n "$spkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-source package"
+    sver="$(apt-cache "${apt_opts[@]}" show "$spkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
+    [[ -n "$sver" ]] || et_kl_die "no version of $spkg in $bp_suite"
+    kdir="$ET_KL_KERNEL_ROOT/${spkg}_${sver}_$tag"
+    if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" ]]; then
+        did+=("kernel: $spkg $sver ($page pages) was already built in $kdir")
+        return 0
+    fi
+    mkdir -p "$ET_KL_KERNEL_ROOT"
+    tmp="$(mktemp -d "$ET_KL_KERNEL_ROOT/.staging.XXXXXX")"
+    dl="$(mktemp -d)"
+    trap 'rm -rf "$tmp" "$dl"' EXIT
+    if ((EUID == 0)) && id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
+    et_kl_log "downloading $spkg $sver"
+    (cd "$dl" && apt-get "${apt_opts[@]}" download -q "$spkg=$sver") ||
+        et_kl_die "apt-get download $spkg=$sver failed"
+    debs=("$dl"/*.deb)
+    [[ -f "${debs[0]}" ]] || et_kl_die "apt-get download left no .deb in $dl"
+    src="$tmp/src"
+    obj="$tmp/obj"
+    mkdir -p "$src" "$obj"
+    et_kl_log "unpacking $spkg (about 1.5 GB)"
+    dpkg-deb --fsys-tarfile "${debs[0]}" | tar -x -O --wildcards "./usr/src/$spkg.tar.*" |
+        nice -n 5 tar -xJ -C "$src" --strip-components=1 ||
+        et_kl_die "cannot unpack /usr/src/$spkg.tar.* from ${debs[0]}"
+    rm -rf "$dl"
+    arm64_kernel_fragments | xargs cat >"$tmp/allconfig"
+    local kmake=(make -C "$src" O="$obj" ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+    "${kmake[@]}" -s KCONFIG_ALLCONFIG="$tmp/allconfig" allnoconfig >"$tmp/build.log" 2>&1 ||
+        { tail -n 30 "$tmp/build.log" >&2; et_kl_die "make allnoconfig failed"; }
+    # Every option the fragment asks for must have survived (a dependency
+    # Kconfig refused would otherwise vanish silently).
+    while IFS= read -r opt; do
+        grep -qx "$opt" "$obj/.config" || missing+=("$opt")
+    done < <(grep -E '^CONFIG_[A-Z0-9_]+=y$' "$tmp/allconfig")
+    ((${#missing[@]} == 0)) || et_kl_die "the kernel config lost: ${missing[*]} (fix $(arm64_kernel_fragments | xargs -n1 basename | paste -sd ' '))"
+    jobs="${ET_KERNEL_LANE_JOBS:-$(nproc)}"
+    et_kl_log "building $spkg $sver for arm64 ($page pages, -j$jobs, log in $kdir/build.log); takes minutes"
+    start_s=$SECONDS
+    nice -n 5 "${kmake[@]}" -j"$jobs" Image >>"$tmp/build.log" 2>&1 ||
+        { tail -n 40 "$tmp/build.log" >&2; et_kl_die "the arm64 kernel build failed"; }
+    mkdir -p "$tmp/k"
+    cp "$obj/arch/arm64/boot/Image" "$tmp/k/vmlinuz"
+    cp "$obj/.config" "$tmp/k/config"
+    cp "$tmp/build.log" "$tmp/k/build.log"
+    printf '%s %s built for arm64 (%s pages, allnoconfig + %s %s, %s)\n' \
+        "$spkg" "$sver" "$page" "$(arm64_kernel_fragments | xargs -n1 basename | paste -sd +)" "${tag#*_}" \
+        "$(aarch64-linux-gnu-gcc --version | head -n 1)" >"$tmp/k/package"
+    rm -rf "$kdir"
+    mv "$tmp/k" "$kdir"
+    rm -rf "$tmp"
+    trap - EXIT
+    did+=("kernel: built $spkg $sver ($page pages) in $((SECONDS - start_s)) s into $kdir")
+}
+
+if [[ "$ET_KL_ARCH" != x86_64 ]]; then
+    setup_arm64_userland
+fi
+
 # --- the kernel image ------------------------------------------------------------
 
-kernel_root="$ET_KL_CACHE/kernel"
+kernel_root="$ET_KL_KERNEL_ROOT"
 current="$kernel_root/current"
-if ((!refresh_kernel)) && [[ -s "$current/vmlinuz" && -s "$current/config" ]]; then
+stale=0
+if [[ "$ET_KL_ARCH" != x86_64 && -e "$current" && "$(readlink "$current")" != *"_$(arm64_kernel_tag)" ]]; then
+    et_kl_log "the cached kernel $(readlink "$current") was built from another arm64-kernel.config: rebuilding"
+    stale=1
+fi
+if ((!refresh_kernel && !stale)) && [[ -s "$current/vmlinuz" && -s "$current/config" ]]; then
     did+=("kernel: cached $(cat "$current/package" 2>/dev/null || echo '(unknown package)') in $(readlink -f "$current")")
+elif [[ "$ET_KL_ARCH" != x86_64 ]]; then
+    build_arm64_kernel
+    ln -sfn "${kdir##*/}" "$current.new"
+    mv -T "$current.new" "$current"
 else
     apt_update
     # The metapackage depends on exactly one versioned image package.

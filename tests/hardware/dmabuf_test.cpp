@@ -47,6 +47,9 @@ constexpr const char* kUdmabuf = "/dev/udmabuf";
     }                                                                                               \
   } while (0)
 
+// The kernel's page size (4, 16 or 64 KiB on arm64): udmabuf and dma-heap buffers are whole pages.
+std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+
 Result<TensorDyn> alloc(std::size_t bytes, const std::string& heap, const std::string& name = "hw-test") {
   AllocateOptions o;
   o.memory = MemoryKind::DmaBuf;
@@ -249,36 +252,37 @@ TEST(DmaBufHardware, SeparateProcessImportsOverScmRightsAndWritesBack) {
 
 TEST(DmaBufHardware, UdmabufFromMemfdSharesThePages) {
   NEED_DEVICE(kUdmabuf);
+  const std::size_t P = page_size();  // udmabuf works in whole pages: 4, 16 or 64 KiB
   UniqueFd m(::memfd_create("hw-udmabuf", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   ASSERT_TRUE(m);
-  ASSERT_EQ(::ftruncate(m.get(), 4 * 4096), 0);
+  ASSERT_EQ(::ftruncate(m.get(), 4 * P), 0);
   // Unsealed: refused by us, and the kernel agrees (EINVAL).
-  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, 4 * 4096), ErrorCode::InvalidArgument, "F_SEAL_SHRINK");
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, 4 * P), ErrorCode::InvalidArgument, "F_SEAL_SHRINK");
   {
     UniqueFd dev(::open(kUdmabuf, O_RDWR | O_CLOEXEC));
     ASSERT_TRUE(dev);
-    udmabuf_create c{static_cast<__u32>(m.get()), UDMABUF_FLAGS_CLOEXEC, 0, 4 * 4096};
+    udmabuf_create c{static_cast<__u32>(m.get()), UDMABUF_FLAGS_CLOEXEC, 0, 4 * P};
     errno = 0;
     EXPECT_LT(::ioctl(dev.get(), UDMABUF_CREATE, &c), 0);
     EXPECT_EQ(errno, EINVAL) << "the kernel refuses an unsealed memfd";
   }
   ASSERT_EQ(::fcntl(m.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
-  auto fd = dmabuf::udmabuf_from_memfd(m.get(), 4096, 2 * 4096);
+  auto fd = dmabuf::udmabuf_from_memfd(m.get(), P, 2 * P);
   ASSERT_OK(fd);
-  auto t = TensorDyn::adopt_fd(std::move(*fd), {2, 4096}, DType::U8);
+  auto t = TensorDyn::adopt_fd(std::move(*fd), {2, P}, DType::U8);
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
-  EXPECT_EQ(t->buffer_bytes(), 2u * 4096);
+  EXPECT_EQ(t->buffer_bytes(), 2 * P);
   EXPECT_NE(t->memory_detail().find("udmabuf"), std::string::npos) << t->memory_detail();
   fill(*t, 0x3c);
-  void* p = ::mmap(nullptr, 4 * 4096, PROT_READ, MAP_SHARED, m.get(), 0);
+  void* p = ::mmap(nullptr, 4 * P, PROT_READ, MAP_SHARED, m.get(), 0);
   ASSERT_NE(p, MAP_FAILED);
   auto* bytes = static_cast<const std::uint8_t*>(p);
   EXPECT_EQ(bytes[0], 0);
-  EXPECT_EQ(bytes[4096], 0x3c);
-  EXPECT_EQ(bytes[3 * 4096 - 1], 0x3c);
-  EXPECT_EQ(bytes[3 * 4096], 0);
-  ::munmap(p, 4 * 4096);
+  EXPECT_EQ(bytes[P], 0x3c);
+  EXPECT_EQ(bytes[3 * P - 1], 0x3c);
+  EXPECT_EQ(bytes[3 * P], 0);
+  ::munmap(p, 4 * P);
 }
 
 TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
@@ -286,7 +290,7 @@ TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
   auto t = alloc(10000, "udmabuf", "hw-udmabuf");
   ASSERT_OK(t);
   EXPECT_EQ(t->memory_detail(), "udmabuf");
-  EXPECT_EQ(t->buffer_bytes(), 12288u);
+  EXPECT_EQ(t->buffer_bytes(), (10000 + page_size() - 1) / page_size() * page_size()) << "whole pages";
   EXPECT_EQ(fdinfo_field(detail::storage_of(*t)->backing().fd(), "exp_name"), "udmabuf");
   EXPECT_EQ(fdinfo_field(detail::storage_of(*t)->backing().fd(), "name"), "et:hw-udmabuf");
   fill(*t, 0xc3);
@@ -302,15 +306,15 @@ TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
     ASSERT_EQ(limit_mb, std::stoul(want)) << "udmabuf.size_limit_mb= on the kernel command line took no effect";
   }
   const std::size_t limit = limit_mb << 20;
-  auto over = alloc(limit + 4096, "udmabuf");
+  auto over = alloc(limit + page_size(), "udmabuf");
   EXPECT_ERROR(over, ErrorCode::OutOfRange, "udmabuf.size_limit_mb=" + std::to_string(limit_mb));
   // Our check matches the kernel: UDMABUF_CREATE itself refuses limit + 1 page.
   UniqueFd m(::memfd_create("hw-limit", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  ASSERT_EQ(::ftruncate(m.get(), static_cast<off_t>(limit + 4096)), 0);
+  ASSERT_EQ(::ftruncate(m.get(), static_cast<off_t>(limit + page_size())), 0);
   ASSERT_EQ(::fcntl(m.get(), F_ADD_SEALS, F_SEAL_SHRINK), 0);
-  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, limit + 4096), ErrorCode::OutOfRange, "size_limit_mb");
+  EXPECT_ERROR(dmabuf::udmabuf_from_memfd(m.get(), 0, limit + page_size()), ErrorCode::OutOfRange, "size_limit_mb");
   UniqueFd dev(::open(kUdmabuf, O_RDWR | O_CLOEXEC));
-  udmabuf_create c{static_cast<__u32>(m.get()), UDMABUF_FLAGS_CLOEXEC, 0, limit + 4096};
+  udmabuf_create c{static_cast<__u32>(m.get()), UDMABUF_FLAGS_CLOEXEC, 0, limit + page_size()};
   errno = 0;
   EXPECT_LT(::ioctl(dev.get(), UDMABUF_CREATE, &c), 0);
   EXPECT_EQ(errno, EINVAL);
@@ -323,13 +327,14 @@ TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
 
 TEST(DmaBufHardware, ImportExportRoundTrips) {
   NEED_DEVICE(kSystemHeap);
-  auto t = alloc(8192, "system");
+  const std::size_t P = page_size();  // two whole pages: the buffer is exactly the tensor
+  auto t = alloc(2 * P, "system");
   ASSERT_OK(t);
   fill(*t, 0x42);
   auto fd = t->export_fd();
   ASSERT_OK(fd);
   EXPECT_TRUE(::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC);
-  auto im = TensorDyn::import_fd_dup(fd->get(), {2, 4096}, DType::U8);
+  auto im = TensorDyn::import_fd_dup(fd->get(), {2, P}, DType::U8);
   ASSERT_OK(im);
   EXPECT_EQ(im->memory(), MemoryKind::DmaBuf);
   EXPECT_TRUE(im->same_buffer(*t));
@@ -341,13 +346,13 @@ TEST(DmaBufHardware, ImportExportRoundTrips) {
   expect_all(*t, 0x24);
   // A smaller declared shape is fine; a larger one is refused naming both numbers.
   ASSERT_OK(TensorDyn::import_fd_dup(fd->get(), {100}, DType::U8));
-  auto big = TensorDyn::import_fd_dup(fd->get(), {8193}, DType::U8);
+  auto big = TensorDyn::import_fd_dup(fd->get(), {2 * P + 1}, DType::U8);
   ASSERT_FALSE(big.has_value());
   EXPECT_EQ(big.error().code(), ErrorCode::OutOfRange);
-  EXPECT_NE(big.error().message().find("8193"), std::string::npos) << big.error().message();
-  EXPECT_NE(big.error().message().find("8192"), std::string::npos) << big.error().message();
+  EXPECT_NE(big.error().message().find(std::to_string(2 * P + 1)), std::string::npos) << big.error().message();
+  EXPECT_NE(big.error().message().find(std::to_string(2 * P)), std::string::npos) << big.error().message();
   // A separately allocated buffer is not the same.
-  auto other = alloc(8192, "system");
+  auto other = alloc(2 * P, "system");
   ASSERT_OK(other);
   EXPECT_FALSE(other->same_buffer(*t));
 }
@@ -419,7 +424,7 @@ TEST(DmaBufHardware, EightThreadsAllocateAndMapAtOnce) {
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       for (int n = 0; n < 150; ++n) {
-        auto t = TensorDyn::allocate({std::size_t(4096) * (1 + (n % 4))}, DType::U8);
+        auto t = TensorDyn::allocate({page_size() * (1 + (n % 4))}, DType::U8);
         if (!t || t->memory() != MemoryKind::DmaBuf) { ++bad; continue; }
         const auto v = static_cast<std::uint8_t>(i * 16 + n % 16);
         if (auto w = t->map_write()) std::memset(w->data(), v, w->bytes().size()); else { ++bad; continue; }

@@ -6,12 +6,15 @@
 #include <edgetensor/dtype.h>
 #include <edgetensor/error.h>
 #include <edgetensor/dmabuf.h>
+#include <edgetensor/frame.h>
 #include <edgetensor/gl.h>
 #include <edgetensor/image.h>
 #include <edgetensor/ipc.h>
 #include <edgetensor/log.h>
 #include <edgetensor/map.h>
 #include <edgetensor/memory.h>
+#include <edgetensor/pixel_format.h>
+#include <edgetensor/quantization.h>
 #include <edgetensor/shared_fd.h>
 #include <edgetensor/shm.h>
 #include <edgetensor/tensor.h>

@@ -1,40 +1,137 @@
 // SPDX-License-Identifier: Apache-2.0
-// Image metadata carried by a tensor: pixel format, row stride and plane offset (both in bytes).
+// Image frames: the exact byte layout of a frame (width, height, format, per-plane offset and row
+// stride, DRM format modifier) and its colorimetry.
+//
+// Units: width and height in pixels; offsets, row strides and sizes in bytes. A plane's rows are
+// ceil(height / v_subsampling), its row bytes ceil(ceil(width / h_subsampling) / pixels_per_group) *
+// bytes_per_group (pixel_format.h); odd sizes round up, as GStreamer and V4L2 do.
+//
+// Two sizes, kept apart:
+//   min_buffer_bytes   what an imported buffer must hold: for each plane, offset + (rows - 1) * stride +
+//                      row bytes (producers do not pad the last row). Imports and set_image_layout check it.
+//   allocation_bytes   what allocate_image allocates for a default layout: whole padded rows of every
+//                      plane (equal to GstVideoInfo.size for the same alignment).
+//
+// Metadata rule (one rule for every operation; tests/unit/image/metadata_rule_test.cpp):
+//   - The image layout describes bytes from the tensor's first element. An operation that keeps the
+//     first byte and the extent keeps it (copies, reshape, a view at offset 0 with the same extent);
+//     any other (batch, slice, another view) drops it.
+//   - A plane view (TensorDyn::plane) has no layout; it keeps the pixel format, says which plane it is
+//     (TensorDyn::image_plane), and keeps colorimetry and quantization.
+//   - Colorimetry follows the bytes: every view, batch, slice and reshape keeps it.
+//   - Quantization (quantization.h): per-tensor is kept by every view; per-axis is sliced by batch and
+//     slice along its axis (batch along it leaves the one channel's per-tensor parameters), kept when
+//     the axis's size and stride survive, and dropped otherwise.
+//   - None of this allocates: the layout is shared and immutable, the rest is held by value or shares
+//     its parameter arrays.
 #pragma once
 
+#include <edgetensor/error.h>
 #include <edgetensor/export.h>
+#include <edgetensor/pixel_format.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 
-/// Pixel formats, named as in V4L2/DRM fourcc usage. Values are stable (IPC, C API).
-enum class PixelFormat : std::uint8_t {
-  Unknown = 0,  ///< Not an image, or not described.
-  Grey = 1,     ///< 8-bit luma.
-  Rgb = 2,      ///< R, G, B bytes.
-  Bgr = 3,
-  Rgba = 4,     ///< R, G, B, A bytes.
-  Bgra = 5,
-  Nv12 = 6,     ///< Y plane, then interleaved UV plane at plane_offset_bytes.
-  Nv21 = 7,
-  Yuyv = 8,     ///< Packed 4:2:2.
-  PlanarRgb = 9,///< Three planes R, G, B (NCHW-style).
+/// Where one plane lies. For a single-buffer image (a TensorDyn) offsets count from the tensor's first
+/// byte; in a Frame (frame.h) each plane's offset counts from the start of that plane's own buffer.
+struct PlaneLayout {
+  std::size_t offset_bytes = 0;
+  /// Bytes from the start of one row to the next; at least the plane's row bytes.
+  std::size_t row_stride_bytes = 0;
+  friend bool operator==(const PlaneLayout&, const PlaneLayout&) = default;
 };
 
-/// "unknown", "grey", "rgb", "bgr", "rgba", "bgra", "nv12", "nv21", "yuyv", "planar_rgb".
-ET_API std::string_view pixel_format_name(PixelFormat format) noexcept;
-ET_API std::optional<PixelFormat> pixel_format_from_name(std::string_view name) noexcept;
+/// Row and height alignment for default layouts. Each plane's row stride is its row bytes rounded up
+/// to `row_bytes`; the image height is rounded up to `height` and to the format's largest vertical
+/// subsampling, and each plane gets that padded height / its v_subsampling rows. Planes follow each
+/// other in table order with no gap. `row_bytes` 4 with `height` 1 is GStreamer's default
+/// (gst_video_info_set_format); 64 matches GPU pitch rules; `height` 16 matches most decoders.
+/// Both must be powers of two, at most 4096.
+struct ImageAlignment {
+  std::size_t row_bytes = 1;
+  std::size_t height = 1;
+};
 
-/// Image layout of a tensor's bytes. Zero means "not set" for both byte counts.
-struct ImageMeta {
+/// The layout of one image.
+struct ImageLayout {
   PixelFormat format = PixelFormat::Unknown;
-  std::size_t row_stride_bytes = 0;    ///< Bytes from the start of one row to the next (first plane).
-  std::size_t plane_offset_bytes = 0;  ///< Offset of the second plane (NV12 UV) from the tensor start.
-  friend bool operator==(const ImageMeta&, const ImageMeta&) = default;
+  std::uint32_t width = 0;
+  std::uint32_t height = 0;
+  /// The first pixel_format_info(format).plane_count entries are used; the rest stay zero.
+  std::array<PlaneLayout, kMaxPlanes> planes{};
+  /// DRM format modifier. Anything but kDrmFormatModLinear makes the CPU layout opaque: CPU maps and
+  /// plane views are refused (Unsupported, naming the modifier), while fd export, IPC and import work.
+  std::uint64_t modifier = kDrmFormatModLinear;
+
+  /// The default layout (ImageAlignment's rule). Errors: InvalidArgument (Unknown or invalid format,
+  /// zero width or height, alignment not a power of two or above 4096), OutOfRange (a size overflows).
+  [[nodiscard]] static Result<ImageLayout> make(std::uint32_t width, std::uint32_t height, PixelFormat format,
+                                                ImageAlignment alignment = {});
+  /// Bytes allocate_image reserves for make(width, height, format, alignment): every plane's padded
+  /// rows. Errors as make.
+  [[nodiscard]] static Result<std::size_t> allocation_bytes(std::uint32_t width, std::uint32_t height,
+                                                            PixelFormat format, ImageAlignment alignment = {});
+
+  std::size_t plane_count() const noexcept { return pixel_format_info(format).plane_count; }
+  /// Rows of plane `index` (ceil(height / v_subsampling)). 0 for an index past plane_count().
+  std::size_t plane_rows(std::size_t index) const noexcept;
+  /// Tight row bytes of plane `index` (see the preamble). 0 for an index past plane_count().
+  std::size_t plane_row_bytes(std::size_t index) const noexcept;
+  /// offset + (rows - 1) * stride + row bytes of plane `index`: where its last byte ends.
+  /// Errors: OutOfRange on overflow or an index past plane_count().
+  [[nodiscard]] Result<std::size_t> plane_end_bytes(std::size_t index) const;
+  /// The largest plane_end_bytes: the smallest buffer a single-buffer image fits in.
+  [[nodiscard]] Result<std::size_t> min_buffer_bytes() const;
+
+  /// Checks the layout on its own: a known format, width and height non-zero, every used plane's stride
+  /// at least its row bytes, unused planes zero. With `buffer_bytes` (single-buffer images), also that
+  /// every plane ends inside it and no two planes overlap (byte ranges [offset, end)). Each error names
+  /// the plane, the numbers and the limit: InvalidArgument (format, size, stride, overlap), OutOfRange
+  /// (a plane past the end; arithmetic overflow).
+  [[nodiscard]] Result<void> validate() const;
+  [[nodiscard]] Result<void> validate(std::size_t buffer_bytes) const;
+
+  friend bool operator==(const ImageLayout&, const ImageLayout&) = default;
 };
+
+// ---- Colorimetry -------------------------------------------------------------------------------
+// How sample values map to colours. Names and meanings follow ITU-T H.273 (the code points used by
+// V4L2, GStreamer and codecs); "Unspecified" is the default and means "the producer did not say".
+
+enum class ColorPrimaries : std::uint8_t { Unspecified = 0, Bt709, Bt470Bg /* BT.601 625 */, Smpte170M /* BT.601 525 */,
+                                           Bt2020, DciP3, DisplayP3, AdobeRgb };
+enum class TransferFunction : std::uint8_t { Unspecified = 0, Bt709, Srgb, Linear, Smpte2084 /* PQ */, AribStdB67 /* HLG */,
+                                             AdobeRgb, DciP3, Smpte240M };
+enum class YcbcrMatrix : std::uint8_t { Unspecified = 0, Bt601, Bt709, Bt2020, Bt2020Constant, Smpte240M, Identity /* RGB */ };
+enum class ColorRange : std::uint8_t { Unspecified = 0, Full, Limited };
+
+/// The colorimetry of an image.
+struct Colorimetry {
+  ColorPrimaries primaries = ColorPrimaries::Unspecified;
+  TransferFunction transfer = TransferFunction::Unspecified;
+  YcbcrMatrix matrix = YcbcrMatrix::Unspecified;
+  ColorRange range = ColorRange::Unspecified;
+  friend bool operator==(const Colorimetry&, const Colorimetry&) = default;
+};
+
+/// V4L2's four colorimetry fields (struct v4l2_pix_format: colorspace, ycbcr_enc, quantization,
+/// xfer_func; values of enum v4l2_colorspace, v4l2_ycbcr_encoding, v4l2_quantization, v4l2_xfer_func).
+struct V4l2Colorimetry {
+  std::uint32_t colorspace = 0;
+  std::uint32_t ycbcr_enc = 0;
+  std::uint32_t quantization = 0;
+  std::uint32_t xfer_func = 0;
+  friend bool operator==(const V4l2Colorimetry&, const V4l2Colorimetry&) = default;
+};
+/// From V4L2's fields. DEFAULT values resolve as the V4L2 specification says for the colorspace (the
+/// V4L2_MAP_*_DEFAULT rules, which need `is_rgb` for the quantization). Errors: InvalidArgument naming
+/// the field and the value.
+[[nodiscard]] ET_API Result<Colorimetry> colorimetry_from_v4l2(const V4l2Colorimetry& v4l2, bool is_rgb);
+/// To V4L2's fields. Errors: Unsupported naming the value V4L2 cannot express.
+[[nodiscard]] ET_API Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry);
 
 }  // namespace edgetensor

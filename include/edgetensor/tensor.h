@@ -39,6 +39,7 @@
 #include <edgetensor/image.h>
 #include <edgetensor/map.h>
 #include <edgetensor/memory.h>
+#include <edgetensor/quantization.h>
 #include <edgetensor/unique_fd.h>
 
 #include <array>
@@ -129,6 +130,22 @@ class ET_API TensorDyn {
   [[nodiscard]] static Result<TensorDyn> allocate(ArrayRef<std::size_t> shape, DType dtype,
                                                   const AllocateOptions& options = {});
 
+  /// Allocates an image with all planes in one buffer: a U8 tensor [bytes] with `layout` attached.
+  /// The first overload allocates ImageLayout::allocation_bytes with the default layout; the second
+  /// allocates layout.min_buffer_bytes() for a layout of the caller's (which must validate).
+  /// Errors: as ImageLayout::make / validate, then as allocate.
+  [[nodiscard]] static Result<TensorDyn> allocate_image(std::uint32_t width, std::uint32_t height, PixelFormat format,
+                                                        ImageAlignment alignment = {},
+                                                        const AllocateOptions& options = {});
+  [[nodiscard]] static Result<TensorDyn> allocate_image(const ImageLayout& layout, const AllocateOptions& options = {});
+  /// Imports an image held in one buffer (as import_fd_dup: the fd is dup'd): a U8 tensor
+  /// [layout.min_buffer_bytes()] at options.offset_bytes, with `layout` attached (its offsets count from
+  /// options.offset_bytes). The buffer must hold offset + min_buffer_bytes (a tight last row is enough).
+  /// options.strides_bytes must be empty. Errors: the layout's validation, then as import_fd_dup
+  /// (OutOfRange naming the buffer size and what the layout needs).
+  [[nodiscard]] static Result<TensorDyn> import_image_dup(int borrowed_fd, const ImageLayout& layout,
+                                                          const ImportOptions& options = {});
+
   /// Imports a borrowed fd: the library dups it (CLOEXEC); the caller keeps and closes its own fd.
   /// Recognises the fd from the kernel's answers (fstatfs magic, seals): shared memory (memfd or any
   /// tmpfs/hugetlbfs file) or a DMA-BUF. Reads the real size without moving the file offset and refuses
@@ -176,9 +193,28 @@ class ET_API TensorDyn {
   bool read_only() const noexcept;
   const std::string& name() const noexcept { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
-  const ImageMeta& image() const noexcept { return image_; }
-  /// Sets the image metadata. Errors: OutOfRange when row stride or plane offset exceed the extent.
-  [[nodiscard]] Result<void> set_image(const ImageMeta& meta);
+
+  // ---- Image, colorimetry, quantization (image.h, quantization.h; which operations keep which: the
+  // metadata rule in image.h's preamble) ------------------------------------------------------------
+  /// The layout of the image this tensor holds, offsets counted from its first element; nullptr when
+  /// it holds no whole image (never set, dropped by a view, or a plane view).
+  const ImageLayout* image_layout() const noexcept { return image_layout_.get(); }
+  /// The pixel format of the image, or of the image this tensor is a plane of; Unknown otherwise.
+  PixelFormat pixel_format() const noexcept { return pixel_format_; }
+  /// Which plane of pixel_format() this tensor views (0 to 3), or -1 (a whole image, or no image).
+  int image_plane() const noexcept { return image_plane_; }
+  const Colorimetry& colorimetry() const noexcept { return colorimetry_; }
+  const Quantization& quantization() const noexcept { return quantization_; }
+  /// Attaches an image layout (and its format; image_plane() becomes -1). The layout must validate
+  /// against the tensor's extent: every plane ends within extent_bytes() from the first element, no
+  /// overlap (ImageLayout::validate(extent_bytes())). Errors: FailedPrecondition (no storage), the
+  /// validation's InvalidArgument / OutOfRange naming plane, numbers and limit.
+  [[nodiscard]] Result<void> set_image_layout(const ImageLayout& layout);
+  /// Removes the layout and the pixel format.
+  void clear_image_layout() noexcept;
+  void set_colorimetry(const Colorimetry& colorimetry) noexcept { colorimetry_ = colorimetry; }
+  /// Attaches a quantization after Quantization::check(dtype(), shape()). Errors: as check.
+  [[nodiscard]] Result<void> set_quantization(Quantization quantization);
   BufferIdentity identity() const;
   /// True when both tensors reach the same underlying buffer object (same kernel file by device and
   /// inode, or the same heap block), even through separate imports.
@@ -198,6 +234,18 @@ class ET_API TensorDyn {
   /// Same bytes, new shape (same dtype and byte size). Errors: FailedPrecondition when not contiguous,
   /// InvalidArgument when the element counts differ.
   [[nodiscard]] Result<TensorDyn> reshape(ArrayRef<std::size_t> shape) const;
+  /// Indices [begin, end) of dimension `dim`, same rank (numpy's t[..., begin:end, ...]). Errors:
+  /// InvalidArgument (dim >= rank), OutOfRange (begin > end or end > shape[dim], naming them).
+  [[nodiscard]] Result<TensorDyn> slice(std::size_t dim, std::size_t begin, std::size_t end) const;
+  /// The view of image plane `index` with its natural shape and byte strides (rows row_stride apart):
+  /// 1-byte samples give U8, 16-bit samples U16 (P010: value in the top 10 bits of each u16).
+  ///   one sample per pixel (Grey, Y planes, I420 U/V, planar R/G/B, Bayer)  [rows, cols]
+  ///   interleaved (Rgb [h, w, 3], Rgba [h, w, 4], NV12 UV [ceil(h/2), ceil(w/2), 2])  [rows, cols, samples]
+  ///   packed 4:2:2 (Yuyv: [h, ceil(w/2), 4], one group of 2 pixels per entry)  [rows, groups, 4]
+  /// It keeps pixel_format(), colorimetry and quantization, and sets image_plane(). Errors:
+  /// FailedPrecondition (no image layout), OutOfRange (index >= plane count), Unsupported (a
+  /// non-linear DRM modifier, naming it in hex).
+  [[nodiscard]] Result<TensorDyn> plane(std::size_t index) const;
 
   // ---- CPU maps ----------------------------------------------------------------------------------
   /// Read access to the tensor's extent. Errors: FailedPrecondition (no storage, GL context gone),
@@ -232,7 +280,12 @@ class ET_API TensorDyn {
   std::size_t element_count_ = 0;
   std::size_t extent_bytes_ = 0;
   std::string name_;
-  ImageMeta image_;
+  // Metadata (image.h's rule): shared and immutable, or small values, so that views never allocate.
+  std::shared_ptr<const ImageLayout> image_layout_;
+  Colorimetry colorimetry_;
+  PixelFormat pixel_format_ = PixelFormat::Unknown;
+  std::int8_t image_plane_ = -1;
+  Quantization quantization_;
 };
 
 /// The typed face of a TensorDyn whose dtype is DTypeOf<T>.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Names of the public enums, and the version.
 #include <edgetensor/dtype.h>
-#include <edgetensor/image.h>
 #include <edgetensor/memory.h>
 #include <edgetensor/version.h>
 
@@ -13,8 +12,6 @@ constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64"};
 constexpr std::array<std::size_t, kDTypeCount> kDTypeSizes = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8};
 constexpr std::array<std::string_view, 5> kMemoryNames = {"auto", "heap", "shm", "dmabuf", "gl_pbo"};
-constexpr std::array<std::string_view, 10> kPixelNames = {"unknown", "grey", "rgb",  "bgr",  "rgba",
-                                                          "bgra",    "nv12", "nv21", "yuyv", "planar_rgb"};
 // One table lookup for every enum <-> name pair below.
 template <class E, std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, E value) noexcept {
@@ -35,10 +32,6 @@ std::optional<DType> dtype_from_name(std::string_view name) noexcept { return va
 std::string_view memory_kind_name(MemoryKind k) noexcept { return name_of(kMemoryNames, k); }
 std::optional<MemoryKind> memory_kind_from_name(std::string_view name) noexcept {
   return value_of<MemoryKind>(kMemoryNames, name);
-}
-std::string_view pixel_format_name(PixelFormat f) noexcept { return name_of(kPixelNames, f); }
-std::optional<PixelFormat> pixel_format_from_name(std::string_view name) noexcept {
-  return value_of<PixelFormat>(kPixelNames, name);
 }
 
 std::string_view version() noexcept { return ET_VERSION_STRING; }

@@ -222,20 +222,6 @@ MemoryKind TensorDyn::memory() const noexcept { return storage_ ? storage_->kind
 std::string TensorDyn::memory_detail() const { return storage_ ? storage_->backing().detail() : "no storage"; }
 bool TensorDyn::read_only() const noexcept { return storage_ && storage_->backing().read_only(); }
 
-Result<void> TensorDyn::set_image(const ImageMeta& meta) {
-  if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image: tensor has no storage");
-  if (static_cast<unsigned>(meta.format) > static_cast<unsigned>(PixelFormat::PlanarRgb))
-    return fail(ErrorCode::InvalidArgument, text::format("image metadata: pixel format {} is not a PixelFormat (0..{})",
-                                                        static_cast<unsigned>(meta.format),
-                                                        static_cast<unsigned>(PixelFormat::PlanarRgb)));
-  if (meta.row_stride_bytes > extent_bytes_ || meta.plane_offset_bytes > extent_bytes_)
-    return fail(ErrorCode::OutOfRange,
-                text::format("image metadata: row stride {} B / plane offset {} B exceed the tensor extent {} B",
-                            meta.row_stride_bytes, meta.plane_offset_bytes, extent_bytes_));
-  image_ = meta;
-  return {};
-}
-
 BufferIdentity TensorDyn::identity() const {
   if (!storage_) return {};
   return BufferIdentity(storage_->id(), std::weak_ptr<const void>(storage_));
@@ -272,7 +258,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
   t.extent_bytes_ = layout->extent_bytes;
   // A zero-element batch keeps its offset, checked like any (a non-empty one lies inside its parent).
   if (t.element_count_ == 0) ET_TRY(detail::check_fits<std::size_t>(t.offset_bytes_, 0, buffer_bytes(), "batch"));
-  t.image_ = {};
+  t.image_layout_.reset();  // TODO(issue 12 helpers): the metadata rule
   return t;
 }
 
@@ -302,7 +288,8 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
                             text::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
                             text::join(shape, ", "), count));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
-  t.image_ = image_;
+  t.image_layout_ = image_layout_;  // TODO(issue 12 helpers): the metadata rule
+  t.pixel_format_ = pixel_format_;
   return t;
 }
 

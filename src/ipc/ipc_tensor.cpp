@@ -47,9 +47,9 @@ Result<WireHeader> decode_header(std::span<const std::byte> bytes) {
   if (kind != MemoryKind::Shm && kind != MemoryKind::DmaBuf)
     return bad(text::format("memory kind {} ({}); only shm (2) and dmabuf (3) travel", h.memory,
                            memory_kind_name(kind)));
-  if (h.pixel_format > static_cast<std::uint8_t>(PixelFormat::PlanarRgb))
+  if (h.pixel_format >= kPixelFormatCount)
     return bad(text::format("pixel format {} is not a PixelFormat (0..{})", h.pixel_format,
-                           static_cast<int>(PixelFormat::PlanarRgb)));
+                           kPixelFormatCount - 1));
   if (h.fd_count != 1) return bad(text::format("fd_count {}, a tensor message carries exactly 1", h.fd_count));
   if (std::memchr(h.name, '\0', sizeof h.name) == nullptr) return bad("name is not NUL-terminated within 64 B");
   constexpr std::uint64_t kSizeMax = static_cast<std::uint64_t>(static_cast<std::size_t>(-1));
@@ -161,10 +161,8 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   h.dtype = static_cast<std::uint8_t>(tensor.dtype());
   h.rank = static_cast<std::uint8_t>(tensor.rank());
   h.memory = static_cast<std::uint8_t>(kind);
-  h.pixel_format = static_cast<std::uint8_t>(tensor.image().format);
+  // TODO(issue 12, IPC v2): the image layout, colorimetry and quantization travel in a new header.
   h.offset_bytes = tensor.offset_bytes();
-  h.row_stride_bytes = tensor.image().row_stride_bytes;
-  h.plane_offset_bytes = tensor.image().plane_offset_bytes;
   for (std::size_t i = 0; i < tensor.rank(); ++i) {
     h.shape[i] = tensor.shape()[i];
     h.strides[i] = tensor.strides()[i];
@@ -207,9 +205,6 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   // The fd was probed above: import it with that answer (no second probe).
   ET_TRY_ASSIGN(auto tensor, detail::tensor_from_fd(std::move(msg.fds[0]), info, shape, static_cast<DType>(h.dtype),
                                                     options));
-  ImageMeta meta{static_cast<PixelFormat>(h.pixel_format), static_cast<std::size_t>(h.row_stride_bytes),
-                 static_cast<std::size_t>(h.plane_offset_bytes)};
-  ET_TRY(tensor.set_image(meta));
   return tensor;
 }
 

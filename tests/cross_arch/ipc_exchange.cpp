@@ -48,20 +48,19 @@ struct Case {
   std::vector<std::size_t> view_shape;
   std::vector<std::int64_t> view_strides;  // bytes; empty = C-contiguous
   std::string name;
-  ImageMeta image;
+  // TODO(issue 12, IPC v2): image layout, colorimetry, quantization per case.
 };
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {"f32 [2,3,4] contiguous", DType::F32, {2, 3, 4}, 0, {2, 3, 4}, {}, "cube", {}},
-      {"u8 rows 5..8 of [16,33] (offset 165 B)", DType::U8, {16, 33}, 5 * 33, {4, 33}, {}, "rows", {}},
-      {"i64 [3,5] transposed view of [5,3]", DType::I64, {5, 3}, 0, {3, 5}, {8, 24}, "transposed", {}},
-      {"nv12 640x480 image", DType::U8, {720, 640}, 0, {720, 640}, {}, "camera-\xc3\xa9/frame",
-       {PixelFormat::Nv12, 640, 640 * 480}},
+      {"f32 [2,3,4] contiguous", DType::F32, {2, 3, 4}, 0, {2, 3, 4}, {}, "cube"},
+      {"u8 rows 5..8 of [16,33] (offset 165 B)", DType::U8, {16, 33}, 5 * 33, {4, 33}, {}, "rows"},
+      {"i64 [3,5] transposed view of [5,3]", DType::I64, {5, 3}, 0, {3, 5}, {8, 24}, "transposed"},
+      {"nv12 640x480 image", DType::U8, {720, 640}, 0, {720, 640}, {}, "camera-\xc3\xa9/frame"},
       {"u16 last element of 3 MiB, 80-byte name cut to 63", DType::U16, {1572864}, 2 * 1572863, {1}, {},
-       std::string(80, 'n'), {}},
-      {"f64 rank 8", DType::F64, {1, 2, 1, 2, 1, 2, 1, 3}, 0, {1, 2, 1, 2, 1, 2, 1, 3}, {}, "rank8", {}},
-      {"u32 every 3rd of 300 (stride 12 B, offset 8 B)", DType::U32, {300}, 8, {99}, {12}, "strided", {}},
+       std::string(80, 'n')},
+      {"f64 rank 8", DType::F64, {1, 2, 1, 2, 1, 2, 1, 3}, 0, {1, 2, 1, 2, 1, 2, 1, 3}, {}, "rank8"},
+      {"u32 every 3rd of 300 (stride 12 B, offset 8 B)", DType::U32, {300}, 8, {99}, {12}, "strided"},
   };
   return all;
 }
@@ -82,7 +81,6 @@ Result<TensorDyn> make(std::size_t index) {
   }
   ET_TRY_ASSIGN(auto view, whole.view(c.view_offset_bytes, c.view_shape, c.view_strides));
   view.set_name(c.name);
-  if (c.image.format != PixelFormat::Unknown) ET_TRY(view.set_image(c.image));
   return view;
 }
 
@@ -107,10 +105,6 @@ std::string compare(const TensorDyn& got, const TensorDyn& want) {
   field("buffer", std::to_string(got.buffer_bytes()), std::to_string(want.buffer_bytes()));
   field("name", got.name(), want.name().substr(0, ipc::kMaxWireNameBytes));
   field("memory", std::string(memory_kind_name(got.memory())), "shm");
-  field("image", std::to_string(static_cast<int>(got.image().format)) + "/" + std::to_string(got.image().row_stride_bytes) +
-                     "/" + std::to_string(got.image().plane_offset_bytes),
-        std::to_string(static_cast<int>(want.image().format)) + "/" + std::to_string(want.image().row_stride_bytes) +
-            "/" + std::to_string(want.image().plane_offset_bytes));
   if (!diff.empty()) return diff;
   auto g = got.map_read();
   auto w = want.map_read();

@@ -80,7 +80,7 @@ TEST(MemoryKindNames, RoundTrip) {
 }
 
 TEST(PixelFormatNames, RoundTrip) {
-  for (int i = 0; i <= static_cast<int>(PixelFormat::PlanarRgb); ++i) {
+  for (int i = 0; i < kPixelFormatCount; ++i) {
     auto f = static_cast<PixelFormat>(i);
     auto name = pixel_format_name(f);
     EXPECT_NE(name, "invalid");

@@ -490,18 +490,6 @@ TEST(Tensor, TypedTensorChecksTheDType) {
   ASSERT_OK(Tensor<std::uint8_t>::from(*u8));
 }
 
-TEST(Tensor, ImageMetadataIsCheckedAgainstTheExtent) {
-  auto t = TensorDyn::allocate({480, 640, 4}, DType::U8);
-  ASSERT_OK(t);
-  ImageMeta meta{PixelFormat::Rgba, 2560, 0};
-  ASSERT_OK(t->set_image(meta));
-  EXPECT_TRUE(t->image() == meta);
-  EXPECT_TRUE(t->reshape({480 * 640 * 4})->image() == meta);
-  EXPECT_ERROR(t->set_image({PixelFormat::Nv12, 2560, 480u * 640u * 4u + 1}), ErrorCode::OutOfRange,
-               "exceed the tensor extent 1228800 B");
-  EXPECT_TRUE(t->image() == meta);  // unchanged on error
-}
-
 TEST(Tensor, NameIsKept) {
   AllocateOptions o;
   o.name = "camera0";

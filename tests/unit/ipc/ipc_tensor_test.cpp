@@ -73,7 +73,7 @@ TEST(IpcTensor, ShmTensorRoundTripsWithViewImageAndName) {
     auto v = t->batch(2);
     ASSERT_OK(v);
     v->set_name("frame-0/batch-2");
-    ASSERT_OK(v->set_image({PixelFormat::Rgb, 48, 0}));
+    // TODO(issue 12, IPC v2): attach an image layout, colorimetry and quantization here.
     Pair p;
     ASSERT_OK(ipc::send(p.a.get(), *v));
     auto r = ipc::receive(p.b.get());
@@ -83,7 +83,6 @@ TEST(IpcTensor, ShmTensorRoundTripsWithViewImageAndName) {
     EXPECT_EQ(std::vector<std::int64_t>(r->strides().begin(), r->strides().end()), (std::vector<std::int64_t>{6, 2}));
     EXPECT_EQ(r->offset_bytes(), v->offset_bytes());
     EXPECT_EQ(r->name(), "frame-0/batch-2");
-    EXPECT_EQ(r->image(), (ImageMeta{PixelFormat::Rgb, 48, 0}));
     EXPECT_EQ(r->memory(), MemoryKind::Shm);
     EXPECT_TRUE(r->same_buffer(*t));
     EXPECT_NE(r->identity().id(), t->identity().id());
@@ -261,14 +260,6 @@ TEST(IpcTensor, BuffersOverTheReceiversLimitAreRefused) {
     EXPECT_ERROR(ipc::receive(p.b.get(), {.max_buffer_bytes = 1024}), ErrorCode::OutOfRange, "limit of 1024 B");
   }
   EXPECT_EQ(open_fd_count(), fds);
-}
-
-TEST(IpcTensor, InvalidPixelFormatIsRefusedAtSetImage) {
-  auto t = TensorDyn::allocate({8}, DType::U8, {.memory = MemoryKind::Shm});
-  ASSERT_OK(t);
-  EXPECT_ERROR(t->set_image({static_cast<PixelFormat>(200), 0, 0}), ErrorCode::InvalidArgument,
-               "pixel format 200 is not a PixelFormat");
-  EXPECT_ERROR(TensorDyn{}.set_image({}), ErrorCode::FailedPrecondition, "no storage");
 }
 
 // ---- The zero-element rule: nothing to share, the same answer on every backend ---------------------

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Affine quantization of integer tensors: real = scale * (q - zero_point), as TFLite, ONNX
+// (QuantizeLinear) and PyTorch define it.
+//
+// A Quantization is an immutable value. Per-axis parameters live in one shared array: copying a
+// Quantization, and slicing it along its axis (TensorDyn::batch, TensorDyn::slice), never allocates.
+// Which operations keep it: the metadata rule in image.h.
+#pragma once
+
+#include <edgetensor/dtype.h>
+#include <edgetensor/error.h>
+#include <edgetensor/export.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace edgetensor::inline ET_ABI_NAMESPACE {
+
+/// Most channels a per-axis quantization may have (also the IPC limit, docs/WIRE.md).
+inline constexpr std::size_t kMaxQuantizationChannels = 4096;
+
+enum class QuantizationKind : std::uint8_t { None = 0, PerTensor = 1, PerAxis = 2 };
+
+class ET_API Quantization {
+ public:
+  /// No quantization.
+  Quantization() noexcept = default;
+  /// One scale and zero point. Errors: InvalidArgument when scale is not finite and > 0.
+  [[nodiscard]] static Result<Quantization> per_tensor(float scale, std::int32_t zero_point);
+  /// One scale and zero point per index of dimension `axis`. Errors: InvalidArgument (empty, sizes differ,
+  /// a scale not finite and > 0, naming its index), OutOfRange (more than kMaxQuantizationChannels).
+  [[nodiscard]] static Result<Quantization> per_axis(std::size_t axis, std::span<const float> scales,
+                                                     std::span<const std::int32_t> zero_points);
+
+  QuantizationKind kind() const noexcept { return kind_; }
+  /// The quantized dimension (PerAxis), else 0.
+  std::size_t axis() const noexcept { return axis_; }
+  /// One entry (PerTensor), one per channel (PerAxis), none (None).
+  std::span<const float> scales() const noexcept;
+  std::span<const std::int32_t> zero_points() const noexcept;
+
+  /// Checks this quantization against a tensor's dtype and shape: an integer dtype (u8, i8, u16, i16,
+  /// u32, i32); every zero point representable in it; PerAxis: axis < rank and shape[axis] equal to the
+  /// channel count. Errors: InvalidArgument naming the field, the value and the limit.
+  [[nodiscard]] Result<void> check(DType dtype, std::span<const std::size_t> shape) const;
+
+  /// Channels [begin, end) of a PerAxis quantization (shares the parameter array). Errors: OutOfRange,
+  /// FailedPrecondition when not PerAxis.
+  [[nodiscard]] Result<Quantization> slice_channels(std::size_t begin, std::size_t end) const;
+
+  friend ET_API bool operator==(const Quantization& a, const Quantization& b) noexcept;
+
+ private:
+  struct Params;  // the shared per-axis arrays (src/core/quantization.cpp)
+  QuantizationKind kind_ = QuantizationKind::None;
+  std::uint32_t axis_ = 0;
+  float scale_ = 0.0f;            // PerTensor
+  std::int32_t zero_point_ = 0;   // PerTensor
+  std::shared_ptr<const Params> params_;  // PerAxis
+  std::uint32_t first_ = 0;       // PerAxis window into params_
+  std::uint32_t count_ = 0;
+};
+
+}  // namespace edgetensor

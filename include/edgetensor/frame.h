@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,9 @@ class ET_API Frame {
   [[nodiscard]] Result<std::vector<UniqueFd>> export_plane_fds() const;
 
  private:
+  template <class MapT>
+  static Result<FrameMapT<MapT>> map_all(const Frame& frame, std::string_view what);  // src/core/frame.cpp
+
   ImageLayout layout_;
   Colorimetry colorimetry_;
   std::array<TensorDyn, kMaxPlanes> buffers_{};          // distinct buffers, [0, buffer_count_)

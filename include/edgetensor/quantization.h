@@ -50,6 +50,14 @@ class ET_API Quantization {
   /// FailedPrecondition when not PerAxis.
   [[nodiscard]] Result<Quantization> slice_channels(std::size_t begin, std::size_t end) const;
 
+  /// The same parameters for another axis (after an operation removed a dimension before it). Shares
+  /// the parameter array; does not check the axis (TensorDyn::set_quantization does).
+  Quantization with_axis(std::size_t axis) const noexcept {
+    Quantization q = *this;
+    if (q.kind_ == QuantizationKind::PerAxis) q.axis_ = static_cast<std::uint32_t>(axis);
+    return q;
+  }
+
   friend ET_API bool operator==(const Quantization& a, const Quantization& b) noexcept;
 
  private:

@@ -246,6 +246,12 @@ class ET_API TensorDyn {
   /// FailedPrecondition (no image layout), OutOfRange (index >= plane count), Unsupported (a
   /// non-linear DRM modifier, naming it in hex).
   [[nodiscard]] Result<TensorDyn> plane(std::size_t index) const;
+  /// The whole image as one view, where one exists: a single-plane format gives plane(0) (Rgb [h, w, 3],
+  /// Grey [h, w], Yuyv [h, ceil(w/2), 4]); a planar format whose planes share one row stride and lie
+  /// equally far apart gives [planes, h, w] (PlanarRgb [3, h, w]: CHW, what models take). Keeps what
+  /// plane() keeps; image_plane() is -1. Errors: as plane; FailedPrecondition for subsampled
+  /// multi-plane formats (NV12, I420: use plane()) and for planes that are not evenly spaced.
+  [[nodiscard]] Result<TensorDyn> image_view() const;
 
   // ---- CPU maps ----------------------------------------------------------------------------------
   /// Read access to the tensor's extent. Errors: FailedPrecondition (no storage, GL context gone),

@@ -14,6 +14,7 @@
 #include "core/memfd.h"
 #include "core/shm_name.h"
 #include "core/sys.h"
+#include "core/tensor_access.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 
@@ -43,52 +44,50 @@ std::unique_ptr<Backing> make_empty_backing(MemoryKind kind) { return std::make_
 }  // namespace detail
 
 namespace detail {
-// Builds tensors from validated parts; the one place that fills a TensorDyn's fields.
-struct TensorAccess {
-  static Result<TensorDyn> make(std::shared_ptr<Storage> storage, ArrayRef<std::size_t> shape, DType dtype,
-                                ArrayRef<std::int64_t> strides, std::size_t offset, std::string name,
-                                std::string_view what) {
-    if (!dtype_is_valid(dtype))
-      return fail(ErrorCode::InvalidArgument, text::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
-    if (shape.size() > kMaxRank)
-      return fail(ErrorCode::InvalidArgument,
-                  text::format("{}: rank {} exceeds the maximum rank {}", what, shape.size(), kMaxRank));
-    if (!strides.empty() && strides.size() != shape.size())
-      return fail(ErrorCode::InvalidArgument,
-                  text::format("{}: {} strides given for rank {}", what, strides.size(), shape.size()));
-    const std::size_t esize = dtype_size(dtype);
-    if (offset % esize != 0)
-      return fail(ErrorCode::InvalidArgument,
-                  text::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
-    TensorDyn t;
-    t.dtype_ = dtype;
-    t.rank_ = shape.size();
-    std::copy(shape.begin(), shape.end(), t.shape_.begin());
-    std::string label = text::format("{} {}", what, dtype_name(dtype));
-    if (strides.empty()) {
-      ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
-    } else {
-      std::copy(strides.begin(), strides.end(), t.strides_.begin());
-    }
-    ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
-    // Zero elements: extent 0, so this checks offset <= buffer_bytes (the offset is kept, never reset).
-    ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
-    t.element_count_ = layout.element_count;
-    t.extent_bytes_ = layout.extent_bytes;
-    t.offset_bytes_ = offset;
-    t.storage_ = std::move(storage);
-    t.name_ = std::move(name);
-    return t;
+Result<TensorDyn> TensorAccess::make(std::shared_ptr<Storage> storage, ArrayRef<std::size_t> shape, DType dtype,
+                                     ArrayRef<std::int64_t> strides, std::size_t offset, std::string name,
+                                     std::string_view what) {
+  if (!dtype_is_valid(dtype))
+    return fail(ErrorCode::InvalidArgument, text::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
+  if (shape.size() > kMaxRank)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: rank {} exceeds the maximum rank {}", what, shape.size(), kMaxRank));
+  if (!strides.empty() && strides.size() != shape.size())
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: {} strides given for rank {}", what, strides.size(), shape.size()));
+  const std::size_t esize = dtype_size(dtype);
+  if (offset % esize != 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
+  TensorDyn t;
+  t.dtype_ = dtype;
+  t.rank_ = shape.size();
+  std::copy(shape.begin(), shape.end(), t.shape_.begin());
+  std::string label = text::format("{} {}", what, dtype_name(dtype));
+  if (strides.empty()) {
+    ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
+  } else {
+    std::copy(strides.begin(), strides.end(), t.strides_.begin());
   }
+  ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
+  // Zero elements: extent 0, so this checks offset <= buffer_bytes (the offset is kept, never reset).
+  ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
+  t.element_count_ = layout.element_count;
+  t.extent_bytes_ = layout.extent_bytes;
+  t.offset_bytes_ = offset;
+  t.storage_ = std::move(storage);
+  t.name_ = std::move(name);
+  return t;
+}
 
-  static Result<TensorDyn> import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
-                                  const ImportOptions& options) {
-    return make(std::make_shared<Storage>(std::move(backing)), shape, dtype, options.strides_bytes,
-                options.offset_bytes, options.name, "import");
-  }
-};
+Result<TensorDyn> TensorAccess::import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
+                                       const ImportOptions& options) {
+  return make(std::make_shared<Storage>(std::move(backing)), shape, dtype, options.strides_bytes,
+              options.offset_bytes, options.name, "import");
+}
 }  // namespace detail
 using detail::TensorAccess;
+using detail::ViewOp;
 
 namespace detail {
 Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
@@ -258,7 +257,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
   t.extent_bytes_ = layout->extent_bytes;
   // A zero-element batch keeps its offset, checked like any (a non-empty one lies inside its parent).
   if (t.element_count_ == 0) ET_TRY(detail::check_fits<std::size_t>(t.offset_bytes_, 0, buffer_bytes(), "batch"));
-  t.image_layout_.reset();  // TODO(issue 12 helpers): the metadata rule
+  TensorAccess::carry_metadata(*this, t, {ViewOp::Batch, n});
   return t;
 }
 
@@ -267,6 +266,7 @@ Result<TensorDyn> TensorDyn::view(std::size_t offset, ArrayRef<std::size_t> shap
   auto abs = detail::checked_add<std::size_t>(offset_bytes_, offset);
   if (!abs) return fail(ErrorCode::OutOfRange, text::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, name_, "view"));
+  TensorAccess::carry_metadata(*this, t, {ViewOp::View});
   return t;
 }
 
@@ -288,8 +288,7 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
                             text::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
                             text::join(shape, ", "), count));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
-  t.image_layout_ = image_layout_;  // TODO(issue 12 helpers): the metadata rule
-  t.pixel_format_ = pixel_format_;
+  TensorAccess::carry_metadata(*this, t, {ViewOp::Reshape});
   return t;
 }
 

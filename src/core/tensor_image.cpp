@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// TensorDyn's image side: image layouts, plane views, slices, quantization, and the metadata rule of
+// image.h (which operation keeps which metadata).
+#include <edgetensor/tensor.h>
+
+#include <algorithm>
+
+#include "text/format.h"
+
+#include "core/layout.h"
+#include "core/tensor_access.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE {
+
+using detail::TensorAccess;
+using detail::ViewInfo;
+using detail::ViewOp;
+
+namespace detail {
+namespace {
+
+// Per-axis quantization through an operation (image.h's rule); per-tensor and none pass unchanged.
+Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, const ViewInfo& how) noexcept {
+  const Quantization& q = from.quantization();
+  if (q.kind() != QuantizationKind::PerAxis) return q;
+  const std::size_t axis = q.axis();
+  switch (how.op) {
+    case ViewOp::Batch:
+      if (axis == 0) {  // one channel left: its own per-tensor parameters
+        auto one = Quantization::per_tensor(q.scales()[how.index], q.zero_points()[how.index]);
+        return one ? *one : Quantization{};
+      }
+      return q.with_axis(axis - 1);
+    case ViewOp::Slice:
+      if (how.index != axis) return q;
+      if (auto s = q.slice_channels(how.begin, how.end)) return *s;
+      return {};
+    case ViewOp::Reshape:
+    case ViewOp::View:
+      // Kept only where the channels still map one to one: same first element, the axis's size and stride.
+      if (to.offset_bytes() == from.offset_bytes() && axis < to.rank() && to.shape()[axis] == from.shape()[axis] &&
+          to.strides()[axis] == from.strides()[axis])
+        return q;
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+void TensorAccess::carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) noexcept {
+  to.colorimetry_ = from.colorimetry_;
+  const bool same_bytes = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_;
+  if (from.image_layout_ && same_bytes) {
+    to.image_layout_ = from.image_layout_;
+    to.pixel_format_ = from.pixel_format_;
+    to.image_plane_ = -1;
+  } else {
+    to.image_layout_.reset();
+    // A view of a plane view still shows samples of that plane; a view of part of a whole image does not.
+    const bool plane = from.image_plane_ >= 0;
+    to.pixel_format_ = plane ? from.pixel_format_ : PixelFormat::Unknown;
+    to.image_plane_ = plane ? from.image_plane_ : std::int8_t{-1};
+  }
+  to.quantization_ = carry_quantization(from, to, how);
+}
+
+Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLayout& layout, std::size_t index,
+                                           const Colorimetry& colorimetry) {
+  if (layout.modifier != kDrmFormatModLinear)
+    return fail(ErrorCode::Unsupported,
+                text::format("plane {}: DRM format modifier 0x{:016x} is not LINEAR (0): the CPU layout of a "
+                            "tiled or compressed image is opaque; export or send it instead",
+                            index, layout.modifier));
+  const PixelFormatInfo& info = pixel_format_info(layout.format);
+  if (index >= info.plane_count)
+    return fail(ErrorCode::OutOfRange, text::format("plane {} of a {} image: it has {} plane{}", index, info.name,
+                                                    info.plane_count, info.plane_count == 1 ? "" : "s"));
+  const PlaneFormat& pf = info.planes[index];
+  const std::size_t sample_bytes = pf.bits_per_sample / 8u;
+  const std::size_t samples = pf.bytes_per_group / sample_bytes;  // per group
+  const std::size_t rows = layout.plane_rows(index);
+  const std::size_t pixels = (layout.width + pf.h_subsampling - 1u) / pf.h_subsampling;
+  const std::size_t groups = (pixels + pf.pixels_per_group - 1u) / pf.pixels_per_group;
+  const auto stride = static_cast<std::int64_t>(layout.planes[index].row_stride_bytes);
+  const auto group = static_cast<std::int64_t>(pf.bytes_per_group);
+  const auto sample = static_cast<std::int64_t>(sample_bytes);
+  const DType dtype = sample_bytes == 2 ? DType::U16 : DType::U8;
+  std::array<std::size_t, 3> shape{rows, groups, samples};
+  std::array<std::int64_t, 3> strides{stride, group, sample};
+  const std::size_t rank = samples == 1 ? 2 : 3;  // one sample per pixel: [rows, cols]
+  auto offset = checked_add<std::size_t>(base.offset_bytes_, layout.planes[index].offset_bytes);
+  if (!offset)
+    return fail(ErrorCode::OutOfRange, text::format("plane {}: offset {} B + {} B overflows", index,
+                                                    base.offset_bytes_, layout.planes[index].offset_bytes));
+  ET_TRY_ASSIGN(auto t, make(base.storage_, ArrayRef<std::size_t>(shape.data(), rank), dtype,
+                             ArrayRef<std::int64_t>(strides.data(), rank), *offset, base.name_,
+                             text::format("plane {} of a {} image", index, info.name)));
+  t.image_layout_.reset();
+  t.pixel_format_ = layout.format;
+  t.image_plane_ = static_cast<std::int8_t>(index);
+  t.colorimetry_ = colorimetry;
+  t.quantization_ = base.quantization_.kind() == QuantizationKind::PerTensor ? base.quantization_ : Quantization{};
+  return t;
+}
+
+Result<TensorDyn> TensorAccess::whole_buffer(const TensorDyn& t) {
+  if (!t.storage_) return fail(ErrorCode::FailedPrecondition, "tensor has no storage");
+  const std::size_t bytes = t.buffer_bytes();
+  return make(t.storage_, ArrayRef<std::size_t>(&bytes, 1), DType::U8, {}, 0, t.name_, "buffer");
+}
+
+}  // namespace detail
+
+Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image_layout: tensor has no storage");
+  ET_TRY(layout.validate(extent_bytes_));
+  image_layout_ = std::make_shared<const ImageLayout>(layout);
+  pixel_format_ = layout.format;
+  image_plane_ = -1;
+  return {};
+}
+
+void TensorDyn::clear_image_layout() noexcept {
+  image_layout_.reset();
+  pixel_format_ = PixelFormat::Unknown;
+  image_plane_ = -1;
+}
+
+Result<void> TensorDyn::set_quantization(Quantization quantization) {
+  ET_TRY(quantization.check(dtype_, shape()));
+  quantization_ = std::move(quantization);
+  return {};
+}
+
+Result<TensorDyn> TensorDyn::plane(std::size_t index) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "plane: tensor has no storage");
+  if (!image_layout_)
+    return fail(ErrorCode::FailedPrecondition,
+                text::format("plane {}: tensor has no image layout (set_image_layout, allocate_image or "
+                            "import_image_dup attach one; views and batches drop it)", index));
+  return TensorAccess::plane_view(*this, *image_layout_, index, colorimetry_);
+}
+
+Result<TensorDyn> TensorDyn::image_view() const {
+  ET_TRY_ASSIGN(auto first, plane(0));
+  const ImageLayout& layout = *image_layout_;
+  const PixelFormatInfo& info = pixel_format_info(layout.format);
+  if (info.plane_count == 1) {
+    first.image_plane_ = -1;
+    return first;
+  }
+  // Planar formats without subsampling (PlanarRgb, PlanarRgba): [planes, h, w] when evenly spaced.
+  for (std::size_t i = 0; i < info.plane_count; ++i)
+    if (info.planes[i].h_subsampling != 1 || info.planes[i].v_subsampling != 1 ||
+        info.planes[i].bytes_per_group != info.planes[0].bytes_per_group || info.planes[i].samples.size() != 1)
+      return fail(ErrorCode::FailedPrecondition,
+                  text::format("image_view: a {} image's planes differ in size or sampling; take plane(i) each",
+                              info.name));
+  const std::size_t stride = layout.planes[0].row_stride_bytes;
+  const auto spacing = static_cast<std::int64_t>(layout.planes[1].offset_bytes) -
+                       static_cast<std::int64_t>(layout.planes[0].offset_bytes);
+  for (std::size_t i = 1; i < info.plane_count; ++i) {
+    const auto gap = static_cast<std::int64_t>(layout.planes[i].offset_bytes) -
+                     static_cast<std::int64_t>(layout.planes[i - 1].offset_bytes);
+    if (layout.planes[i].row_stride_bytes != stride || gap != spacing || spacing <= 0)
+      return fail(ErrorCode::FailedPrecondition,
+                  text::format("image_view: {} planes are not one [planes, h, w] array (plane {}: offset {} B, row "
+                              "stride {} B; plane 0: offset {} B, row stride {} B; planes must be {} B apart with one "
+                              "stride); take plane(i) each",
+                              info.name, i, layout.planes[i].offset_bytes, layout.planes[i].row_stride_bytes,
+                              layout.planes[0].offset_bytes, stride, spacing));
+  }
+  std::array<std::size_t, 3> shape{info.plane_count, first.shape_[0], first.shape_[1]};
+  std::array<std::int64_t, 3> strides{spacing, first.strides_[0], first.strides_[1]};
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, ArrayRef<std::size_t>(shape.data(), 3), first.dtype_,
+                                           ArrayRef<std::int64_t>(strides.data(), 3), first.offset_bytes_, name_,
+                                           "image_view"));
+  t.pixel_format_ = first.pixel_format_;
+  t.colorimetry_ = first.colorimetry_;
+  t.quantization_ = first.quantization_;
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::slice(std::size_t dim, std::size_t begin, std::size_t end) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "slice: tensor has no storage");
+  if (dim >= rank_)
+    return fail(ErrorCode::InvalidArgument, text::format("slice: dimension {} of a rank-{} tensor", dim, rank_));
+  if (begin > end || end > shape_[dim])
+    return fail(ErrorCode::OutOfRange, text::format("slice [{}, {}) of dimension {}: its size is {}", begin, end,
+                                                    dim, shape_[dim]));
+  // Checked: with zero elements the strides were never bounded by an extent.
+  auto step = detail::checked_mul<std::size_t>(begin, static_cast<std::size_t>(strides_[dim]));
+  auto offset = step ? detail::checked_add<std::size_t>(offset_bytes_, *step) : std::nullopt;
+  if (!offset)
+    return fail(ErrorCode::OutOfRange, text::format("slice [{}, {}) of dimension {}: offset {} B + {} x stride {} B "
+                                                    "overflows", begin, end, dim, offset_bytes_, begin, strides_[dim]));
+  std::array<std::size_t, kMaxRank> shape = shape_;
+  shape[dim] = end - begin;
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, ArrayRef<std::size_t>(shape.data(), rank_), dtype_,
+                                           ArrayRef<std::int64_t>(strides_.data(), rank_), *offset, name_, "slice"));
+  TensorAccess::carry_metadata(*this, t, {ViewOp::Slice, dim, begin, end});
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::allocate_image(std::uint32_t width, std::uint32_t height, PixelFormat format,
+                                            ImageAlignment alignment, const AllocateOptions& options) {
+  ET_TRY_ASSIGN(auto layout, ImageLayout::make(width, height, format, alignment));
+  ET_TRY_ASSIGN(std::size_t bytes, ImageLayout::allocation_bytes(width, height, format, alignment));
+  ET_TRY_ASSIGN(auto t, allocate({bytes}, DType::U8, options));
+  ET_TRY(t.set_image_layout(layout));
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::allocate_image(const ImageLayout& layout, const AllocateOptions& options) {
+  ET_TRY(layout.validate());
+  ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  ET_TRY_ASSIGN(auto t, allocate({bytes}, DType::U8, options));
+  ET_TRY(t.set_image_layout(layout));
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout& layout, const ImportOptions& options) {
+  if (!options.strides_bytes.empty())
+    return fail(ErrorCode::InvalidArgument,
+                text::format("import_image_dup: ImportOptions::strides_bytes has {} entries; an image's strides come "
+                            "from its layout (leave it empty)", options.strides_bytes.size()));
+  ET_TRY(layout.validate());
+  ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  ET_TRY_ASSIGN(auto t, import_fd_dup(borrowed_fd, {bytes}, DType::U8, options));
+  ET_TRY(t.set_image_layout(layout));
+  return t;
+}
+
+}  // namespace edgetensor

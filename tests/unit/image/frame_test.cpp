@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// Frame (issue 12): planes in separate buffers (V4L2 multi-planar, libcamera), the same buffer passed
+// once per plane, maps, plane views and per-plane export.
+#include <edgetensor/edgetensor.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "support/test_support.h"
+
+using namespace edgetensor;
+using et_test::open_fd_count;
+
+namespace {
+
+UniqueFd sealed_memfd(std::size_t size, std::uint8_t fill) {
+  UniqueFd fd(::memfd_create("et-frame", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  EXPECT_TRUE(fd.is_valid());
+  EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
+  std::vector<std::uint8_t> buf(size, fill);
+  EXPECT_EQ(::pwrite(fd.get(), buf.data(), size, 0), static_cast<ssize_t>(size));
+  EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  return fd;
+}
+
+ImageLayout nv12m(std::uint32_t w, std::uint32_t h, std::size_t stride) {
+  ImageLayout l;
+  l.format = PixelFormat::Nv12;
+  l.width = w;
+  l.height = h;
+  l.planes[0] = {0, stride};
+  l.planes[1] = {0, stride};  // each plane at the start of its own buffer
+  return l;
+}
+
+}  // namespace
+
+TEST(Frame, PlanesInSeparateBuffers) {
+  const int fds_before = open_fd_count();
+  {
+    UniqueFd y = sealed_memfd(64 * 48, 0x10);
+    UniqueFd uv = sealed_memfd(64 * 24, 0x80);
+    const int planes[] = {y.get(), uv.get()};
+    auto f = Frame::import_planes_dup(planes, nv12m(64, 48, 64));
+    ASSERT_OK(f);
+    EXPECT_EQ(f->plane_count(), 2u);
+    EXPECT_EQ(f->buffer_count(), 2u);
+    EXPECT_EQ(f->plane_buffer(1), 1u);
+    auto m = f->map_read();
+    ASSERT_OK(m);
+    EXPECT_EQ(m->plane_bytes(0).size(), 64u * 48u);
+    EXPECT_EQ(m->plane_bytes(1).size(), 64u * 24u);
+    EXPECT_EQ(m->plane_bytes(0)[0], std::byte{0x10});
+    EXPECT_EQ(m->plane_bytes(1)[64 * 24 - 1], std::byte{0x80});
+    EXPECT_TRUE(m->plane_bytes(2).empty());
+    auto uvv = f->plane(1);
+    ASSERT_OK(uvv);
+    EXPECT_EQ(std::vector<std::size_t>(uvv->shape().begin(), uvv->shape().end()),
+              (std::vector<std::size_t>{24, 32, 2}));
+    auto out = f->export_plane_fds();
+    ASSERT_OK(out);
+    ASSERT_EQ(out->size(), 2u);
+    // What export gives, import takes back.
+    const int again[] = {(*out)[0].get(), (*out)[1].get()};
+    auto g = Frame::import_planes_dup(again, f->layout());
+    ASSERT_OK(g);
+    auto b0 = g->buffer(0);
+    auto a0 = f->buffer(0);
+    ASSERT_OK(b0);
+    ASSERT_OK(a0);
+    EXPECT_TRUE(b0->same_buffer(*a0));
+  }
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
+// libcamera passes one fd per plane even when the planes share one buffer: it is imported and mapped once.
+TEST(Frame, OneBufferPassedOncePerPlaneIsImportedOnce) {
+  const int fds_before = open_fd_count();
+  {
+    UniqueFd buf = sealed_memfd(64 * 48 + 64 * 24, 0x33);
+    UniqueFd dup(::dup(buf.get()));  // another fd of the same buffer
+    ImageLayout l = nv12m(64, 48, 64);
+    l.planes[1].offset_bytes = 64 * 48;
+    const int planes[] = {buf.get(), dup.get()};
+    auto f = Frame::import_planes_dup(planes, l);
+    ASSERT_OK(f);
+    EXPECT_EQ(f->buffer_count(), 1u);
+    EXPECT_EQ(f->plane_buffer(1), 0u);
+    const int maps_before = et_test::mapping_count();
+    {
+      auto m = f->map_read();
+      ASSERT_OK(m);
+      EXPECT_EQ(m->plane_bytes(1).data(), m->plane_bytes(0).data() + 64 * 48);
+    }
+    if (et_test::kExactMappingCount) {
+      EXPECT_EQ(et_test::mapping_count(), maps_before);
+    }
+  }
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
+TEST(Frame, BadImportsAreNamed) {
+  UniqueFd y = sealed_memfd(64 * 48, 0);
+  UniqueFd small = sealed_memfd(64 * 24 - 1, 0);
+  const int one[] = {y.get()};
+  EXPECT_ERROR(Frame::import_planes_dup(one, nv12m(64, 48, 64)), ErrorCode::InvalidArgument, "1 fds for a nv12 image of 2 planes");
+  const int planes[] = {y.get(), small.get()};
+  auto r = Frame::import_planes_dup(planes, nv12m(64, 48, 64));
+  EXPECT_ERROR(r, ErrorCode::OutOfRange, "plane 1");
+  EXPECT_NE(r.error().message().find(std::to_string(64 * 24 - 1)), std::string::npos) << r.error().message();
+  const int bad[] = {y.get(), -1};
+  EXPECT_ERROR(Frame::import_planes_dup(bad, nv12m(64, 48, 64)), ErrorCode::InvalidArgument, "plane 1 (fd -1)");
+  ImportOptions o;
+  o.offset_bytes = 16;
+  const int two[] = {y.get(), y.get()};
+  EXPECT_ERROR(Frame::import_planes_dup(two, nv12m(64, 48, 64), o), ErrorCode::InvalidArgument, "offset_bytes 16");
+  Frame empty;
+  EXPECT_ERROR(empty.map_read(), ErrorCode::FailedPrecondition, "empty");
+  EXPECT_ERROR(empty.plane(0), ErrorCode::FailedPrecondition, "empty");
+}
+
+TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
+  auto whole = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(whole);
+  auto part = whole->view(1024, {64 * 6});
+  ASSERT_OK(part);
+  ImageLayout l;
+  l.format = PixelFormat::Nv12;
+  l.width = 16;
+  l.height = 16;
+  l.planes[0] = {0, 16};
+  l.planes[1] = {256, 16};
+  ASSERT_OK(part->set_image_layout(l));
+  auto f = Frame::from_tensor(*part);
+  ASSERT_OK(f);
+  EXPECT_EQ(f->layout().planes[0].offset_bytes, 1024u);
+  EXPECT_EQ(f->layout().planes[1].offset_bytes, 1024u + 256u);
+  auto b = f->buffer(0);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->element_count(), 4096u);
+  auto p = f->plane(1);
+  auto q = part->plane(1);
+  ASSERT_OK(p);
+  ASSERT_OK(q);
+  EXPECT_EQ(p->offset_bytes(), q->offset_bytes());
+  EXPECT_ERROR(Frame::from_tensor(*whole), ErrorCode::InvalidArgument, "no image layout");
+  auto a = Frame::allocate(l);
+  ASSERT_OK(a);
+  EXPECT_EQ(a->buffer_count(), 1u);
+}

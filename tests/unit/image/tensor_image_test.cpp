@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: Apache-2.0
+// TensorDyn's image side (issue 12): image layouts attached to tensors, plane views and their shapes,
+// the decoder and tight-last-row cases, non-linear modifiers, and the metadata rule of image.h.
+#include <edgetensor/edgetensor.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+using namespace edgetensor;
+
+namespace {
+
+std::vector<std::size_t> shape_of(const TensorDyn& t) { return {t.shape().begin(), t.shape().end()}; }
+std::vector<std::int64_t> strides_of(const TensorDyn& t) { return {t.strides().begin(), t.strides().end()}; }
+
+// A memfd of `size` bytes, sealed against shrinking (what a careful producer sends).
+UniqueFd sealed_memfd(std::size_t size) {
+  UniqueFd fd(::memfd_create("et-image", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  EXPECT_TRUE(fd.is_valid());
+  EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
+  EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  return fd;
+}
+
+void write_bytes(int fd, std::size_t offset, std::size_t count, std::uint8_t value) {
+  std::vector<std::uint8_t> buf(count, value);
+  ASSERT_EQ(::pwrite(fd, buf.data(), count, static_cast<off_t>(offset)), static_cast<ssize_t>(count));
+}
+
+ImageLayout nv12(std::uint32_t w, std::uint32_t h, std::size_t stride, std::size_t uv_offset) {
+  ImageLayout l;
+  l.format = PixelFormat::Nv12;
+  l.width = w;
+  l.height = h;
+  l.planes[0] = {0, stride};
+  l.planes[1] = {uv_offset, stride};
+  return l;
+}
+
+// Every element of a U8 rank-2/3 view, read through its strides from a map of the same tensor.
+template <class F>
+void for_each_byte(const TensorDyn& v, F f) {
+  auto m = v.map_read();
+  ASSERT_OK(m);
+  const std::byte* base = m->bytes().data();
+  const auto s = v.strides();
+  const auto n = v.shape();
+  const std::size_t inner = v.rank() == 3 ? n[2] : 1;
+  for (std::size_t r = 0; r < n[0]; ++r)
+    for (std::size_t c = 0; c < n[1]; ++c)
+      for (std::size_t k = 0; k < inner; ++k)
+        f(static_cast<std::uint8_t>(base[r * s[0] + c * s[1] + (v.rank() == 3 ? k * s[2] : 0)]));
+}
+
+}  // namespace
+
+// The decoder case (issue 12): NV12 1920x1080 whose UV plane starts at 1920 x 1088; the 8 padding rows
+// between the planes hold 0xEE, which no plane view may show.
+TEST(TensorImage, DecoderPaddingRowsAreNeverInAPlaneView) {
+  const std::size_t w = 1920, h = 1080, stride = 1920, uv = 1920 * 1088;
+  const std::size_t size = uv + stride * 540;
+  UniqueFd fd = sealed_memfd(size);
+  write_bytes(fd.get(), 0, stride * h, 0x10);
+  write_bytes(fd.get(), stride * h, uv - stride * h, 0xEE);
+  write_bytes(fd.get(), uv, stride * 540, 0x80);
+  auto t = TensorDyn::import_image_dup(fd.get(), nv12(w, h, stride, uv));
+  ASSERT_OK(t);
+  auto y = t->plane(0);
+  ASSERT_OK(y);
+  EXPECT_EQ(shape_of(*y), (std::vector<std::size_t>{1080, 1920}));
+  auto c = t->plane(1);
+  ASSERT_OK(c);
+  EXPECT_EQ(shape_of(*c), (std::vector<std::size_t>{540, 960, 2}));
+  EXPECT_EQ(strides_of(*c), (std::vector<std::int64_t>{1920, 2, 1}));
+  std::size_t seen = 0, wrong = 0;
+  for_each_byte(*c, [&](std::uint8_t b) { ++seen, wrong += b != 0x80; });
+  EXPECT_EQ(seen, 540u * 960u * 2u);
+  EXPECT_EQ(wrong, 0u) << "the UV view reached the 0xEE padding rows";
+  wrong = 0;
+  for_each_byte(*y, [&](std::uint8_t b) { wrong += b != 0x10; });
+  EXPECT_EQ(wrong, 0u);
+}
+
+// The tight-last-row case: producers do not pad the last row of the last plane.
+TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
+  const std::size_t stride = 768, uv = 768 * 480;
+  const std::size_t tight = 768 * 480 + 768 * 239 + 640;
+  const ImageLayout l = nv12(640, 480, stride, uv);
+  {
+    UniqueFd fd = sealed_memfd(tight);
+    write_bytes(fd.get(), tight - 1, 1, 0x5a);  // the very last UV byte
+    auto t = TensorDyn::import_image_dup(fd.get(), l);
+    ASSERT_OK(t);
+    EXPECT_EQ(t->extent_bytes(), tight);
+    auto c = t->plane(1);
+    ASSERT_OK(c);
+    auto m = c->map_read();
+    ASSERT_OK(m);
+    EXPECT_EQ(m->extent_bytes(), 768u * 239u + 640u);
+    EXPECT_EQ(m->bytes()[m->extent_bytes() - 1], std::byte{0x5a});
+  }
+  UniqueFd short_fd = sealed_memfd(tight - 1);
+  auto t = TensorDyn::import_image_dup(short_fd.get(), l);
+  EXPECT_ERROR(t, ErrorCode::OutOfRange, std::to_string(tight));
+  EXPECT_NE(t.error().message().find(std::to_string(tight - 1)), std::string::npos) << t.error().message();
+}
+
+TEST(TensorImage, PlaneViewsHaveTheNaturalShapes) {
+  struct Case {
+    PixelFormat format;
+    std::size_t plane;
+    DType dtype;
+    std::vector<std::size_t> shape;
+  };
+  const std::uint32_t w = 9, h = 5;  // odd: chroma rounds up
+  const std::vector<Case> cases = {
+      {PixelFormat::Nv12, 0, DType::U8, {5, 9}},        {PixelFormat::Nv12, 1, DType::U8, {3, 5, 2}},
+      {PixelFormat::I420, 1, DType::U8, {3, 5}},        {PixelFormat::I420, 2, DType::U8, {3, 5}},
+      {PixelFormat::Yuyv, 0, DType::U8, {5, 5, 4}},     {PixelFormat::Rgb, 0, DType::U8, {5, 9, 3}},
+      {PixelFormat::Bgra, 0, DType::U8, {5, 9, 4}},     {PixelFormat::PlanarRgb, 2, DType::U8, {5, 9}},
+      {PixelFormat::P010, 0, DType::U16, {5, 9}},       {PixelFormat::P010, 1, DType::U16, {3, 5, 2}},
+      {PixelFormat::Y16, 0, DType::U16, {5, 9}},        {PixelFormat::Nv24, 1, DType::U8, {5, 9, 2}},
+      {PixelFormat::Yuv422p, 1, DType::U8, {5, 5}},     {PixelFormat::BayerRggb8, 0, DType::U8, {5, 9}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(pixel_format_name(c.format)) + " plane " + std::to_string(c.plane));
+    auto t = TensorDyn::allocate_image(w, h, c.format, {.row_bytes = 64});
+    ASSERT_OK(t);
+    ASSERT_NE(t->image_layout(), nullptr);
+    auto p = t->plane(c.plane);
+    ASSERT_OK(p);
+    EXPECT_EQ(p->dtype(), c.dtype);
+    EXPECT_EQ(shape_of(*p), c.shape);
+    EXPECT_EQ(p->strides()[0], static_cast<std::int64_t>(t->image_layout()->planes[c.plane].row_stride_bytes));
+    EXPECT_EQ(p->pixel_format(), c.format);
+    EXPECT_EQ(p->image_plane(), static_cast<int>(c.plane));
+    EXPECT_EQ(p->image_layout(), nullptr);
+  }
+}
+
+TEST(TensorImage, PlanarRgbImageViewIsChw) {
+  auto t = TensorDyn::allocate_image(7, 3, PixelFormat::PlanarRgb, {.row_bytes = 16});
+  ASSERT_OK(t);
+  auto v = t->image_view();
+  ASSERT_OK(v);
+  EXPECT_EQ(shape_of(*v), (std::vector<std::size_t>{3, 3, 7}));
+  EXPECT_EQ(strides_of(*v), (std::vector<std::int64_t>{48, 16, 1}));
+  EXPECT_EQ(v->image_plane(), -1);
+  auto rgb = TensorDyn::allocate_image(7, 3, PixelFormat::Rgb);
+  ASSERT_OK(rgb);
+  auto hwc = rgb->image_view();
+  ASSERT_OK(hwc);
+  EXPECT_EQ(shape_of(*hwc), (std::vector<std::size_t>{3, 7, 3}));
+  auto yuv = TensorDyn::allocate_image(8, 8, PixelFormat::Nv12);
+  ASSERT_OK(yuv);
+  EXPECT_ERROR(yuv->image_view(), ErrorCode::FailedPrecondition, "take plane(i)");
+}
+
+TEST(TensorImage, LayoutThatDoesNotFitTheTensorIsRefusedAndNothingChanges) {
+  auto t = TensorDyn::allocate({768 * 480 + 768 * 240}, DType::U8);
+  ASSERT_OK(t);
+  EXPECT_ERROR(t->set_image_layout(nv12(640, 480, 100, 768 * 480)), ErrorCode::InvalidArgument, "100");
+  EXPECT_ERROR(t->set_image_layout(nv12(640, 480, 768, 768 * 480 + 768 * 240)), ErrorCode::OutOfRange, "plane 1");
+  EXPECT_EQ(t->image_layout(), nullptr);
+  EXPECT_EQ(t->pixel_format(), PixelFormat::Unknown);
+  ASSERT_OK(t->set_image_layout(nv12(640, 480, 768, 768 * 480)));
+  EXPECT_EQ(t->pixel_format(), PixelFormat::Nv12);
+  EXPECT_ERROR(TensorDyn{}.set_image_layout(nv12(2, 2, 2, 4)), ErrorCode::FailedPrecondition, "no storage");
+  auto plain = TensorDyn::allocate({16}, DType::U8);
+  ASSERT_OK(plain);
+  EXPECT_ERROR(plain->plane(0), ErrorCode::FailedPrecondition, "no image layout");
+  EXPECT_ERROR(t->plane(2), ErrorCode::OutOfRange, "2 planes");
+}
+
+TEST(TensorImage, NonLinearModifierRefusesPlaneViewsButExports) {
+  ImageLayout l = nv12(64, 64, 64, 64 * 64);
+  l.modifier = kDrmFormatModInvalid;  // implicit: not LINEAR
+  auto t = TensorDyn::allocate_image(l, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  EXPECT_ERROR(t->plane(0), ErrorCode::Unsupported, "0x00ffffffffffffff");
+  auto f = Frame::from_tensor(*t);
+  ASSERT_OK(f);
+  EXPECT_ERROR(f->map_read(), ErrorCode::Unsupported, "not LINEAR");
+  auto fd = t->export_fd();
+  ASSERT_OK(fd);
+  auto fds = f->export_plane_fds();
+  ASSERT_OK(fds);
+  EXPECT_EQ(fds->size(), 2u);
+}
+
+TEST(TensorImage, ImportRefusesStridesInOptions) {
+  UniqueFd fd = sealed_memfd(4096);
+  ImportOptions o;
+  o.strides_bytes = {1};
+  EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), nv12(8, 8, 8, 64), o), ErrorCode::InvalidArgument, "strides_bytes");
+}
+
+// ---- The metadata rule (image.h preamble) ---------------------------------------------------------
+
+TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
+  auto t = TensorDyn::allocate_image(4, 2, PixelFormat::Rgb);  // 24 bytes, [24] u8
+  ASSERT_OK(t);
+  t->set_colorimetry({ColorPrimaries::Bt709, TransferFunction::Bt709, YcbcrMatrix::Bt709, ColorRange::Limited});
+  const ImageLayout* layout = t->image_layout();
+  ASSERT_NE(layout, nullptr);
+  auto r = t->reshape({2, 4, 3});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->image_layout(), layout) << "same bytes: shared, not copied";
+  EXPECT_EQ(r->pixel_format(), PixelFormat::Rgb);
+  auto same = t->view(0, {24});
+  ASSERT_OK(same);
+  EXPECT_EQ(same->image_layout(), layout);
+  auto part = t->view(0, {12});
+  ASSERT_OK(part);
+  EXPECT_EQ(part->image_layout(), nullptr);
+  EXPECT_EQ(part->pixel_format(), PixelFormat::Unknown);
+  EXPECT_EQ(part->colorimetry(), t->colorimetry()) << "colorimetry follows the bytes";
+  auto b = r->batch(1);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->image_layout(), nullptr);
+  auto s = r->slice(1, 0, 4);  // the whole dimension: same bytes
+  ASSERT_OK(s);
+  EXPECT_EQ(s->image_layout(), layout);
+  auto p = t->plane(0);
+  ASSERT_OK(p);
+  auto pv = p->batch(1);  // a row of a plane view is still that plane's samples
+  ASSERT_OK(pv);
+  EXPECT_EQ(pv->pixel_format(), PixelFormat::Rgb);
+  EXPECT_EQ(pv->image_plane(), 0);
+  EXPECT_EQ(pv->colorimetry(), t->colorimetry());
+  t->clear_image_layout();
+  EXPECT_EQ(t->image_layout(), nullptr);
+  EXPECT_EQ(r->image_layout(), layout) << "other tensors keep their shared layout";
+}
+
+TEST(MetadataRule, PerTensorQuantizationIsKeptEverywhere) {
+  auto t = TensorDyn::allocate({2, 3, 4}, DType::I8);
+  ASSERT_OK(t);
+  auto q = Quantization::per_tensor(0.5f, -3);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  for (auto v : {t->batch(1), t->slice(2, 1, 3), t->view(4, {5}), t->reshape({24})}) {
+    ASSERT_OK(v);
+    EXPECT_EQ(v->quantization(), *q);
+  }
+}
+
+TEST(MetadataRule, PerAxisQuantizationIsSlicedAndNeverReallocated) {
+  auto t = TensorDyn::allocate({3, 4}, DType::U8);
+  ASSERT_OK(t);
+  const std::vector<float> scales = {0.1f, 0.2f, 0.3f};
+  const std::vector<std::int32_t> zps = {1, 2, 3};
+  auto q = Quantization::per_axis(0, scales, zps);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  const float* shared = t->quantization().scales().data();
+  // batch along the axis: one channel's per-tensor parameters
+  auto b = t->batch(2);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->quantization().kind(), QuantizationKind::PerTensor);
+  EXPECT_EQ(b->quantization().scales()[0], 0.3f);
+  EXPECT_EQ(b->quantization().zero_points()[0], 3);
+  // slice along the axis: a window into the same array
+  auto s = t->slice(0, 1, 3);
+  ASSERT_OK(s);
+  ASSERT_EQ(s->quantization().kind(), QuantizationKind::PerAxis);
+  EXPECT_EQ(s->quantization().scales().size(), 2u);
+  EXPECT_EQ(s->quantization().scales().data(), shared + 1);
+  EXPECT_EQ(s->quantization().zero_points()[0], 2);
+  // slice along another dimension, or a view keeping the axis: unchanged
+  auto s1 = t->slice(1, 1, 2);
+  ASSERT_OK(s1);
+  EXPECT_EQ(s1->quantization().scales().data(), shared);
+  // reshape that loses the axis: dropped
+  auto r = t->reshape({12});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->quantization().kind(), QuantizationKind::None);
+  // quantized along axis 1: batch removes dimension 0, the axis becomes 0
+  auto t2 = TensorDyn::allocate({2, 3}, DType::U8);
+  ASSERT_OK(t2);
+  ASSERT_OK(t2->set_quantization(*q));
+  auto q1 = Quantization::per_axis(1, scales, zps);
+  ASSERT_OK(q1);
+  EXPECT_ERROR(t->set_quantization(*q1), ErrorCode::InvalidArgument, "4");  // shape[1] is 4, not 3 channels
+  ASSERT_OK(t2->set_quantization(*q1));
+  auto b2 = t2->batch(1);
+  ASSERT_OK(b2);
+  EXPECT_EQ(b2->quantization().kind(), QuantizationKind::PerAxis);
+  EXPECT_EQ(b2->quantization().axis(), 0u);
+  EXPECT_EQ(b2->quantization().scales().data(), t2->quantization().scales().data());
+}
+
+TEST(TensorSlice, BoundsAndZeroLength) {
+  auto t = TensorDyn::allocate({4, 5}, DType::U16);
+  ASSERT_OK(t);
+  auto s = t->slice(1, 1, 4);
+  ASSERT_OK(s);
+  EXPECT_EQ(shape_of(*s), (std::vector<std::size_t>{4, 3}));
+  EXPECT_EQ(s->offset_bytes(), 2u);
+  EXPECT_EQ(strides_of(*s), (std::vector<std::int64_t>{10, 2}));
+  EXPECT_FALSE(s->is_contiguous());
+  auto empty = t->slice(0, 4, 4);
+  ASSERT_OK(empty);
+  EXPECT_EQ(empty->element_count(), 0u);
+  EXPECT_ERROR(t->slice(2, 0, 1), ErrorCode::InvalidArgument, "dimension 2 of a rank-2");
+  EXPECT_ERROR(t->slice(0, 3, 2), ErrorCode::OutOfRange, "[3, 2)");
+  EXPECT_ERROR(t->slice(1, 0, 6), ErrorCode::OutOfRange, "its size is 5");
+  EXPECT_ERROR(TensorDyn{}.slice(0, 0, 0), ErrorCode::FailedPrecondition, "no storage");
+}

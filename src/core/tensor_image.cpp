@@ -30,7 +30,8 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
         auto one = Quantization::per_tensor(q.scales()[how.index], q.zero_points()[how.index]);
         return one ? *one : Quantization{};
       }
-      return q.with_axis(axis - 1);
+      if (auto moved = q.with_axis(axis - 1)) return *moved;
+      return {};
     case ViewOp::Slice:
       if (how.index != axis) return q;
       if (auto s = q.slice_channels(how.begin, how.end)) return *s;
@@ -100,7 +101,9 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
   t.pixel_format_ = layout.format;
   t.image_plane_ = static_cast<std::int8_t>(index);
   t.colorimetry_ = colorimetry;
-  t.quantization_ = base.quantization_.kind() == QuantizationKind::PerTensor ? base.quantization_ : Quantization{};
+  // Per-tensor parameters describe values of the base's dtype: kept when the plane has that dtype.
+  t.quantization_ = base.quantization_.kind() == QuantizationKind::PerTensor && base.dtype_ == dtype
+                       ? base.quantization_ : Quantization{};
   return t;
 }
 

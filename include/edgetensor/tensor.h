@@ -242,7 +242,8 @@ class ET_API TensorDyn {
   ///   one sample per pixel (Grey, Y planes, I420 U/V, planar R/G/B, Bayer)  [rows, cols]
   ///   interleaved (Rgb [h, w, 3], Rgba [h, w, 4], NV12 UV [ceil(h/2), ceil(w/2), 2])  [rows, cols, samples]
   ///   packed 4:2:2 (Yuyv: [h, ceil(w/2), 4], one group of 2 pixels per entry)  [rows, groups, 4]
-  /// It keeps pixel_format(), colorimetry and quantization, and sets image_plane(). Errors:
+  /// It keeps pixel_format() and colorimetry, sets image_plane(), and keeps quantization as image.h's
+  /// metadata rule says (per-tensor, when the dtype is unchanged). Errors:
   /// FailedPrecondition (no image layout), OutOfRange (index >= plane count), Unsupported (a
   /// non-linear DRM modifier, naming it in hex).
   [[nodiscard]] Result<TensorDyn> plane(std::size_t index) const;

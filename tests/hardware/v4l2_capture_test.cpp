@@ -353,12 +353,15 @@ TEST(V4l2Capture, FormatsAndColorimetry) {
     const auto col = colorimetry_of(f);
     ASSERT_OK(col);
     EXPECT_EQ(col->primaries, edgetensor::ColorPrimaries::Bt709);
-    if (f.xfer_func == V4L2_XFER_FUNC_DEFAULT || f.xfer_func == V4L2_XFER_FUNC_SRGB)
+    if (f.xfer_func == V4L2_XFER_FUNC_DEFAULT || f.xfer_func == V4L2_XFER_FUNC_SRGB) {
       EXPECT_EQ(col->transfer, edgetensor::TransferFunction::Srgb);
-    if (f.ycbcr_enc == V4L2_YCBCR_ENC_DEFAULT || f.ycbcr_enc == V4L2_YCBCR_ENC_601)
+    }
+    if (f.ycbcr_enc == V4L2_YCBCR_ENC_DEFAULT || f.ycbcr_enc == V4L2_YCBCR_ENC_601) {
       EXPECT_EQ(col->matrix, edgetensor::YcbcrMatrix::Bt601);
-    if (f.quantization == V4L2_QUANTIZATION_DEFAULT || f.quantization == V4L2_QUANTIZATION_LIM_RANGE)
+    }
+    if (f.quantization == V4L2_QUANTIZATION_DEFAULT || f.quantization == V4L2_QUANTIZATION_LIM_RANGE) {
       EXPECT_EQ(col->range, edgetensor::ColorRange::Limited);
+    }
     // Explicit V4L2 values for the same colorimetry convert back to it.
     const auto explicit_v4l2 = edgetensor::colorimetry_to_v4l2(*col);
     ASSERT_OK(explicit_v4l2);

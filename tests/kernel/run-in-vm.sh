@@ -117,7 +117,11 @@ elif [[ ! -x "$ET_KL_BUSYBOX" ]]; then
 elif ! command -v cpio >/dev/null 2>&1; then
     unavailable="cpio missing (run $ET_KL_SETUP)"
 elif ((${#modules[@]})) && [[ -z "$(et_kl_modules_dir "$kernel")" ]]; then
-    unavailable="--modules ${modules[*]}: no modules.dep for $kernel (ET_KERNEL_LANE_MODULES, or lib/modules/<release>/ next to the image: run $ET_KL_SETUP)"
+    if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+        unavailable="--modules ${modules[*]}: no modules.dep for $kernel (ET_KERNEL_LANE_MODULES, or lib/modules/<release>/ next to the image: run $ET_KL_SETUP)"
+    else
+        unavailable="--modules ${modules[*]}: the $ET_KL_ARCH kernel is built without modules (no modules.dep for $kernel; ET_KERNEL_LANE_MODULES names another)"
+    fi
 fi
 if [[ -n "$unavailable" ]]; then
     if ((skip_if_unavailable)) && ! et_kl_in_ci; then

@@ -36,9 +36,32 @@ cp -a /tmp/. /.et-lane/tmp/ || fail "copy payload into /tmp"
 mount -o move /.et-lane/tmp /tmp || fail "move tmpfs to /tmp"
 hostname et-kernel-lane
 
-# Defines ET_CWD, ET_DMESG, ET_COLLECT_COUNT, ET_COLLECT_<i> and et_run.
+# Loads one module: et_insmod NAME FILE [PARAM=VALUE...] (busybox insmod takes
+# the decompressed .ko that run-in-vm.sh put there). On failure it prints
+# ET_KERNEL_LANE_MODULE_ERROR, which fails the run on the host.
+et_insmod() {
+    et_mod="$1"
+    shift
+    if ! et_out="$(insmod "$@" 2>&1)"; then
+        echo "ET_KERNEL_LANE_MODULE_ERROR $et_mod: insmod $*: $et_out"
+        return 1
+    fi
+}
+
+# Defines ET_CWD, ET_DMESG, ET_COLLECT_COUNT, ET_COLLECT_<i>, ET_MODULE_COUNT,
+# et_load_modules and et_run.
 # shellcheck source=/dev/null
 . /.et-lane/config.sh || fail "read /.et-lane/config.sh"
+
+# --modules: load them before the binary starts; the host reads the guest's
+# uptime before and after (seconds) from the marker.
+if [ "${ET_MODULE_COUNT:-0}" -gt 0 ]; then
+    read -r et_t0 _ </proc/uptime
+    if et_load_modules; then
+        read -r et_t1 _ </proc/uptime
+        echo "ET_KERNEL_LANE_MODULES_LOADED $ET_MODULE_COUNT $et_t0 $et_t1"
+    fi
+fi
 
 cd "$ET_CWD" || fail "cd $ET_CWD"
 echo "ET_KERNEL_LANE_BEGIN"

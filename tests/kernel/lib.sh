@@ -23,7 +23,8 @@ ET_KL_COMMON_CONFIG=(
 # machine, the console, the kernel cache directory, the busybox to use and the
 # required kernel options. Called by this file with $ET_KERNEL_LANE_ARCH
 # (default x86_64) and again by scripts that take --arch.
-#   x86_64     Debian's linux-image-cloud-amd64 from backports, qemu-system-x86_64
+#   x86_64     Debian's generic linux-image-amd64 from backports (with its modules:
+#              vivid for the V4L2 lane), qemu-system-x86_64
 #   arm64      a kernel built from Debian's linux-source (4 KiB pages), qemu-system-aarch64 -M virt
 #   arm64-16k  the same with 16 KiB pages (CONFIG_ARM64_16K_PAGES)
 et_kl_set_arch() {
@@ -39,10 +40,16 @@ et_kl_set_arch() {
             ET_KL_CONSOLE=ttyS0
             ET_KL_BUSYBOX="${ET_KERNEL_LANE_BUSYBOX:-/bin/busybox}"
             # The metapackage whose current dependency names the kernel image we boot.
-            ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-image-cloud-amd64}"
+            # The generic flavour, not the cloud one: only it has the media drivers
+            # (vivid) as modules.
+            ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-image-amd64}"
             # The x86 lane's cache layout predates the other architectures.
             ET_KL_KERNEL_ROOT="$ET_KL_CACHE/kernel"
-            ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_8250_CONSOLE)
+            ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_8250_CONSOLE CONFIG_MODULES)
+            # OPTION:module pairs the kernel must have built in or as a module:
+            # the virtual camera of the V4L2 lane (v4l2_lane.sh), loaded with
+            # run-in-vm.sh --modules vivid.
+            ET_KL_REQUIRED_MODULE_CONFIG=(CONFIG_VIDEO_VIVID:vivid)
             ;;
         arm64 | arm64-16k)
             ET_KL_QEMU="${ET_KERNEL_LANE_QEMU:-qemu-system-aarch64}"
@@ -62,6 +69,7 @@ et_kl_set_arch() {
             ET_KL_KERNEL_META="${ET_KERNEL_LANE_KERNEL_PACKAGE:-linux-source}"
             ET_KL_KERNEL_ROOT="$ET_KL_CACHE/$ET_KL_ARCH/kernel"
             ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_AMBA_PL011_CONSOLE)
+            ET_KL_REQUIRED_MODULE_CONFIG=()
             if [[ "$ET_KL_ARCH" == arm64-16k ]]; then
                 ET_KL_REQUIRED_CONFIG+=(CONFIG_ARM64_16K_PAGES)
             else
@@ -131,14 +139,35 @@ et_kl_kernel_path() {
 }
 
 # Checks that a kernel config file has every option of ET_KL_REQUIRED_CONFIG
-# built in (=y); prints the missing ones and fails otherwise.
+# built in (=y) and every option of ET_KL_REQUIRED_MODULE_CONFIG (OPTION:module)
+# built in or as a module (=y or =m); prints the missing ones and fails otherwise.
 et_kl_check_kernel_config() {
     local config="$1" opt missing=()
     for opt in "${ET_KL_REQUIRED_CONFIG[@]}"; do
         grep -qx "$opt=y" "$config" || missing+=("$opt")
     done
+    for opt in "${ET_KL_REQUIRED_MODULE_CONFIG[@]}"; do
+        grep -qxE "${opt%%:*}=[ym]" "$config" || missing+=("${opt%%:*} (=y or =m)")
+    done
     if ((${#missing[@]})); then
         printf '%s\n' "${missing[@]}"
         return 1
     fi
+}
+
+# The module directory of the kernel $1 (an image path): $ET_KERNEL_LANE_MODULES
+# when set, else the one directory lib/modules/<release> next to the image that
+# holds a modules.dep (setup.sh generates it with depmod). Prints nothing when
+# there is none.
+et_kl_modules_dir() {
+    local d found=()
+    if [[ -n "${ET_KERNEL_LANE_MODULES:-}" ]]; then
+        printf '%s\n' "$ET_KERNEL_LANE_MODULES"
+        return 0
+    fi
+    for d in "$(dirname "$1")"/lib/modules/*/; do
+        [[ -s "$d/modules.dep" ]] && found+=("${d%/}")
+    done
+    ((${#found[@]} == 1)) && printf '%s\n' "${found[0]}"
+    return 0
 }

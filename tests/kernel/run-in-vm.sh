@@ -34,6 +34,13 @@ Files keep their host paths in the guest; BINARY runs in its own directory.
   --collect GUEST[:HOST] after BINARY exits, copy the guest file GUEST back to
                          HOST (default: GUEST); repeatable
   --cwd DIR              run BINARY in guest directory DIR
+  --modules NAME[,NAME]  load these kernel modules (and what they depend on, in
+                         modules.dep order) with insmod before BINARY starts;
+                         a NAME.PARAM=VALUE in --kernel-args becomes an insmod
+                         parameter of NAME, as modprobe would take it from the
+                         kernel command line (e.g. --modules vivid
+                         --kernel-args "vivid.n_devs=2 vivid.multiplanar=1,2");
+                         repeatable; a module that fails to load fails the run
   --dmesg                print the guest's kernel log to stderr afterwards
   --skip-if-unavailable  if QEMU or the kernel is missing, print "kernel lane
                          skipped: <reason>" and exit 0 (never under CI)
@@ -56,6 +63,7 @@ envs=()
 collects=()
 cwd=""
 dmesg=0
+modules=()
 skip_if_unavailable=0
 
 need_arg() { (($# >= 2)) || { usage >&2; et_kl_die "$1 needs an argument"; }; }
@@ -69,6 +77,15 @@ while (($#)); do
         --collect) need_arg "$@"; collects+=("$2"); shift ;;
         --cwd) need_arg "$@"; cwd="$2"; shift ;;
         --dmesg) dmesg=1 ;;
+        --modules)
+            need_arg "$@"
+            IFS=, read -r -a names <<<"$2"
+            for n in "${names[@]}"; do
+                [[ "$n" =~ ^[A-Za-z0-9_-]+$ ]] || et_kl_die "--modules wants module names (letters, digits, _ and -), not '$n'"
+                modules+=("$n")
+            done
+            shift
+            ;;
         --skip-if-unavailable) skip_if_unavailable=1 ;;
         -h | --help) usage; exit 0 ;;
         --) shift; break ;;
@@ -99,6 +116,12 @@ elif [[ ! -x "$ET_KL_BUSYBOX" ]]; then
     unavailable="$ET_KL_BUSYBOX missing (run $ET_KL_SETUP)"
 elif ! command -v cpio >/dev/null 2>&1; then
     unavailable="cpio missing (run $ET_KL_SETUP)"
+elif ((${#modules[@]})) && [[ -z "$(et_kl_modules_dir "$kernel")" ]]; then
+    if [[ "$ET_KL_ARCH" == x86_64 ]]; then
+        unavailable="--modules ${modules[*]}: no modules.dep for $kernel (ET_KERNEL_LANE_MODULES, or lib/modules/<release>/ next to the image: run $ET_KL_SETUP)"
+    else
+        unavailable="--modules ${modules[*]}: the $ET_KL_ARCH kernel is built without modules (no modules.dep for $kernel; ET_KERNEL_LANE_MODULES names another)"
+    fi
 fi
 if [[ -n "$unavailable" ]]; then
     if ((skip_if_unavailable)) && ! et_kl_in_ci; then
@@ -397,18 +420,112 @@ else
     put_file "$ET_KL_BUSYBOX" /bin/busybox
 fi
 [[ -e "$root/sbin" ]] || ln -s bin "$root/sbin"
+
+# Quotes $1 for sh as one word.
+sh_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# --- kernel modules (--modules) ---------------------------------------------------
+# The dependencies come from the modules.dep that setup.sh generated with
+# depmod; each module goes into the guest decompressed (busybox insmod takes
+# plain .ko files), at /lib/modules/<release>/<its path in modules.dep>, and
+# the guest's init loads them dependencies first.
+
+# Sets mod_name to the name of a module from its path: basename without
+# .ko[.xz|.zst|.gz], with '-' as '_' (the kernel treats both alike). No
+# subshell: it runs once per line of modules.dep (thousands).
+module_name() {
+    mod_name="${1##*/}"
+    mod_name="${mod_name%%.ko*}"
+    mod_name="${mod_name//-/_}"
+}
+
+module_lines=()
+if ((${#modules[@]})); then
+    moddir="$(et_kl_modules_dir "$kernel")"
+    release="${moddir%/}"
+    release="${release##*/}"
+    declare -A mod_rel=() mod_deps=() mod_state=() builtin=()
+    while IFS= read -r line; do
+        rel="${line%%:*}"
+        module_name "$rel"
+        mod_rel[$mod_name]="$rel"
+        mod_deps[$mod_name]="${line#*:}"
+    done <"$moddir/modules.dep"
+    if [[ -r "$moddir/modules.builtin" ]]; then
+        while IFS= read -r line; do
+            module_name "$line"
+            builtin[$mod_name]=1
+        done <"$moddir/modules.builtin"
+    fi
+    mod_order=()
+    # Depth first: every module after the modules it depends on.
+    visit_module() {
+        local n="$1" d
+        case "${mod_state[$n]:-}" in
+            loaded) return 0 ;;
+            visiting) et_kl_die "--modules: $moddir/modules.dep has a dependency cycle through $n" ;;
+        esac
+        mod_state[$n]=visiting
+        # shellcheck disable=SC2086 # a space-separated list of paths
+        for d in ${mod_deps[$n]}; do
+            module_name "$d"
+            visit_module "$mod_name"
+        done
+        mod_state[$n]=loaded
+        mod_order+=("$n")
+    }
+    for n in "${modules[@]}"; do
+        n="${n//-/_}"
+        if [[ -n "${mod_rel[$n]:-}" ]]; then
+            visit_module "$n"
+        elif [[ -n "${builtin[$n]:-}" ]]; then
+            et_kl_log "--modules: $n is built into the kernel; nothing to load (its NAME.PARAM=VALUE arguments reach it from the command line)"
+        else
+            et_kl_die "--modules: no module $n in $moddir/modules.dep (nor built in)"
+        fi
+    done
+    # NAME.PARAM=VALUE words of the kernel command line, per module.
+    declare -A mod_params=()
+    for a in "${kernel_args[@]}"; do
+        for w in $a; do
+            [[ "$w" == *.*=* ]] || continue
+            n="${w%%.*}"
+            n="${n//-/_}"
+            mod_params[$n]+=" $(sh_quote "${w#*.}")"
+        done
+    done
+    for n in "${mod_order[@]}"; do
+        rel="${mod_rel[$n]}"
+        src="$moddir/$rel"
+        dest="/lib/modules/$release/${rel%.ko*}.ko"
+        mkdir -p "$root$(dirname "$dest")"
+        case "$rel" in
+            *.ko) cp "$src" "$root$dest" ;;
+            *.ko.xz) xz -dc "$src" >"$root$dest" ;;
+            *.ko.zst) zstd -q -dc "$src" >"$root$dest" ;;
+            *.ko.gz) gzip -dc "$src" >"$root$dest" ;;
+            *) false ;;
+        esac || et_kl_die "--modules: cannot copy or decompress $src"
+        module_lines+=("    et_insmod $(sh_quote "$n") $(sh_quote "$dest")${mod_params[$n]:-}")
+    done
+    et_kl_log "--modules ${modules[*]}: ${#mod_order[@]} modules from $moddir ($(du -sk "$root/lib/modules" | cut -f1) KiB decompressed): ${mod_order[*]}"
+fi
 cp "$here/guest-init.sh" "$root/init"
 chmod 0755 "$root/init"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
 printf 'root:x:0:\ntty:x:5:\nnogroup:x:65534:\n' >"$root/etc/group"
 
-# Quotes $1 for sh as one word.
-sh_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 {
     echo "# Generated by run-in-vm.sh"
     printf 'ET_CWD=%s\n' "$(sh_quote "${cwd:-$(dirname "$guest_binary")}")"
     printf 'ET_DMESG=%s\n' "$dmesg"
     printf 'ET_COLLECT_COUNT=%s\n' "${#collects[@]}"
+    printf 'ET_MODULE_COUNT=%s\n' "${#module_lines[@]}"
+    # Loads the --modules in dependency order (et_insmod: guest-init.sh).
+    echo "et_load_modules() {"
+    echo "    :"
+    for l in "${module_lines[@]}"; do printf '%s || return 1\n' "$l"; done
+    echo "}"
     for i in "${!collects[@]}"; do
         printf 'ET_COLLECT_%s=%s\n' "$i" "$(sh_quote "${collects[$i]%%:*}")"
     done
@@ -502,6 +619,19 @@ if grep -aq '^ET_KERNEL_LANE_INIT_ERROR' "$log"; then
     grep -a '^ET_KERNEL_LANE_INIT_ERROR' "$log" | sed "s/^/$et_kl_prog: guest init: /" >&2
 fi
 
+modules_failed=0
+if ((${#module_lines[@]})); then
+    loaded="$(grep -a -m1 '^ET_KERNEL_LANE_MODULES_LOADED ' "$log" || true)"
+    if [[ -n "$loaded" ]]; then
+        read -r _ n t0 t1 <<<"$loaded"
+        et_kl_log "the guest loaded $n modules in $(elapsed "$t0" "$t1") s"
+    else
+        grep -a '^ET_KERNEL_LANE_MODULE_ERROR' "$log" | sed "s/^ET_KERNEL_LANE_MODULE_ERROR /$et_kl_prog: error: guest module: /" >&2 || true
+        et_kl_log "error: --modules ${modules[*]}: the guest did not load every module (the binary ran without them)"
+        modules_failed=1
+    fi
+fi
+
 if ((dmesg)); then
     et_kl_log "guest kernel log:"
     awk '/^ET_KERNEL_LANE_DMESG_END$/ { p = 0 } p { print "    | " $0 } /^ET_KERNEL_LANE_DMESG_BEGIN$/ { p = 1 }' "$log" >&2
@@ -539,7 +669,7 @@ if [[ -s "$work/begin.time" ]]; then
     boot_note="boot $(elapsed "$start" "$(cat "$work/begin.time")") s, "
 fi
 et_kl_log "guest exit code $rc (${boot_note}total $(elapsed "$start" "$end") s)"
-if ((rc == 0 && collect_failed)); then
+if ((rc == 0 && (collect_failed || modules_failed))); then
     exit 1
 fi
 exit "$rc"

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Prepares this (Debian) machine for the kernel lane of one guest architecture
 # (--arch, default $ET_KERNEL_LANE_ARCH or x86_64):
-#   - busybox-static and cpio (to build the guest initramfs),
+#   - busybox-static and cpio (to build the guest initramfs); for x86_64 also
+#     kmod (depmod) and xz-utils (the kernel's modules),
 #   - QEMU >= 10 (qemu-system-x86 or qemu-system-arm from <codename>-backports
 #     when the installed one is missing or older),
 #   - a kernel with DMA-BUF heaps and udmabuf built in:
-#       x86_64: Debian's linux-image-cloud-amd64 from backports, cached as
-#               $ET_KERNEL_LANE_CACHE/kernel/current/vmlinuz;
+#       x86_64: Debian's generic linux-image-amd64 from backports, cached as
+#               $ET_KERNEL_LANE_CACHE/kernel/current/vmlinuz with its modules
+#               (still compressed) and a modules.dep made with depmod -b in
+#               .../current/lib/modules/<release>/ (run-in-vm.sh --modules
+#               loads vivid, the virtual camera, from there);
 #       arm64, arm64-16k: built from Debian's linux-source (backports) with
 #               allnoconfig plus arm64-kernel.config, because no Debian arm64
 #               image enables CONFIG_DMABUF_HEAPS; cached as
@@ -133,9 +137,17 @@ pkg_installed() {
 
 # --- busybox-static and cpio --------------------------------------------------
 
+# kmod's depmod (the generic kernel package ships no modules.dep) may sit in an
+# sbin directory that a non-root PATH lacks.
+depmod_path() { command -v depmod || { [[ -x /usr/sbin/depmod ]] && echo /usr/sbin/depmod; } || { [[ -x /sbin/depmod ]] && echo /sbin/depmod; } || true; }
+
 base_missing=()
 if [[ "$ET_KL_ARCH" == x86_64 ]]; then
     pkg_installed busybox-static || base_missing+=(busybox-static)
+    # depmod for the modules.dep of the kernel's modules; xz to decompress the
+    # modules run-in-vm.sh --modules puts into the guest.
+    [[ -n "$(depmod_path)" ]] || base_missing+=(kmod)
+    command -v xz >/dev/null 2>&1 || base_missing+=(xz-utils)
 else
     # The arm64 kernel is built here: a cross compiler and kbuild's host tools.
     command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || base_missing+=(gcc-aarch64-linux-gnu)
@@ -151,7 +163,7 @@ if ((${#base_missing[@]})); then
     apt_install "${base_missing[@]}"
     did+=("installed ${base_missing[*]}")
 elif [[ "$ET_KL_ARCH" == x86_64 ]]; then
-    did+=("busybox-static and cpio: already installed")
+    did+=("busybox-static, cpio, kmod (depmod) and xz-utils: already installed")
 else
     did+=("cpio, aarch64-linux-gnu-gcc, flex, bison, bc, make: already installed")
 fi
@@ -328,6 +340,81 @@ build_arm64_kernel() {
     did+=("kernel: built $spkg $sver ($page pages) in $((SECONDS - start_s)) s into $kdir")
 }
 
+# Downloads Debian's x86_64 kernel image package (the versioned package that
+# $ET_KL_KERNEL_META depends on in backports) and caches, in
+# $ET_KL_KERNEL_ROOT/<package>_<version>/: vmlinuz, config, the modules
+# (lib/modules/<release>/, still compressed as the package ships them), the
+# modules.dep and friends that `depmod -b` generates (the package ships none),
+# a `package` note and a `meta` file naming the metapackage. Sets kdir.
+fetch_x86_kernel() {
+    local kpkg kver tmp dl debs vmlinuz config release lacking opt missing_mods=()
+    apt_update
+    # The metapackage depends on exactly one versioned image package.
+    kpkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')"
+    [[ -n "$kpkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-image package"
+    kver="$(apt-cache "${apt_opts[@]}" show "$kpkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
+    [[ -n "$kver" ]] || et_kl_die "no version of $kpkg in $bp_suite"
+    kdir="$kernel_root/${kpkg}_$kver"
+    if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" && "$(cat "$kdir/meta" 2>/dev/null)" == "$ET_KL_KERNEL_META" &&
+        -n "$(ET_KERNEL_LANE_MODULES="" et_kl_modules_dir "$kdir/vmlinuz")" ]]; then
+        did+=("kernel: $kpkg $kver was already cached in $kdir")
+        return 0
+    fi
+    mkdir -p "$kernel_root"
+    tmp="$(mktemp -d "$kernel_root/.staging.XXXXXX")"
+    # The .deb goes to a directory under $TMPDIR that apt's download
+    # sandbox user (_apt) can reach; the cache may sit in a private $HOME.
+    dl="$(mktemp -d)"
+    trap 'rm -rf "$tmp" "$dl"' EXIT
+    if ((EUID == 0)) && id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
+    et_kl_log "downloading $kpkg $kver"
+    (cd "$dl" && apt-get "${apt_opts[@]}" download -q "$kpkg=$kver") ||
+        et_kl_die "apt-get download $kpkg=$kver failed"
+    debs=("$dl"/*.deb)
+    [[ -f "${debs[0]}" ]] || et_kl_die "apt-get download left no .deb in $dl"
+    mkdir -p "$tmp/x"
+    dpkg-deb --fsys-tarfile "${debs[0]}" | tar -x -C "$tmp/x" ||
+        et_kl_die "cannot unpack ${debs[0]}"
+    rm -rf "$dl"
+    vmlinuz=("$tmp"/x/boot/vmlinuz-*)
+    config=("$tmp"/x/boot/config-*)
+    [[ -f "${vmlinuz[0]}" && -f "${config[0]}" ]] || et_kl_die "${debs[0]} has no /boot/vmlinuz-* and /boot/config-*"
+    if ! lacking="$(et_kl_check_kernel_config "${config[0]}")"; then
+        et_kl_die "$kpkg $kver lacks required options: $(echo "$lacking" | tr '\n' ' ')"
+    fi
+    release="${vmlinuz[0]##*/vmlinuz-}"
+    mkdir -p "$tmp/k/lib/modules"
+    # Debian's packages put modules in /lib/modules (bookworm) or /usr/lib/modules.
+    if [[ -d "$tmp/x/lib/modules/$release" ]]; then
+        mv "$tmp/x/lib/modules/$release" "$tmp/k/lib/modules/"
+    elif [[ -d "$tmp/x/usr/lib/modules/$release" ]]; then
+        mv "$tmp/x/usr/lib/modules/$release" "$tmp/k/lib/modules/"
+    else
+        et_kl_die "${debs[0]} has no /lib/modules/$release"
+    fi
+    # The package ships modules.order and modules.builtin but no modules.dep.
+    "$(depmod_path)" -b "$tmp/k" "$release" || et_kl_die "depmod -b $tmp/k $release failed"
+    [[ -s "$tmp/k/lib/modules/$release/modules.dep" ]] || et_kl_die "depmod wrote no modules.dep"
+    # Every =m option the lane needs must have its module in modules.dep.
+    for opt in "${ET_KL_REQUIRED_MODULE_CONFIG[@]}"; do
+        if grep -qx "${opt%%:*}=m" "${config[0]}" &&
+            ! grep -q "/${opt#*:}\.ko[.a-z]*:" "$tmp/k/lib/modules/$release/modules.dep"; then
+            missing_mods+=("${opt#*:}")
+        fi
+    done
+    ((${#missing_mods[@]} == 0)) || et_kl_die "$kpkg $kver: the config builds ${missing_mods[*]} as a module, but modules.dep lacks it"
+    cp "${vmlinuz[0]}" "$tmp/k/vmlinuz"
+    cp "${config[0]}" "$tmp/k/config"
+    printf '%s %s (%s)\n' "$kpkg" "$kver" "${vmlinuz[0]##*/}" >"$tmp/k/package"
+    printf '%s\n' "$ET_KL_KERNEL_META" >"$tmp/k/meta"
+    rm -rf "$kdir"
+    mv "$tmp/k" "$kdir"
+    rm -rf "$tmp"
+    trap - EXIT
+    did+=("kernel: downloaded $kpkg $kver into $kdir ($(du -sm "$kdir" | cut -f1) MiB with its modules; modules.dep from depmod -b)")
+}
+
 if [[ "$ET_KL_ARCH" != x86_64 ]]; then
     setup_arm64_userland
 fi
@@ -341,6 +428,18 @@ if [[ "$ET_KL_ARCH" != x86_64 && -e "$current" && "$(readlink "$current")" != *"
     et_kl_log "the cached kernel $(readlink "$current") was built from another arm64-kernel.config: rebuilding"
     stale=1
 fi
+# x86_64: the cached image must come from the metapackage asked for (a cache
+# from before the move to the generic kernel holds the cloud one, which has no
+# media drivers) and carry its modules with the modules.dep setup.sh generated.
+if [[ "$ET_KL_ARCH" == x86_64 && -e "$current" ]]; then
+    if [[ "$(cat "$current/meta" 2>/dev/null)" != "$ET_KL_KERNEL_META" ]]; then
+        et_kl_log "the cached kernel $(readlink "$current") is not from $ET_KL_KERNEL_META: looking that one up (the old one stays in the cache)"
+        stale=1
+    elif [[ -z "$(ET_KERNEL_LANE_MODULES="" et_kl_modules_dir "$current/vmlinuz")" ]]; then
+        et_kl_log "the cached kernel $(readlink "$current") has no modules.dep: fetching it again"
+        stale=1
+    fi
+fi
 if ((!refresh_kernel && !stale)) && [[ -s "$current/vmlinuz" && -s "$current/config" ]]; then
     did+=("kernel: cached $(cat "$current/package" 2>/dev/null || echo '(unknown package)') in $(readlink -f "$current")")
 elif [[ "$ET_KL_ARCH" != x86_64 ]]; then
@@ -348,48 +447,7 @@ elif [[ "$ET_KL_ARCH" != x86_64 ]]; then
     ln -sfn "${kdir##*/}" "$current.new"
     mv -T "$current.new" "$current"
 else
-    apt_update
-    # The metapackage depends on exactly one versioned image package.
-    kpkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
-        awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')"
-    [[ -n "$kpkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-image package"
-    kver="$(apt-cache "${apt_opts[@]}" show "$kpkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
-    [[ -n "$kver" ]] || et_kl_die "no version of $kpkg in $bp_suite"
-    kdir="$kernel_root/${kpkg}_$kver"
-    if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" ]]; then
-        did+=("kernel: $kpkg $kver was already cached in $kdir")
-    else
-        mkdir -p "$kernel_root"
-        tmp="$(mktemp -d "$kernel_root/.staging.XXXXXX")"
-        # The .deb goes to a directory under $TMPDIR that apt's download
-        # sandbox user (_apt) can reach; the cache may sit in a private $HOME.
-        dl="$(mktemp -d)"
-        trap 'rm -rf "$tmp" "$dl"' EXIT
-        if ((EUID == 0)) && id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
-        et_kl_log "downloading $kpkg $kver"
-        (cd "$dl" && apt-get "${apt_opts[@]}" download -q "$kpkg=$kver") ||
-            et_kl_die "apt-get download $kpkg=$kver failed"
-        debs=("$dl"/*.deb)
-        [[ -f "${debs[0]}" ]] || et_kl_die "apt-get download left no .deb in $dl"
-        mkdir -p "$tmp/x"
-        dpkg-deb --fsys-tarfile "${debs[0]}" | tar -x -C "$tmp/x" --wildcards './boot/*' ||
-            et_kl_die "cannot extract /boot from ${debs[0]}"
-        vmlinuz=("$tmp"/x/boot/vmlinuz-*)
-        config=("$tmp"/x/boot/config-*)
-        [[ -f "${vmlinuz[0]}" && -f "${config[0]}" ]] || et_kl_die "${debs[0]} has no /boot/vmlinuz-* and /boot/config-*"
-        if ! lacking="$(et_kl_check_kernel_config "${config[0]}")"; then
-            et_kl_die "$kpkg $kver lacks required built-in options: $(echo "$lacking" | tr '\n' ' ')"
-        fi
-        mkdir -p "$tmp/k"
-        cp "${vmlinuz[0]}" "$tmp/k/vmlinuz"
-        cp "${config[0]}" "$tmp/k/config"
-        printf '%s %s (%s)\n' "$kpkg" "$kver" "${vmlinuz[0]##*/}" >"$tmp/k/package"
-        rm -rf "$kdir"
-        mv "$tmp/k" "$kdir"
-        rm -rf "$tmp" "$dl"
-        trap - EXIT
-        did+=("kernel: downloaded $kpkg $kver into $kdir")
-    fi
+    fetch_x86_kernel
     ln -sfn "${kdir##*/}" "$current.new"
     mv -T "$current.new" "$current"
 fi

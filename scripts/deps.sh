@@ -13,6 +13,9 @@ packages=(
   util-linux
   # ABI check (scripts/abi-check.sh, ctest abi.matches_baseline): abidw, abidiff.
   abigail-tools
+  # Test-only: DRM_FORMAT_* macros for the pixel format table test; GStreamer as the image layout oracle
+  # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
+  libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 )
 
 missing=()

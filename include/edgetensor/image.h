@@ -57,7 +57,7 @@ struct ImageAlignment {
 };
 
 /// The layout of one image.
-struct ImageLayout {
+struct ET_API ImageLayout {
   PixelFormat format = PixelFormat::Unknown;
   std::uint32_t width = 0;
   std::uint32_t height = 0;
@@ -79,12 +79,14 @@ struct ImageLayout {
   std::size_t plane_count() const noexcept { return pixel_format_info(format).plane_count; }
   /// Rows of plane `index` (ceil(height / v_subsampling)). 0 for an index past plane_count().
   std::size_t plane_rows(std::size_t index) const noexcept;
-  /// Tight row bytes of plane `index` (see the preamble). 0 for an index past plane_count().
+  /// Tight row bytes of plane `index` (see the preamble). 0 for an index past plane_count(); SIZE_MAX
+  /// where they overflow size_t (a 32-bit size_t; validate refuses such a layout).
   std::size_t plane_row_bytes(std::size_t index) const noexcept;
   /// offset + (rows - 1) * stride + row bytes of plane `index`: where its last byte ends.
   /// Errors: OutOfRange on overflow or an index past plane_count().
   [[nodiscard]] Result<std::size_t> plane_end_bytes(std::size_t index) const;
-  /// The largest plane_end_bytes: the smallest buffer a single-buffer image fits in.
+  /// The largest plane_end_bytes: the smallest buffer a single-buffer image fits in. Errors:
+  /// InvalidArgument (a format with no planes), as plane_end_bytes.
   [[nodiscard]] Result<std::size_t> min_buffer_bytes() const;
 
   /// Checks the layout on its own: a known format, width and height non-zero, every used plane's stride

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pure image layout logic (no platform code): default layouts, plane sizes and validation with checked
+// arithmetic. Templated on the layout type, whose offset and stride fields set the size type U, so the
+// same code is tested with 32-bit sizes on a 64-bit host (tests/unit/image/image_layout_test.cpp).
+// The rules are the doc comments of ImageLayout and ImageAlignment (include/edgetensor/image.h).
+#pragma once
+
+#include <edgetensor/error.h>
+#include <edgetensor/pixel_format.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "text/format.h"
+
+#include "core/size_math.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+/// The size type of layout type L (ImageLayout: std::size_t).
+template <class L>
+using LayoutSize = std::remove_cvref_t<decltype(L{}.planes[0].offset_bytes)>;
+
+inline constexpr std::size_t kMaxImageAlignment = 4096;
+
+/// The row of `format`, or nullptr for Unknown or a value outside the enum.
+inline const PixelFormatInfo* known_format(PixelFormat format) noexcept {
+  const auto& info = pixel_format_info(format);
+  return info.plane_count == 0 ? nullptr : &info;
+}
+
+/// "nv12 640x480" (or "pixel format 99 (invalid) 640x480"): how every message names the image.
+template <class L>
+std::string image_text(const L& l) {
+  const auto name = pixel_format_name(l.format);
+  if (name == "invalid")
+    return text::format("pixel format {} (invalid) {}x{}", static_cast<unsigned>(l.format), l.width, l.height);
+  return text::format("{} {}x{}", name, l.width, l.height);
+}
+
+/// "plane 1 (UV)".
+inline std::string plane_text(const PixelFormatInfo& info, std::size_t index) {
+  if (index < info.plane_count) return text::format("plane {} ({})", index, info.planes[index].samples);
+  return text::format("plane {}", index);
+}
+
+/// Rows of a plane of an image `height` rows high: ceil(height / v_subsampling).
+inline std::uint64_t plane_rows_of(const PlaneFormat& p, std::uint64_t height) noexcept {
+  return (height + p.v_subsampling - 1) / p.v_subsampling;
+}
+
+/// Tight row bytes of a plane of an image `width` pixels wide, or nullopt when U cannot hold them.
+template <class U>
+std::optional<U> plane_row_bytes_of(const PlaneFormat& p, std::uint32_t width) noexcept {
+  static_assert(sizeof(U) >= sizeof(std::uint32_t));
+  const std::uint64_t pixels = (std::uint64_t{width} + p.h_subsampling - 1) / p.h_subsampling;
+  const std::uint64_t groups = (pixels + p.pixels_per_group - 1) / p.pixels_per_group;  // <= width
+  return checked_mul<U>(static_cast<U>(groups), static_cast<U>(p.bytes_per_group));
+}
+
+template <class U>
+Unexpected overflow(std::string_view what) {
+  return fail(ErrorCode::OutOfRange, text::format("{} overflows {}-bit size arithmetic", what, sizeof(U) * 8));
+}
+
+/// Where plane `index` of `l` ends: offset + (rows - 1) * stride + row bytes (the offset for 0 rows).
+template <class L>
+Result<LayoutSize<L>> plane_end(const L& l, std::size_t index) {
+  using U = LayoutSize<L>;
+  const auto& info = pixel_format_info(l.format);
+  if (index >= info.plane_count)
+    return fail(ErrorCode::OutOfRange, text::format("{}: plane index {} is past its {} planes", image_text(l), index,
+                                                   info.plane_count));
+  const auto& p = l.planes[index];
+  const auto rows = plane_rows_of(info.planes[index], l.height);
+  if (rows == 0) return p.offset_bytes;
+  const auto row_bytes = plane_row_bytes_of<U>(info.planes[index], l.width);
+  std::optional<U> end;
+  if (row_bytes && rows - 1 <= static_cast<U>(-1)) {
+    auto last_row = checked_mul<U>(static_cast<U>(rows - 1), p.row_stride_bytes);
+    auto start = last_row ? checked_add<U>(p.offset_bytes, *last_row) : std::nullopt;
+    end = start ? checked_add<U>(*start, *row_bytes) : std::nullopt;
+  }
+  if (!end)
+    return overflow<U>(text::format("{} {}: offset {} B + {} rows of stride {} B", image_text(l),
+                                    plane_text(info, index), p.offset_bytes, rows, p.row_stride_bytes));
+  return *end;
+}
+
+/// The largest plane end: the smallest single buffer the image fits in.
+template <class L>
+Result<LayoutSize<L>> min_buffer(const L& l) {
+  using U = LayoutSize<L>;
+  const auto& info = pixel_format_info(l.format);
+  if (info.plane_count == 0)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format, no planes", image_text(l)));
+  U most = 0;
+  for (std::size_t i = 0; i < info.plane_count; ++i) {
+    ET_TRY_ASSIGN(U end, plane_end(l, i));
+    if (end > most) most = end;
+  }
+  return most;
+}
+
+/// Checks `l` on its own (buffer_bytes null) or against a buffer of *buffer_bytes bytes.
+template <class L>
+Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
+  using U = LayoutSize<L>;
+  const PixelFormatInfo* info = known_format(l.format);
+  if (!info) return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format", image_text(l)));
+  if (l.width == 0 || l.height == 0)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: width and height must be non-zero", image_text(l)));
+  for (std::size_t i = info->plane_count; i < l.planes.size(); ++i)
+    if (l.planes[i].offset_bytes != 0 || l.planes[i].row_stride_bytes != 0)
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("{}: plane {} is unused ({} has {} planes) but has offset {} B and row stride {} B; "
+                               "unused planes must be zero",
+                               image_text(l), i, info->name, info->plane_count, l.planes[i].offset_bytes,
+                               l.planes[i].row_stride_bytes));
+  std::array<U, kMaxPlanes> ends{};
+  for (std::size_t i = 0; i < info->plane_count; ++i) {
+    const auto row_bytes = plane_row_bytes_of<U>(info->planes[i], l.width);
+    if (!row_bytes) return overflow<U>(text::format("{} {}: row bytes", image_text(l), plane_text(*info, i)));
+    if (l.planes[i].row_stride_bytes < *row_bytes)
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("{} {}: row stride {} B is below the plane's row bytes {} B", image_text(l),
+                               plane_text(*info, i), l.planes[i].row_stride_bytes, *row_bytes));
+    ET_TRY_ASSIGN(ends[i], plane_end(l, i));
+  }
+  if (!buffer_bytes) return {};
+  for (std::size_t i = 0; i < info->plane_count; ++i)
+    if (ends[i] > *buffer_bytes)
+      return fail(ErrorCode::OutOfRange,
+                  text::format("{} {}: ends at {} B (offset {} B, {} rows of stride {} B, last row {} B) but the "
+                               "buffer has {} B",
+                               image_text(l), plane_text(*info, i), ends[i], l.planes[i].offset_bytes,
+                               plane_rows_of(info->planes[i], l.height), l.planes[i].row_stride_bytes,
+                               *plane_row_bytes_of<U>(info->planes[i], l.width), *buffer_bytes));
+  for (std::size_t i = 0; i < info->plane_count; ++i)
+    for (std::size_t j = i + 1; j < info->plane_count; ++j) {
+      const U a = l.planes[i].offset_bytes, b = l.planes[j].offset_bytes;
+      if (a < ends[j] && b < ends[i])
+        return fail(ErrorCode::InvalidArgument,
+                    text::format("{}: {} [{}, {}) and {} [{}, {}) overlap", image_text(l), plane_text(*info, i), a,
+                                 ends[i], plane_text(*info, j), b, ends[j]));
+    }
+  return {};
+}
+
+inline Result<void> check_alignment(std::size_t value, std::string_view what) {
+  if (value == 0 || (value & (value - 1)) != 0 || value > kMaxImageAlignment)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("image alignment: {} {} is not a power of two from 1 to {}", what, value,
+                             kMaxImageAlignment));
+  return {};
+}
+
+/// The default layout of ImageAlignment's rule; `allocation` receives every plane's padded rows.
+template <class L>
+Result<L> default_layout(std::uint32_t width, std::uint32_t height, PixelFormat format, std::size_t row_align,
+                         std::size_t height_align, LayoutSize<L>* allocation) {
+  using U = LayoutSize<L>;
+  L l{};
+  l.format = format;
+  l.width = width;
+  l.height = height;
+  const PixelFormatInfo* info = known_format(format);
+  if (!info) return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format", image_text(l)));
+  if (width == 0 || height == 0)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: width and height must be non-zero", image_text(l)));
+  ET_TRY(check_alignment(row_align, "row_bytes"));
+  ET_TRY(check_alignment(height_align, "height"));
+  std::size_t rows_align = height_align;  // powers of two: the larger is a multiple of the smaller
+  for (std::size_t i = 0; i < info->plane_count; ++i)
+    if (info->planes[i].v_subsampling > rows_align) rows_align = info->planes[i].v_subsampling;
+  const auto padded_height = checked_round_up<U>(U{height}, static_cast<U>(rows_align));
+  if (!padded_height) return overflow<U>(text::format("{}: height aligned to {}", image_text(l), rows_align));
+  U offset = 0;
+  for (std::size_t i = 0; i < info->plane_count; ++i) {
+    const auto row_bytes = plane_row_bytes_of<U>(info->planes[i], width);
+    const auto stride = row_bytes ? checked_round_up<U>(*row_bytes, static_cast<U>(row_align)) : std::nullopt;
+    const auto size = stride ? checked_mul<U>(*stride, *padded_height / info->planes[i].v_subsampling) : std::nullopt;
+    const auto next = size ? checked_add<U>(offset, *size) : std::nullopt;
+    if (!next)
+      return overflow<U>(text::format("{} {} with rows aligned to {} B and height to {}", image_text(l),
+                                      plane_text(*info, i), row_align, rows_align));
+    l.planes[i].offset_bytes = offset;
+    l.planes[i].row_stride_bytes = *stride;
+    offset = *next;
+  }
+  if (allocation) *allocation = offset;
+  return l;
+}
+
+}  // namespace edgetensor::detail

@@ -33,6 +33,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 
@@ -105,11 +106,18 @@ struct ET_API ImageLayout {
 // V4L2, GStreamer and codecs); "Unspecified" is the default and means "the producer did not say".
 
 enum class ColorPrimaries : std::uint8_t { Unspecified = 0, Bt709, Bt470Bg /* BT.601 625 */, Smpte170M /* BT.601 525 */,
-                                           Bt2020, DciP3, DisplayP3, AdobeRgb };
+                                           Bt2020, DciP3, DisplayP3, AdobeRgb, Bt470M /* NTSC 1953 */ };
 enum class TransferFunction : std::uint8_t { Unspecified = 0, Bt709, Srgb, Linear, Smpte2084 /* PQ */, AribStdB67 /* HLG */,
                                              AdobeRgb, DciP3, Smpte240M };
 enum class YcbcrMatrix : std::uint8_t { Unspecified = 0, Bt601, Bt709, Bt2020, Bt2020Constant, Smpte240M, Identity /* RGB */ };
 enum class ColorRange : std::uint8_t { Unspecified = 0, Full, Limited };
+
+/// Lower-case names for messages and the CLI ("bt709", "smpte170m", "display_p3", "arib_std_b67",
+/// "bt2020_constant", "limited", ...; "unspecified" for Unspecified); "invalid" for values outside the enum.
+ET_API std::string_view color_primaries_name(ColorPrimaries primaries) noexcept;
+ET_API std::string_view transfer_function_name(TransferFunction transfer) noexcept;
+ET_API std::string_view ycbcr_matrix_name(YcbcrMatrix matrix) noexcept;
+ET_API std::string_view color_range_name(ColorRange range) noexcept;
 
 /// The colorimetry of an image.
 struct Colorimetry {
@@ -129,11 +137,23 @@ struct V4l2Colorimetry {
   std::uint32_t xfer_func = 0;
   friend bool operator==(const V4l2Colorimetry&, const V4l2Colorimetry&) = default;
 };
-/// From V4L2's fields. DEFAULT values resolve as the V4L2 specification says for the colorspace (the
-/// V4L2_MAP_*_DEFAULT rules, which need `is_rgb` for the quantization). Errors: InvalidArgument naming
-/// the field and the value.
+/// From V4L2's fields (facts: linux/videodev2.h and the kernel's V4L2 "Colorspaces" documentation).
+/// The colorspace gives the primaries (SMPTE170M and SMPTE240M: Smpte170M; REC709, SRGB, JPEG: Bt709;
+/// 470_SYSTEM_M: Bt470M; 470_SYSTEM_BG: Bt470Bg; OPRGB: AdobeRgb; BT2020; DCI_P3: DciP3; RAW, the
+/// device's own: Unspecified). DEFAULT values resolve as V4L2_MAP_XFER_FUNC_DEFAULT,
+/// V4L2_MAP_YCBCR_ENC_DEFAULT and V4L2_MAP_QUANTIZATION_DEFAULT do for the colorspace (`is_rgb`: an RGB
+/// format, full range), except under colorspace DEFAULT (the driver did not say), where they stay
+/// Unspecified. Lossy by V4L2's own definitions: ENC_SYCC is Bt601, and the extended-gamut ENC_XV601 /
+/// ENC_XV709 are Bt601 / Bt709 (their reading of values outside the limited range is not kept). Errors:
+/// InvalidArgument naming the field and the value (outside its enum, the deprecated COLORSPACE_BT878,
+/// an HSV encoding in ycbcr_enc).
 [[nodiscard]] ET_API Result<Colorimetry> colorimetry_from_v4l2(const V4l2Colorimetry& v4l2, bool is_rgb);
-/// To V4L2's fields. Errors: Unsupported naming the value V4L2 cannot express.
+/// To V4L2's fields: an Unspecified field gives DEFAULT (so V4L2 resolves it from the colorspace), every
+/// other field an explicit value, so colorimetry_from_v4l2 gives `colorimetry` back when no field is
+/// Unspecified. The colorspace follows the primaries: Bt709 gives SRGB with transfer Srgb, else REC709;
+/// Smpte170M gives SMPTE240M with transfer Smpte240M, else SMPTE170M (never JPEG, RAW or BT878).
+/// Errors: Unsupported naming the value V4L2 cannot express (primaries DisplayP3, transfer AribStdB67,
+/// matrix Identity); InvalidArgument for a value outside its enum.
 [[nodiscard]] ET_API Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry);
 
 }  // namespace edgetensor

@@ -29,15 +29,17 @@ class ET_API Quantization {
   Quantization() noexcept = default;
   /// One scale and zero point. Errors: InvalidArgument when scale is not finite and > 0.
   [[nodiscard]] static Result<Quantization> per_tensor(float scale, std::int32_t zero_point);
-  /// One scale and zero point per index of dimension `axis`. Errors: InvalidArgument (empty, sizes differ,
-  /// a scale not finite and > 0, naming its index), OutOfRange (more than kMaxQuantizationChannels).
+  /// One scale and zero point per index of dimension `axis` (the arrays are copied once, into the
+  /// shared parameter array). Errors: InvalidArgument (empty, sizes differ, a scale not finite and > 0,
+  /// naming its index), OutOfRange (axis >= kMaxRank of tensor.h, more than kMaxQuantizationChannels).
   [[nodiscard]] static Result<Quantization> per_axis(std::size_t axis, std::span<const float> scales,
                                                      std::span<const std::int32_t> zero_points);
 
   QuantizationKind kind() const noexcept { return kind_; }
   /// The quantized dimension (PerAxis), else 0.
   std::size_t axis() const noexcept { return axis_; }
-  /// One entry (PerTensor), one per channel (PerAxis), none (None).
+  /// One entry (PerTensor), one per channel (PerAxis), none (None). Valid while this Quantization lives
+  /// (a PerTensor span points into it; a PerAxis one into the shared array).
   std::span<const float> scales() const noexcept;
   std::span<const std::int32_t> zero_points() const noexcept;
 
@@ -46,9 +48,16 @@ class ET_API Quantization {
   /// channel count. Errors: InvalidArgument naming the field, the value and the limit.
   [[nodiscard]] Result<void> check(DType dtype, std::span<const std::size_t> shape) const;
 
-  /// Channels [begin, end) of a PerAxis quantization (shares the parameter array). Errors: OutOfRange,
-  /// FailedPrecondition when not PerAxis.
+  /// Channels [begin, end) of a PerAxis quantization, same axis (shares the parameter array; begin ==
+  /// end gives zero channels, as a zero-size slice of the axis has). Errors: OutOfRange (begin > end or
+  /// end > channel count, naming them), FailedPrecondition when not PerAxis.
   [[nodiscard]] Result<Quantization> slice_channels(std::size_t begin, std::size_t end) const;
+  /// The same PerAxis parameters on dimension `axis` (shares the parameter array), for views that move
+  /// the quantized dimension (batch removes dimension 0). Errors: OutOfRange (axis >= kMaxRank),
+  /// FailedPrecondition when not PerAxis.
+  [[nodiscard]] Result<Quantization> with_axis(std::size_t axis) const;
+
+  /// Equal kind, axis (PerAxis) and parameter values; whether the arrays are shared does not matter.
 
   /// The same parameters for another axis (after an operation removed a dimension before it). Shares
   /// the parameter array; does not check the axis (TensorDyn::set_quantization does).

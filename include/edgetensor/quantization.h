@@ -58,15 +58,6 @@ class ET_API Quantization {
   [[nodiscard]] Result<Quantization> with_axis(std::size_t axis) const;
 
   /// Equal kind, axis (PerAxis) and parameter values; whether the arrays are shared does not matter.
-
-  /// The same parameters for another axis (after an operation removed a dimension before it). Shares
-  /// the parameter array; does not check the axis (TensorDyn::set_quantization does).
-  Quantization with_axis(std::size_t axis) const noexcept {
-    Quantization q = *this;
-    if (q.kind_ == QuantizationKind::PerAxis) q.axis_ = static_cast<std::uint32_t>(axis);
-    return q;
-  }
-
   friend ET_API bool operator==(const Quantization& a, const Quantization& b) noexcept;
 
  private:

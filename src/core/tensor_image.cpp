@@ -30,7 +30,8 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
         auto one = Quantization::per_tensor(q.scales()[how.index], q.zero_points()[how.index]);
         return one ? *one : Quantization{};
       }
-      return q.with_axis(axis - 1);
+      if (auto moved = q.with_axis(axis - 1)) return *moved;
+      return {};
     case ViewOp::Slice:
       if (how.index != axis) return q;
       if (auto s = q.slice_channels(how.begin, how.end)) return *s;

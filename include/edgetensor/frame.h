@@ -28,6 +28,10 @@
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 
+namespace detail {
+struct FrameAccess;  // defined inside the library only (src/core/frame_access.h): ipc::receive_frame builds frames
+}  // namespace detail
+
 template <class MapT> class FrameMapT;
 using FrameReadMap = FrameMapT<ReadMap>;
 using FrameWriteMap = FrameMapT<WriteMap>;
@@ -78,6 +82,7 @@ class ET_API Frame {
   [[nodiscard]] Result<std::vector<UniqueFd>> export_plane_fds() const;
 
  private:
+  friend struct detail::FrameAccess;
   template <class MapT>
   static Result<FrameMapT<MapT>> map_all(const Frame& frame, std::string_view what);  // src/core/frame.cpp
 

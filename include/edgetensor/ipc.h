@@ -2,16 +2,18 @@
 // Passing tensors between processes over a Unix-domain socket (SCM_RIGHTS).
 //
 // send()/receive() move one tensor per message: a fixed, versioned header (dtype, shape, strides,
-// offset, memory kind, image metadata, name) plus its buffer's fd; the wire format is docs/WIRE.md.
-// They need an AF_UNIX socket that keeps message boundaries: SOCK_SEQPACKET (connected, e.g. from
-// socketpair) or SOCK_DGRAM; a SOCK_STREAM socket is refused before a byte moves. receive() checks
-// everything before it builds a tensor, so a sender cannot crash a receiver. send_fds()/receive_fds()
+// offset, memory kind, name, image layout or plane, colorimetry, quantization) plus its buffer's fd;
+// send_frame()/receive_frame() move one Frame (frame.h) per message, one fd per distinct buffer. The
+// wire formats are docs/WIRE.md. They need an AF_UNIX socket that keeps message boundaries:
+// SOCK_SEQPACKET (connected, e.g. from socketpair) or SOCK_DGRAM; a SOCK_STREAM socket is refused
+// before a byte moves. The receivers check everything before they build a tensor or a frame, so a sender cannot crash a receiver. send_fds()/receive_fds()
 // are the building blocks for protocols of your own.
 #pragma once
 
 #include <edgetensor/array_ref.h>
 #include <edgetensor/error.h>
 #include <edgetensor/export.h>
+#include <edgetensor/frame.h>
 #include <edgetensor/tensor.h>
 #include <edgetensor/unique_fd.h>
 
@@ -50,13 +52,17 @@ struct Received {
 [[nodiscard]] ET_API Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer,
                                                   std::size_t max_fds = kMaxFdsPerMessage);
 
-/// Version of the tensor message header; a receiver refuses any other.
-inline constexpr std::uint16_t kTensorMessageVersion = 1;
+/// Version of the tensor message; a receiver refuses any other (version 1, sent by edgetensor 0.3 and
+/// older, is refused naming both versions: docs/WIRE.md, "Versions").
+inline constexpr std::uint16_t kTensorMessageVersion = 2;
+/// Version of the frame message (send_frame / receive_frame); a receiver refuses any other.
+inline constexpr std::uint16_t kFrameMessageVersion = 1;
 /// Longest tensor name carried (bytes); longer names are cut at a UTF-8 boundary.
 inline constexpr std::size_t kMaxWireNameBytes = 63;
 
-/// Sends `tensor` (its view: shape, strides, offset; its dtype, image metadata and name) and its
-/// buffer's fd (the kernel installs a copy in the receiver) in one message on the connected socket
+/// Sends `tensor` (its view: shape, strides, offset; its dtype and name; its image layout, or the
+/// pixel format and plane a plane view shows; colorimetry; quantization, per-axis parameters included)
+/// and its buffer's fd (the kernel installs a copy in the receiver) in one message on the connected socket
 /// `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM). The tensor stays usable here; both
 /// processes then share the same bytes. Only memory a receiver can trust is sent: memfd sealed against
 /// shrinking (every memfd tensor allocated here is) and DMA-BUF. A tensor with zero elements reaches no
@@ -79,15 +85,40 @@ struct ReceiveOptions {
 };
 
 /// Receives one tensor sent with send() on `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM,
-/// checked before anything is read). Validates the header (size, magic and byte order, version, dtype,
-/// rank, a shape with no zero, memory kind, name), the fd count (exactly one; MSG_CTRUNC), what the fd
-/// really is (it must match the header's memory kind; a memfd must be sealed against shrinking) and its
-/// real size against offset + extent and options.max_buffer_bytes. Every fd received is closed on every
+/// checked before anything is read). Validates the message (size, magic and byte order, version,
+/// dtype, rank, a shape with no zero, memory kind, name, pixel format, image plane, colorimetry,
+/// quantization against dtype and shape, the per-axis payload's length), the fd count (exactly one;
+/// MSG_CTRUNC), what the fd really is (it must match the header's memory kind; a memfd must be sealed
+/// against shrinking), its real size against offset + extent and options.max_buffer_bytes, and the
+/// image layout against the view's extent (as set_image_layout). Every fd received is closed on every
 /// error path. Blocks.
-/// Errors: InvalidArgument (a SOCK_STREAM or other socket type, named, nothing read; malformed header,
-/// naming the field, its value and the limit - "shape[0] = 0: shape [0, 3] has zero elements" -; wrong
-/// fd kind; unsealed memfd; O_PATH or write-only fd), OutOfRange (buffer smaller than the view, or
-/// larger than max_buffer_bytes), Unavailable (peer closed), the receive_fds errors.
+/// Errors: InvalidArgument (a SOCK_STREAM or other socket type, named, nothing read; malformed message,
+/// naming the field, its value and the limit - "shape[0] = 0: shape [0, 3] has zero elements" -; a
+/// version-1 message from an older sender, naming both versions; a frame message, naming it; wrong fd
+/// kind; unsealed memfd; O_PATH or write-only fd; a bad layout), OutOfRange (buffer smaller than the
+/// view, or larger than max_buffer_bytes; a plane past the extent), Unavailable (peer closed), the
+/// receive_fds errors.
 [[nodiscard]] ET_API Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& options = {});
+
+/// Sends `frame` (layout, colorimetry, which buffer each plane lies in) and one fd per distinct buffer
+/// (frame.buffer_count(), 1 to 4; borrowed, the kernel installs copies in the receiver) in one message
+/// on `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM). Every buffer must be memory a
+/// receiver can trust, as for send(). Blocks; MSG_NOSIGNAL.
+/// Errors: FailedPrecondition (empty frame), Unsupported (a heap or PBO buffer; unsealed shared memory,
+/// with send()'s advice; each naming the buffer), InvalidArgument (socket type), the send_fds errors.
+[[nodiscard]] ET_API Result<void> send_frame(int socket_fd, const Frame& frame);
+
+/// Receives one frame sent with send_frame() on `socket_fd` (borrowed; checked as receive() checks it).
+/// Validates the message (size, magic and byte order, version, format, plane and buffer counts, the
+/// plane -> buffer map with every buffer used, memory kinds, colorimetry, unused fields zero, the layout
+/// by ImageLayout::validate), that exactly buffer_count fds arrived, each fd as receive() does (its kind
+/// against the header, seals, options.max_buffer_bytes), that no two fds are one buffer, and that each
+/// buffer holds its planes' tight ends (ImageLayout::plane_end_bytes). A buffer is read-only where its
+/// fd was sent read-only. Every fd received is closed on every error path. Blocks.
+/// Errors: InvalidArgument (socket type; malformed message naming field, value and limit; a tensor
+/// message, naming it; an fd count other than buffer_count; wrong fd kind; unsealed memfd; two fds of
+/// one buffer), OutOfRange (a plane past its buffer's end, naming plane, buffer and both numbers; a
+/// buffer over max_buffer_bytes; more than 4 fds), Unavailable (peer closed), the receive_fds errors.
+[[nodiscard]] ET_API Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& options = {});
 
 }  // namespace edgetensor::ipc

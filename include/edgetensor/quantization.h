@@ -58,7 +58,6 @@ class ET_API Quantization {
   [[nodiscard]] Result<Quantization> with_axis(std::size_t axis) const;
 
   /// Equal kind, axis (PerAxis) and parameter values; whether the arrays are shared does not matter.
-
   friend ET_API bool operator==(const Quantization& a, const Quantization& b) noexcept;
 
  private:

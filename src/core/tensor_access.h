@@ -39,6 +39,13 @@ struct TensorAccess {
                                       const Colorimetry& colorimetry);
   /// A U8 tensor over the whole buffer of `t`'s storage (offset 0, [buffer_bytes]), no metadata.
   static Result<TensorDyn> whole_buffer(const TensorDyn& t);
+  /// Marks `t` as plane `plane` (-1: the whole image, as image_view) of a `format` image, with no
+  /// layout: ipc::receive rebuilding what the sender had. No checks: the caller validated both.
+  static void set_image_plane(TensorDyn& t, PixelFormat format, int plane) noexcept {
+    t.image_layout_.reset();
+    t.pixel_format_ = format;
+    t.image_plane_ = static_cast<std::int8_t>(plane);
+  }
 };
 
 }  // namespace edgetensor::inline ET_ABI_NAMESPACE::detail

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// detail::FrameAccess: builds a Frame from validated parts (ipc::receive_frame). The public ways to
+// make a frame (frame.h) import fds or wrap a tensor; a received frame's buffers are already imported.
+#pragma once
+
+#include <edgetensor/frame.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+struct FrameAccess {
+  /// A frame of `layout` and `colorimetry` whose distinct buffers are `buffers` (whole-buffer U8
+  /// tensors, offset 0; 1 to kMaxPlanes) and whose plane i lies in buffers[plane_buffer[i]]. No checks:
+  /// the caller validated the layout, the map and that each buffer holds its planes.
+  static Frame make(const ImageLayout& layout, const Colorimetry& colorimetry, std::span<const TensorDyn> buffers,
+                    std::span<const std::uint8_t> plane_buffer) {
+    Frame f;
+    f.layout_ = layout;
+    f.colorimetry_ = colorimetry;
+    for (std::size_t b = 0; b < buffers.size() && b < kMaxPlanes; ++b) f.buffers_[b] = buffers[b];
+    f.buffer_count_ = buffers.size();
+    for (std::size_t i = 0; i < plane_buffer.size() && i < kMaxPlanes; ++i) f.plane_buffer_[i] = plane_buffer[i];
+    return f;
+  }
+};
+
+}  // namespace edgetensor::inline ET_ABI_NAMESPACE::detail

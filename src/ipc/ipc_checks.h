@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the tensor and frame messages check alike on both ends: the socket type, whether a buffer may
+// be sent, and what a received fd really is (src/ipc/ipc_checks.cpp; docs/WIRE.md).
+#pragma once
+
+#include <edgetensor/ipc.h>
+
+#include <string_view>
+
+#include "core/backend.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+/// Refuses a socket that does not keep message boundaries or is not AF_UNIX. `who`: "ipc::send", ...;
+/// `message`: "a tensor message" or "a frame message". Errors: InvalidArgument naming the type or
+/// family; from_errno of getsockopt (ENOTSOCK).
+Result<void> require_message_socket(int socket_fd, std::string_view who, std::string_view message);
+
+/// The fd of `tensor`'s buffer (borrowed from its storage) when a receiver can trust it: Shm sealed
+/// against shrinking, or DmaBuf. `what` prefixes each error ("ipc::send", "ipc::send_frame: buffer 1").
+/// Errors: Unsupported (heap, PBO; unsealed shared memory, with advice that fits it), Internal.
+Result<int> sendable_fd(const TensorDyn& tensor, std::string_view what);
+
+/// Probes a received fd and checks it as a receiver must: what the kernel says it is, its size against
+/// options.max_buffer_bytes, its kind against `declared`, a Shm fd sealed against shrinking. `what`
+/// names the message or buffer in errors ("tensor message", "frame message buffer 1"). Errors: InvalidArgument, OutOfRange.
+Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOptions& options,
+                              std::string_view what);
+
+}  // namespace edgetensor::detail

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// ipc::send_frame / ipc::receive_frame: one Frame per message, one fd per distinct buffer, everything
+// validated (each fd as ipc::receive validates its one) before the frame is built.
+#include <edgetensor/ipc.h>
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "text/format.h"
+
+#include "core/backend.h"
+#include "core/frame_access.h"
+#include "ipc/ipc_checks.h"
+#include "ipc/ipc_wire.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+
+Result<void> send_frame(int socket_fd, const Frame& frame) {
+  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "ipc::send_frame: the frame is empty");
+  const ImageLayout& layout = frame.layout();
+  const std::size_t buffers = frame.buffer_count();
+  detail::FrameWireHeader h;
+  h.version = kFrameMessageVersion;
+  h.header_bytes = detail::kFrameWireHeaderBytes;
+  std::array<TensorDyn, kMaxPlanes> held;  // keeps each buffer (and so its fd) alive until sent
+  std::array<int, kMaxPlanes> fds{};
+  for (std::size_t b = 0; b < buffers; ++b) {
+    ET_TRY_ASSIGN(held[b], frame.buffer(b));
+    const std::string what = text::format("ipc::send_frame: buffer {} of {}", b, buffers);
+    ET_TRY_ASSIGN(fds[b], detail::sendable_fd(held[b], what));
+    h.memory[b] = static_cast<std::uint8_t>(held[b].memory());
+  }
+  ET_TRY(detail::require_message_socket(socket_fd, "ipc::send_frame", "a frame message"));
+  h.pixel_format = static_cast<std::uint16_t>(layout.format);
+  h.plane_count = static_cast<std::uint8_t>(layout.plane_count());
+  h.buffer_count = static_cast<std::uint8_t>(buffers);
+  for (std::size_t i = 0; i < layout.plane_count(); ++i) h.plane_buffer[i] = static_cast<std::uint8_t>(frame.plane_buffer(i));
+  h.image_width = layout.width;
+  h.image_height = layout.height;
+  const Colorimetry& c = frame.colorimetry();
+  h.colorimetry[0] = static_cast<std::uint8_t>(c.primaries);
+  h.colorimetry[1] = static_cast<std::uint8_t>(c.transfer);
+  h.colorimetry[2] = static_cast<std::uint8_t>(c.matrix);
+  h.colorimetry[3] = static_cast<std::uint8_t>(c.range);
+  h.modifier = layout.modifier;
+  for (std::size_t i = 0; i < kMaxPlanes; ++i) {
+    h.planes[i][0] = layout.planes[i].offset_bytes;
+    h.planes[i][1] = layout.planes[i].row_stride_bytes;
+  }
+  auto bytes = detail::encode_frame_message(h);
+  return send_fds(socket_fd, bytes, ArrayRef<int>(fds.data(), buffers));
+}
+
+Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& limits) {
+  ET_TRY(detail::require_message_socket(socket_fd, "ipc::receive_frame", "a frame message"));
+  // Room for the largest legal message of either kind (a tensor message is read whole and named).
+  constexpr std::size_t kRoom = detail::kMaxWireMessageBytes + 1;
+  auto buf = std::make_unique_for_overwrite<std::byte[]>(kRoom);
+  ET_TRY_ASSIGN(auto msg, receive_fds(socket_fd, std::span(buf.get(), kRoom), detail::kMaxWireFds));
+  ET_TRY_ASSIGN(auto h, detail::decode_frame_message(std::span(buf.get(), msg.size_bytes)));
+  if (msg.fds.size() != h.buffer_count)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("malformed frame message: {} fds arrived, its buffer_count is {} (one fd per buffer)",
+                            msg.fds.size(), h.buffer_count));
+  const ImageLayout layout = detail::frame_layout(h);
+  // Every fd checked before any is imported; msg.fds owns them all until then.
+  std::array<detail::FdInfo, kMaxPlanes> infos;
+  for (std::size_t b = 0; b < h.buffer_count; ++b) {
+    const std::string who = text::format("frame message buffer {}", b);
+    ET_TRY_ASSIGN(infos[b], detail::probe_received(msg.fds[b].get(), static_cast<MemoryKind>(h.memory[b]), limits, who));
+    for (std::size_t k = 0; k < b; ++k)
+      if (infos[k].key == infos[b].key)
+        return fail(ErrorCode::InvalidArgument,
+                    text::format("malformed frame message: buffers {} and {} are one buffer ({}); a sender sends each "
+                                "buffer once", k, b, infos[b].what));
+    for (std::size_t i = 0; i < h.plane_count; ++i) {
+      if (h.plane_buffer[i] != b) continue;
+      ET_TRY_ASSIGN(std::size_t end, layout.plane_end_bytes(i));
+      if (end > infos[b].buffer_bytes)
+        return fail(ErrorCode::OutOfRange,
+                    text::format("frame message plane {} ends at {} B (offset {} B, row stride {} B), past the end of "
+                                "buffer {} ({}, {} B)", i, end, layout.planes[i].offset_bytes,
+                                layout.planes[i].row_stride_bytes, b, infos[b].what, infos[b].buffer_bytes));
+    }
+  }
+  std::array<TensorDyn, kMaxPlanes> buffers;
+  for (std::size_t b = 0; b < h.buffer_count; ++b) {
+    const std::size_t bytes = infos[b].buffer_bytes;
+    ET_TRY_ASSIGN(buffers[b], detail::tensor_from_fd(std::move(msg.fds[b]), infos[b], ArrayRef<std::size_t>(&bytes, 1),
+                                                     DType::U8, {}));
+  }
+  return detail::FrameAccess::make(layout, detail::wire_colorimetry(h.colorimetry),
+                                   std::span<const TensorDyn>(buffers.data(), h.buffer_count),
+                                   std::span<const std::uint8_t>(h.plane_buffer, h.plane_count));
+}
+
+}  // namespace edgetensor::ipc

@@ -286,7 +286,7 @@ TEST(MetadataRule, PerAxisQuantizationIsSlicedAndNeverReallocated) {
   // quantized along axis 1: batch removes dimension 0, the axis becomes 0
   auto t2 = TensorDyn::allocate({2, 3}, DType::U8);
   ASSERT_OK(t2);
-  ASSERT_OK(t2->set_quantization(*q));
+  EXPECT_ERROR(t2->set_quantization(*q), ErrorCode::InvalidArgument, "2");  // axis 0 has 2 entries, not 3
   auto q1 = Quantization::per_axis(1, scales, zps);
   ASSERT_OK(q1);
   EXPECT_ERROR(t->set_quantization(*q1), ErrorCode::InvalidArgument, "4");  // shape[1] is 4, not 3 channels

@@ -45,7 +45,8 @@ struct Received {
 /// Receives one message into `buffer`, accepting up to `max_fds` fds. Blocks; retries EINTR.
 /// Works whatever the receiving socket asks the kernel to add (SO_PASSCRED, SO_PASSPIDFD, SO_PASSSEC,
 /// SO_TIMESTAMP*): the control buffer has room for those too; they are not returned, and a pidfd the
-/// kernel installs (SCM_PIDFD) is closed. An SCM_SECURITY label over 4096 B shows as MSG_CTRUNC.
+/// kernel installs (SCM_PIDFD) is closed. An SCM_SECURITY label over one page (the kernel cuts labels
+/// there: 4, 16 or 64 KiB) shows as MSG_CTRUNC.
 /// Errors: Unavailable (peer closed: 0 bytes), OutOfRange (message larger than `buffer` - MSG_TRUNC -,
 /// more fds than `max_fds`, or control data truncated - MSG_CTRUNC -, naming the control messages that
 /// did arrive; every fd that did arrive is closed), from_errno otherwise.

@@ -5,7 +5,9 @@
 
 #include <edgetensor/error.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -33,8 +35,9 @@ Result<U> contiguous_strides(std::span<const U> shape, U element_size, std::span
     auto next = checked_mul<U>(stride, shape[i] == 0 ? U{1} : shape[i]);
     if (!next || *next > static_cast<U>(INT64_MAX))
       return fail(ErrorCode::OutOfRange,
-                  text::format("{} [{}]: byte size overflows {}-bit size arithmetic", what,
-                              text::join(shape, ", "), sizeof(U) * 8));
+                  text::format("{} [{}]: byte size overflows {}-bit size arithmetic (a tensor holds at most {} B)",
+                              what, text::join(shape, ", "), sizeof(U) * 8,
+                              std::min<std::uint64_t>(std::numeric_limits<U>::max(), INT64_MAX)));
     stride = *next;
   }
   return has_zero ? U{0} : stride;  // total bytes

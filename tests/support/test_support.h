@@ -40,7 +40,7 @@ long rss_bytes();
 /// A POSIX shm name no other test or process uses: "/et-test-<pid>-<tag>-<n>".
 std::string unique_shm_name(const char* tag);
 /// Whether recvmsg sets MSG_CTRUNC when more fds arrive than the control buffer holds (unix(7)); false
-/// under QEMU 7.2 user mode (the ARM lanes), which passes on what fits without the flag.
+/// under QEMU user mode (the ARM lanes: 7.2 and 10.0), which passes on what fits without the flag.
 bool recvmsg_reports_ctrunc();
 
 /// AllocateOptions asking for memory of `kind`, everything else default.

@@ -52,6 +52,9 @@ json system_info() {
   json sys;
   utsname u{};
   if (::uname(&u) == 0) sys["kernel"] = text::format("{} {} {}", u.sysname, u.release, u.machine);
+  // 4, 16 or 64 KiB (arm64 kernels differ); an armhf program on an arm64 kernel is a 32-bit process.
+  sys["page_size_bytes"] = static_cast<long long>(::sysconf(_SC_PAGESIZE));
+  sys["process_bits"] = static_cast<int>(sizeof(void*) * 8);
   struct statvfs v {};
   if (::statvfs("/dev/shm", &v) == 0) {
     sys["dev_shm"] = {{"size_bytes", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize},
@@ -276,6 +279,8 @@ std::string to_table(const Report& report) {
   for (const auto& s : report.sections) out += text::format("{:<20} {:<12} {}\n", s.name, s.status, s.detail);
   out += "\nsystem\n";
   const json& sys = report.system;
+  out += text::format("  page size          {} KiB ({}-bit process)\n", sys.value("page_size_bytes", 0LL) / 1024,
+                      sys.value("process_bits", 0));
   if (sys.contains("dev_shm") && sys["dev_shm"].contains("size_bytes"))
     out += text::format("  /dev/shm           {:.1f} MiB total, {:.1f} MiB free\n",
                        sys["dev_shm"]["size_bytes"].get<double>() / 1048576.0,

@@ -6,6 +6,7 @@
 
 #include "text/format.h"
 
+#include "core/frame_access.h"
 #include "core/tensor_access.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
@@ -28,6 +29,26 @@ Result<void> require_linear(const ImageLayout& layout, std::string_view what) {
 }
 
 }  // namespace
+
+namespace detail {
+Result<void> check_shared_buffer_planes(const ImageLayout& layout, std::span<const std::uint8_t> plane_buffer) {
+  const PixelFormatInfo& info = pixel_format_info(layout.format);
+  for (std::size_t i = 0; i < plane_buffer.size(); ++i) {
+    ET_TRY_ASSIGN(std::size_t end_i, layout.plane_end_bytes(i));
+    for (std::size_t j = i + 1; j < plane_buffer.size(); ++j) {
+      if (plane_buffer[i] != plane_buffer[j]) continue;
+      ET_TRY_ASSIGN(std::size_t end_j, layout.plane_end_bytes(j));
+      const std::size_t begin_i = layout.planes[i].offset_bytes, begin_j = layout.planes[j].offset_bytes;
+      if (begin_i < end_j && begin_j < end_i)
+        return fail(ErrorCode::InvalidArgument,
+                    text::format("plane {} ({}) [{}, {}) and plane {} ({}) [{}, {}) overlap in buffer {}", i,
+                                info.planes[i].samples, begin_i, end_i, j, info.planes[j].samples, begin_j, end_j,
+                                plane_buffer[i]));
+    }
+  }
+  return {};
+}
+}  // namespace detail
 
 Result<Frame> Frame::allocate(const ImageLayout& layout, const AllocateOptions& options) {
   ET_TRY_ASSIGN(auto t, TensorDyn::allocate_image(layout, options));
@@ -79,6 +100,7 @@ Result<Frame> Frame::import_planes_dup(std::span<const int> fds, const ImageLayo
     }
     f.plane_buffer_[i] = static_cast<std::uint8_t>(k);
   }
+  ET_TRY(detail::check_shared_buffer_planes(f.layout_, std::span<const std::uint8_t>(f.plane_buffer_.data(), planes)));
   return f;
 }
 

@@ -11,6 +11,10 @@
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
+/// Planes that share a buffer must not overlap (byte ranges [offset, plane_end_bytes)). Errors:
+/// InvalidArgument naming both planes and their ranges; the layout's own errors.
+Result<void> check_shared_buffer_planes(const ImageLayout& layout, std::span<const std::uint8_t> plane_buffer);
+
 struct FrameAccess {
   /// A frame of `layout` and `colorimetry` whose distinct buffers are `buffers` (whole-buffer U8
   /// tensors, offset 0; 1 to kMaxPlanes) and whose plane i lies in buffers[plane_buffer[i]]. No checks:

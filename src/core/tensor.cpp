@@ -294,6 +294,10 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
 
 Result<MapBase> TensorDyn::map_impl(MapMode mode) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "map: tensor has no storage");
+  if (image_layout_ && image_layout_->modifier != kDrmFormatModLinear)
+    return fail(ErrorCode::Unsupported,
+                text::format("map: DRM format modifier 0x{:016x} is not LINEAR (0): the CPU layout of a tiled or "
+                            "compressed image is opaque; export or send it instead", image_layout_->modifier));
   if (extent_bytes_ == 0) {
     if ((static_cast<unsigned>(mode) & 2u) && storage_->backing().read_only())
       return fail(ErrorCode::PermissionDenied, "write map refused: storage is read-only");

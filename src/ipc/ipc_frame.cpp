@@ -84,6 +84,7 @@ Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& limits) {
                                 layout.planes[i].row_stride_bytes, b, infos[b].what, infos[b].buffer_bytes));
     }
   }
+  ET_TRY(detail::check_shared_buffer_planes(layout, std::span<const std::uint8_t>(h.plane_buffer, h.plane_count)));
   std::array<TensorDyn, kMaxPlanes> buffers;
   for (std::size_t b = 0; b < h.buffer_count; ++b) {
     const std::size_t bytes = infos[b].buffer_bytes;

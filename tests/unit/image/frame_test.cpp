@@ -150,3 +150,25 @@ TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
   ASSERT_OK(a);
   EXPECT_EQ(a->buffer_count(), 1u);
 }
+
+// Planes that share one buffer must not overlap, however they arrive (fresh-user trial: was accepted).
+TEST(Frame, OverlappingPlanesInOneBufferAreRefused) {
+  const int fds_before = open_fd_count();
+  {
+    UniqueFd buf = sealed_memfd(1280 * 720 * 2, 0);
+    ImageLayout l;
+    l.format = PixelFormat::Nv12;
+    l.width = 1280;
+    l.height = 720;
+    l.planes[0] = {0, 1280};
+    l.planes[1] = {1280 * 100, 1280};  // inside the Y plane
+    const int planes[] = {buf.get(), buf.get()};
+    EXPECT_ERROR(Frame::import_planes_dup(planes, l), ErrorCode::InvalidArgument,
+                 "plane 0 (Y) [0, 921600) and plane 1 (UV) [128000, 588800) overlap in buffer 0");
+    UniqueFd other = sealed_memfd(1280 * 360, 0);
+    const int separate[] = {buf.get(), other.get()};
+    l.planes[1].offset_bytes = 0;  // the same offsets in two buffers are fine
+    ASSERT_OK(Frame::import_planes_dup(separate, l));
+  }
+  EXPECT_EQ(open_fd_count(), fds_before);
+}

@@ -186,6 +186,8 @@ TEST(TensorImage, NonLinearModifierRefusesPlaneViewsButExports) {
   auto t = TensorDyn::allocate_image(l, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
   EXPECT_ERROR(t->plane(0), ErrorCode::Unsupported, "0x00ffffffffffffff");
+  EXPECT_ERROR(t->map_read(), ErrorCode::Unsupported, "not LINEAR");  // (fresh-user trial: was allowed)
+  EXPECT_ERROR(t->map_write(), ErrorCode::Unsupported, "not LINEAR");
   auto f = Frame::from_tensor(*t);
   ASSERT_OK(f);
   EXPECT_ERROR(f->map_read(), ErrorCode::Unsupported, "not LINEAR");

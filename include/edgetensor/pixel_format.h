@@ -140,7 +140,8 @@ struct V4l2PixelFormat {
 [[nodiscard]] ET_API Result<PixelFormat> pixel_format_from_drm(std::uint32_t drm_fourcc);
 /// Errors: InvalidArgument naming the text.
 [[nodiscard]] ET_API Result<PixelFormat> pixel_format_from_gst(std::string_view gst_name);
-/// The code of `format`; Unsupported naming the format where V4L2 / DRM / GStreamer has none.
+/// The code of `format`. Errors: Unsupported naming the format where V4L2 / DRM / GStreamer has none;
+/// InvalidArgument naming the value for one outside the enum.
 [[nodiscard]] ET_API Result<std::uint32_t> pixel_format_to_v4l2(PixelFormat format, bool multiplanar = false);
 [[nodiscard]] ET_API Result<std::uint32_t> pixel_format_to_drm(PixelFormat format);
 [[nodiscard]] ET_API Result<std::string_view> pixel_format_to_gst(PixelFormat format);

@@ -160,8 +160,18 @@ Result<PixelFormat> pixel_format_from_gst(std::string_view name) {
   return fail(ErrorCode::InvalidArgument, text::format("unknown GStreamer video format '{}'", name));
 }
 
+// A value outside the enum is the caller's mistake, not a format without a code.
+Result<const PixelFormatInfo*> known_format(PixelFormat format, std::string_view what) {
+  const auto v = static_cast<unsigned>(format);
+  if (v >= kPixelFormatCount)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: pixel format {} is not a PixelFormat (0..{})", what, v, kPixelFormatCount - 1));
+  return &kTable[v];
+}
+
 Result<std::uint32_t> pixel_format_to_v4l2(PixelFormat format, bool multiplanar) {
-  const auto& r = pixel_format_info(format);
+  ET_TRY_ASSIGN(const PixelFormatInfo* info, known_format(format, "pixel_format_to_v4l2"));
+  const auto& r = *info;
   const std::uint32_t code = multiplanar ? r.v4l2_multiplanar_fourcc : r.v4l2_fourcc;
   if (code == 0)
     return fail(ErrorCode::Unsupported, text::format("pixel format {} has no V4L2 {}code", pixel_format_name(format),
@@ -170,14 +180,16 @@ Result<std::uint32_t> pixel_format_to_v4l2(PixelFormat format, bool multiplanar)
 }
 
 Result<std::uint32_t> pixel_format_to_drm(PixelFormat format) {
-  const auto& r = pixel_format_info(format);
+  ET_TRY_ASSIGN(const PixelFormatInfo* info, known_format(format, "pixel_format_to_drm"));
+  const auto& r = *info;
   if (r.drm_fourcc == 0)
     return fail(ErrorCode::Unsupported, text::format("pixel format {} has no DRM fourcc", pixel_format_name(format)));
   return r.drm_fourcc;
 }
 
 Result<std::string_view> pixel_format_to_gst(PixelFormat format) {
-  const auto& r = pixel_format_info(format);
+  ET_TRY_ASSIGN(const PixelFormatInfo* info, known_format(format, "pixel_format_to_gst"));
+  const auto& r = *info;
   if (r.gst_name.empty())
     return fail(ErrorCode::Unsupported,
                 text::format("pixel format {} has no GStreamer video format", pixel_format_name(format)));

@@ -483,7 +483,11 @@ TEST(PixelFormatLookup, MissingCodesAreUnsupportedNamingTheFormat) {
   EXPECT_ERROR(pixel_format_to_v4l2(PixelFormat::Rgb, true), ErrorCode::Unsupported, "multi-planar");
   EXPECT_ERROR(pixel_format_to_gst(PixelFormat::Nv42), ErrorCode::Unsupported, "nv42");
   EXPECT_ERROR(pixel_format_to_v4l2(PixelFormat::Unknown), ErrorCode::Unsupported, "unknown");
-  EXPECT_ERROR(pixel_format_to_drm(static_cast<PixelFormat>(500)), ErrorCode::Unsupported, "invalid");
+  // A value outside the enum is the caller's mistake, named (fresh-user trial: was "invalid has no code").
+  EXPECT_ERROR(pixel_format_to_drm(static_cast<PixelFormat>(500)), ErrorCode::InvalidArgument,
+               "pixel format 500 is not a PixelFormat (0..28)");
+  EXPECT_ERROR(pixel_format_to_v4l2(static_cast<PixelFormat>(200)), ErrorCode::InvalidArgument, "200");
+  EXPECT_ERROR(pixel_format_to_gst(static_cast<PixelFormat>(29)), ErrorCode::InvalidArgument, "29");
   // The multi-planar code of each multi-plane format V4L2 has one for.
   EXPECT_EQ(*pixel_format_to_v4l2(PixelFormat::Nv12, true), V4L2_PIX_FMT_NV12M);
   EXPECT_EQ(*pixel_format_to_v4l2(PixelFormat::I420, true), V4L2_PIX_FMT_YUV420M);

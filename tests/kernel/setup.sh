@@ -131,6 +131,17 @@ apt_install() {
         et_kl_die "apt-get install $* failed"
 }
 
+# resolve_versioned PREFIX: the one PREFIX* package ET_KL_KERNEL_META depends on in bp_suite (a
+# metapackage depends on exactly one versioned package), and its version: sets rv_pkg and rv_ver.
+resolve_versioned() {
+    local prefix="$1"
+    rv_pkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
+        awk -v p="$prefix" '$1 == "Depends:" && index($2, p) == 1 { print $2; exit }')"
+    [[ -n "$rv_pkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a $prefix package"
+    rv_ver="$(apt-cache "${apt_opts[@]}" show "$rv_pkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
+    [[ -n "$rv_ver" ]] || et_kl_die "no version of $rv_pkg in $bp_suite"
+}
+
 pkg_installed() {
     [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" == installed ]]
 }
@@ -282,12 +293,9 @@ build_arm64_kernel() {
     tag="$(arm64_kernel_tag)"
     page="${tag%%_*}"
     apt_update
-    # The metapackage depends on exactly one versioned source package.
-    spkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
-        awk '$1 == "Depends:" && $2 ~ /^linux-source-/ { print $2; exit }')"
-    [[ -n "$spkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-source package"
-    sver="$(apt-cache "${apt_opts[@]}" show "$spkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
-    [[ -n "$sver" ]] || et_kl_die "no version of $spkg in $bp_suite"
+    resolve_versioned linux-source-
+    spkg="$rv_pkg"
+    sver="$rv_ver"
     kdir="$ET_KL_KERNEL_ROOT/${spkg}_${sver}_$tag"
     if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" ]]; then
         did+=("kernel: $spkg $sver ($page pages) was already built in $kdir")
@@ -349,12 +357,9 @@ build_arm64_kernel() {
 fetch_x86_kernel() {
     local kpkg kver tmp dl debs vmlinuz config release lacking opt missing_mods=()
     apt_update
-    # The metapackage depends on exactly one versioned image package.
-    kpkg="$(apt-cache "${apt_opts[@]}" depends -t "$bp_suite" "$ET_KL_KERNEL_META" 2>/dev/null |
-        awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')"
-    [[ -n "$kpkg" ]] || et_kl_die "cannot resolve $ET_KL_KERNEL_META in $bp_suite to a linux-image package"
-    kver="$(apt-cache "${apt_opts[@]}" show "$kpkg/$bp_suite" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
-    [[ -n "$kver" ]] || et_kl_die "no version of $kpkg in $bp_suite"
+    resolve_versioned linux-image-
+    kpkg="$rv_pkg"
+    kver="$rv_ver"
     kdir="$kernel_root/${kpkg}_$kver"
     if [[ -s "$kdir/vmlinuz" && -s "$kdir/config" && "$(cat "$kdir/meta" 2>/dev/null)" == "$ET_KL_KERNEL_META" &&
         -n "$(ET_KERNEL_LANE_MODULES="" et_kl_modules_dir "$kdir/vmlinuz")" ]]; then

@@ -224,7 +224,9 @@ class ET_API CudaMap {
   /// Blocks until the recorded event completes; without record(), until the device is idle
   /// (cudaDeviceSynchronize). Call it before mapping the storage on the CPU.
   [[nodiscard]] Result<void> wait() const;
-  /// Ends this view early (idempotent): drops the event and the storage reference.
+  /// Ends this view early (idempotent): drops the event and the storage reference. It does not wait for
+  /// recorded work. For a buffer of a Pool (pool.h) the event goes with the buffer, and the pool hands the
+  /// buffer out again only once the event has completed (cudaEventQuery).
   void release() noexcept;
 
  private:

@@ -14,6 +14,7 @@
 #include <edgetensor/map.h>
 #include <edgetensor/memory.h>
 #include <edgetensor/pixel_format.h>
+#include <edgetensor/pool.h>
 #include <edgetensor/quantization.h>
 #include <edgetensor/shared_fd.h>
 #include <edgetensor/shm.h>

@@ -43,6 +43,8 @@
 #include <edgetensor/unique_fd.h>
 
 #include <array>
+#include <compare>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -99,7 +101,8 @@ struct ImportOptions {
 
 /// A process-unique id minted per allocation and per import, plus a weak liveness token: caches can key
 /// on it without keeping buffers alive. Importing the same buffer twice gives two identities (compare
-/// the underlying object with TensorDyn::same_buffer).
+/// the underlying object with TensorDyn::same_buffer or TensorDyn::buffer_key). Each acquisition from a
+/// Pool (pool.h) counts as an allocation: a new id, alive() until that acquisition's holders are gone.
 class ET_API BufferIdentity {
  public:
   BufferIdentity() = default;
@@ -113,6 +116,26 @@ class ET_API BufferIdentity {
  private:
   std::uint64_t id_ = 0;
   std::weak_ptr<const void> token_;
+};
+
+/// A key of the underlying buffer object (a memfd or tmpfs file, a DMA-BUF, a heap block, a GL buffer):
+/// equal for every tensor in this process that reaches that object while one of them is alive, also
+/// through separate imports of it (the object TensorDyn::same_buffer compares), and never given to
+/// another object. Keys come from a process-wide 64-bit counter, not from the inode: tmpfs reuses the
+/// inode number of a freed file, and the new file still gets a new key. Once the last tensor of a buffer
+/// is gone its key is retired; a later import of the same object gets a new one, so a cache keyed on
+/// it must hold a tensor of each buffer it keeps. A pool's buffer keeps its key across acquisitions.
+/// 0 means no buffer (an empty handle). Hashable (std::hash) and ordered.
+class BufferKey {
+ public:
+  constexpr BufferKey() noexcept = default;
+  constexpr explicit BufferKey(std::uint64_t value) noexcept : value_(value) {}
+  constexpr std::uint64_t value() const noexcept { return value_; }
+  friend constexpr bool operator==(BufferKey, BufferKey) noexcept = default;
+  friend constexpr auto operator<=>(BufferKey, BufferKey) noexcept = default;
+
+ private:
+  std::uint64_t value_ = 0;
 };
 
 /// A tensor whose element type is known at run time.
@@ -219,6 +242,10 @@ class ET_API TensorDyn {
   /// True when both tensors reach the same underlying buffer object (same kernel file by device and
   /// inode, or the same heap block), even through separate imports.
   bool same_buffer(const TensorDyn& other) const noexcept;
+  /// The key of the underlying buffer object (BufferKey above); BufferKey() for an empty handle.
+  /// Lock-free and thread-safe (each allocation or import of fd-backed memory joins a process-wide
+  /// table under one lock, and leaves it when its storage goes).
+  BufferKey buffer_key() const;
 
   // ---- Views (share storage and identity; keep the storage alive) --------------------------------
   /// The n-th sub-tensor along dimension 0 (rank - 1). Errors: FailedPrecondition for rank 0,
@@ -347,3 +374,10 @@ class Tensor {
 };
 
 }  // namespace edgetensor
+
+template <>
+struct std::hash<edgetensor::BufferKey> {
+  std::size_t operator()(edgetensor::BufferKey key) const noexcept {
+    return std::hash<std::uint64_t>{}(key.value());
+  }
+};

@@ -23,13 +23,23 @@ Result<std::byte*> Backing::cpu_address() {
 }
 
 Storage::Storage(std::unique_ptr<Backing> backing)
-    : id_(next_storage_id()), backing_(std::move(backing)), bracket_(backing_->needs_cpu_access_bracket()) {}
+    : id_(next_storage_id()),
+      backing_(std::move(backing)),
+      registered_(backing_->fd() >= 0),
+      bracket_(backing_->needs_cpu_access_bracket()) {
+  // An object reachable by fd may be imported again: its storages share one key (tensor.h, BufferKey).
+  if (registered_) buffer_key_.store(register_buffer_key(kind(), backing_->object_key()), std::memory_order_relaxed);
+}
 
 Storage::~Storage() {
+  if (registered_) release_buffer_key(kind(), backing_->object_key());
   // Device handles (CUDA) go first, while the memory they point into still exists.
   std::lock_guard lock(device_mutex_);
+  fences_.clear();
   device_.reset();
 }
+
+void Storage::renew_id() noexcept { id_ = next_storage_id(); }
 
 Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
   if ((static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && backing_->read_only())
@@ -101,6 +111,17 @@ Result<DeviceHandle*> Storage::device_handle(
 DeviceHandle* Storage::existing_device_handle() const {
   std::lock_guard lock(device_mutex_);
   return device_.get();
+}
+
+void Storage::keep_fence(std::unique_ptr<DeviceFence> fence) {
+  std::lock_guard lock(device_mutex_);
+  fences_.push_back(std::move(fence));
+}
+
+bool Storage::device_work_complete() noexcept {
+  std::lock_guard lock(device_mutex_);
+  std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
+  return fences_.empty();
 }
 
 }  // namespace edgetensor::detail

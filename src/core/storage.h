@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
@@ -84,6 +85,16 @@ class DeviceHandle {
   virtual ~DeviceHandle() = default;
 };
 
+/// Device work recorded on a storage that may still be running (a CUDA event of a released CudaMap of
+/// a pooled buffer). The pool hands the buffer out again only once every fence is complete.
+class DeviceFence {
+ public:
+  virtual ~DeviceFence() = default;
+  /// True when the work is complete (or can never complete: an error is logged and counts as done).
+  /// Never blocks.
+  virtual bool complete() noexcept = 0;
+};
+
 class Storage {
  public:
   explicit Storage(std::unique_ptr<Backing> backing);
@@ -91,7 +102,14 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  /// The id BufferIdentity reports: minted at construction and again by renew_id().
   std::uint64_t id() const noexcept { return id_; }
+  /// A new id (a pool's acquisition counts as an allocation). Only while no one else holds the storage.
+  void renew_id() noexcept;
+  /// The BufferKey of the underlying object (tensor.h): a storage of an fd-backed object joins the
+  /// process-wide registry keyed by (kind, Backing::object_key()) at construction and leaves it when
+  /// destroyed (buffer_key.cpp); any other storage mints its key on first call. Lock-free.
+  std::uint64_t buffer_key() noexcept;
   Backing& backing() const noexcept { return *backing_; }
   MemoryKind kind() const noexcept { return backing_->kind(); }
   std::size_t buffer_bytes() const noexcept { return backing_->buffer_bytes(); }
@@ -112,10 +130,22 @@ class Storage {
   /// The device handle if one exists, else null.
   DeviceHandle* existing_device_handle() const;
 
+  /// Marks the storage as a pool's: releases of device views give their recorded work to it
+  /// (keep_fence) instead of forgetting it. Set before the storage is shared.
+  void set_pooled() noexcept { pooled_ = true; }
+  bool pooled() const noexcept { return pooled_; }
+  /// Keeps `fence` until it is complete (device work on a pooled buffer). Thread-safe.
+  void keep_fence(std::unique_ptr<DeviceFence> fence);
+  /// Asks every kept fence, drops the complete ones; true when none is left. Thread-safe, never blocks.
+  bool device_work_complete() noexcept;
+
  private:
-  const std::uint64_t id_;
+  std::uint64_t id_;  // written only by the constructor and renew_id (exclusive owner)
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
+  bool pooled_ = false;
+  const bool registered_;                     // backing_ has an fd: buffer_key_ came from the registry
+  std::atomic<std::uint64_t> buffer_key_{0};  // 0 until minted (buffer_key.cpp)
   const bool bracket_;             // backing_->needs_cpu_access_bracket(), read once
   mutable std::mutex map_mutex_;
   std::atomic<int> open_maps_{0};  // changed under map_mutex_ when bracket_, lock-free otherwise
@@ -124,10 +154,16 @@ class Storage {
   std::atomic<std::byte*> persistent_base_{nullptr};  // !bracket_: set once, then read lock-free
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
+  std::vector<std::unique_ptr<DeviceFence>> fences_;  // guarded by device_mutex_; destroyed before device_
 };
 
 /// Mints a process-unique, non-zero id.
 std::uint64_t next_storage_id() noexcept;
+
+/// The BufferKey registry (buffer_key.cpp): a storage of an fd-backed object joins it at construction
+/// (the object's key, minted when no live storage has it) and leaves it when destroyed.
+std::uint64_t register_buffer_key(MemoryKind kind, const ObjectKey& object);
+void release_buffer_key(MemoryKind kind, const ObjectKey& object) noexcept;
 
 /// The library's one way to a tensor's storage (TensorDyn keeps it private: include/edgetensor/map.h
 /// says why). Null for an empty handle. The reference lives as long as the tensor.

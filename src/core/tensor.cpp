@@ -226,6 +226,8 @@ BufferIdentity TensorDyn::identity() const {
   return BufferIdentity(storage_->id(), std::weak_ptr<const void>(storage_));
 }
 
+BufferKey TensorDyn::buffer_key() const { return storage_ ? BufferKey(storage_->buffer_key()) : BufferKey(); }
+
 bool TensorDyn::same_buffer(const TensorDyn& other) const noexcept {
   if (!storage_ || !other.storage_) return false;
   if (storage_ == other.storage_) return true;

@@ -39,6 +39,18 @@ struct TensorAccess {
                                       const Colorimetry& colorimetry);
   /// A U8 tensor over the whole buffer of `t`'s storage (offset 0, [buffer_bytes]), no metadata.
   static Result<TensorDyn> whole_buffer(const TensorDyn& t);
+  /// `proto`'s description (shape, dtype, strides, offset, name, metadata) over `storage`, which must be
+  /// a buffer of the same size and kind: a pool's buffer handed out again. No checks.
+  static TensorDyn with_storage(const TensorDyn& proto, std::shared_ptr<Storage> storage) {
+    TensorDyn t = proto;
+    t.storage_ = std::move(storage);
+    return t;
+  }
+  /// `t` without its storage (a description to rebuild with with_storage).
+  static TensorDyn without_storage(TensorDyn t) noexcept {
+    t.storage_.reset();
+    return t;
+  }
   /// Marks `t` as plane `plane` (-1: the whole image, as image_view) of a `format` image, with no
   /// layout: ipc::receive rebuilding what the sender had. No checks: the caller validated both.
   static void set_image_plane(TensorDyn& t, PixelFormat format, int plane) noexcept {

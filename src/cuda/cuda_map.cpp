@@ -75,6 +75,33 @@ class ExternalHandle final : public CudaHandle {
   std::unique_ptr<ExternalImport> imp_;
 };
 
+// The recorded work of a released CudaMap of a pooled storage: the pool reuses the buffer only once
+// cudaEventQuery says the event completed (pool.h). Owns the event.
+class EventFence final : public edgetensor::detail::DeviceFence {
+ public:
+  EventFence(const CudaRuntimeApi& api, CudaEvent event)
+      : api_(api), event_(event), process_(edgetensor::detail::process_token()) {}
+  ~EventFence() override {
+    if (edgetensor::detail::forked_since(process_)) return;
+    CudaError e = api_.cudaEventDestroy(event_);
+    if (e != kCudaSuccess) log(LogLevel::Warning, "cudaEventDestroy failed: {}", describe_error(api_, e));
+  }
+  bool complete() noexcept override {
+    if (edgetensor::detail::forked_since(process_)) return true;  // no CUDA in a fork child
+    CudaError e = api_.cudaEventQuery(event_);
+    if (e == kCudaErrorNotReady) return false;
+    if (e != kCudaSuccess)
+      log(LogLevel::Warning, "cudaEventQuery of a pooled buffer's recorded work failed: {}; the buffer is reused",
+          describe_error(api_, e));
+    return true;
+  }
+
+ private:
+  const CudaRuntimeApi& api_;
+  CudaEvent event_;
+  edgetensor::detail::ProcessToken process_;
+};
+
 Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi& api, Storage& storage, int device) {
   const int fd = storage.backing().fd();
   const std::size_t size = storage.buffer_bytes();
@@ -210,9 +237,22 @@ void CudaMap::release() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
   if (event_ && own_process) {
     if (const auto* api = detail::runtime()) {
-      detail::CudaError e = api->cudaEventDestroy(event_);
-      if (e != detail::kCudaSuccess)
-        log(LogLevel::Warning, "cudaEventDestroy failed: {}", detail::describe_error(*api, e));
+      // A pooled buffer goes back to its pool when this reference is the last: its recorded work goes
+      // with it, so the pool can wait for it (pool.h). If that fails, wait here instead.
+      bool kept = false;
+      if (storage_ && storage_->pooled()) {
+        try {
+          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_));
+          kept = true;
+        } catch (...) {
+          (void)api->cudaEventSynchronize(event_);
+        }
+      }
+      if (!kept) {
+        detail::CudaError e = api->cudaEventDestroy(event_);
+        if (e != detail::kCudaSuccess)
+          log(LogLevel::Warning, "cudaEventDestroy failed: {}", detail::describe_error(*api, e));
+      }
     }
   }
   event_ = nullptr;

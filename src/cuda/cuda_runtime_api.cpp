@@ -88,6 +88,7 @@ Loaded resolve_table(void* handle, const char* opened_as) {
   ET_RESOLVE_CORE(cudaEventCreateWithFlags);
   ET_RESOLVE_CORE(cudaEventRecord);
   ET_RESOLVE_CORE(cudaEventSynchronize);
+  ET_RESOLVE_CORE(cudaEventQuery);
   ET_RESOLVE_CORE(cudaEventDestroy);
   ET_RESOLVE_CORE(cudaHostRegister);
   ET_RESOLVE_CORE(cudaHostUnregister);

@@ -41,6 +41,7 @@ inline constexpr CudaError kCudaErrorMemoryAllocation = 2;
 inline constexpr CudaError kCudaErrorInitializationError = 3;
 inline constexpr CudaError kCudaErrorInsufficientDriver = 35;
 inline constexpr CudaError kCudaErrorNoDevice = 100;
+inline constexpr CudaError kCudaErrorNotReady = 600;  // cudaEventQuery: the recorded work is not complete
 inline constexpr CudaError kCudaErrorHostMemoryAlreadyRegistered = 712;
 inline constexpr CudaError kCudaErrorNotSupported = 801;
 
@@ -90,6 +91,7 @@ struct CudaRuntimeApi {
   CudaError (*cudaEventCreateWithFlags)(CudaEvent*, unsigned);
   CudaError (*cudaEventRecord)(CudaEvent, CudaStream);
   CudaError (*cudaEventSynchronize)(CudaEvent);
+  CudaError (*cudaEventQuery)(CudaEvent);
   CudaError (*cudaEventDestroy)(CudaEvent);
   CudaError (*cudaHostRegister)(void*, std::size_t, unsigned);
   CudaError (*cudaHostUnregister)(void*);

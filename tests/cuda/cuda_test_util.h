@@ -44,6 +44,9 @@ struct Fake {
   int (*live)(const char*) = nullptr;
   int (*violations)() = nullptr;
   int (*owned_fds)(int*, int) = nullptr;
+  void (*hold_events)(int) = nullptr;
+  void (*complete_events)() = nullptr;
+  int (*pending_events)() = nullptr;
 
   static Fake open(const char* path) {
     Fake f;
@@ -57,10 +60,16 @@ struct Fake {
     f.live = reinterpret_cast<decltype(f.live)>(dlsym(h, "et_fake_cudart_live"));
     f.violations = reinterpret_cast<decltype(f.violations)>(dlsym(h, "et_fake_cudart_violations"));
     f.owned_fds = reinterpret_cast<decltype(f.owned_fds)>(dlsym(h, "et_fake_cudart_owned_fds"));
+    f.hold_events = reinterpret_cast<decltype(f.hold_events)>(dlsym(h, "et_fake_cudart_hold_events"));
+    f.complete_events = reinterpret_cast<decltype(f.complete_events)>(dlsym(h, "et_fake_cudart_complete_events"));
+    f.pending_events = reinterpret_cast<decltype(f.pending_events)>(dlsym(h, "et_fake_cudart_pending_events"));
     dlclose(h);  // drops only the reference RTLD_NOLOAD added; the loader's own stays
     return f;
   }
-  bool ok() const { return reset && call_count && call && count && fail && live && violations && owned_fds; }
+  bool ok() const {
+    return reset && call_count && call && count && fail && live && violations && owned_fds && hold_events &&
+           complete_events && pending_events;
+  }
 
   /// Names of the calls since reset, leaving out entry-point lookups (made once per process).
   std::vector<std::string> names() const {

@@ -20,7 +20,7 @@ using Names = std::vector<std::string>;
 
 namespace {
 
-class CudaFake : public et_cuda_test::FakeLaneTest {};
+using et_cuda_test::CudaFake;
 
 constexpr std::size_t kMiB = 1 << 20;
 

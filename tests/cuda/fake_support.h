@@ -29,6 +29,7 @@ class FakeLaneTest : public ::testing::Test {
   }
   void TearDown() override {
     if (IsSkipped() || !fake_.ok()) return;
+    fake_.hold_events(0);
     EXPECT_EQ(fake_.violations(), 0) << "teardown order / ownership violations seen by the fake";
     EXPECT_EQ(fake_.live("ext_mem"), 0);
     EXPECT_EQ(fake_.live("ext_buffer"), 0);
@@ -48,6 +49,9 @@ class FakeLaneTest : public ::testing::Test {
   Fake fake_;
   int fds_ = 0;
 };
+
+/// The fixture of the cuda.fake lane's suite (one class for every file that adds cases to it).
+class CudaFake : public FakeLaneTest {};
 
 /// A memfd presented to the library as MemoryKind::DmaBuf storage.
 class MemfdAsDmaBuf final : public edgetensor::detail::Backing {

@@ -53,6 +53,7 @@ TEST(CudaHeaderLayout, AbiConstantsMatchInstalledHeaders) {
   EXPECT_EQ(d::kCudaErrorInitializationError, cudaErrorInitializationError);
   EXPECT_EQ(d::kCudaErrorInsufficientDriver, cudaErrorInsufficientDriver);
   EXPECT_EQ(d::kCudaErrorNoDevice, cudaErrorNoDevice);
+  EXPECT_EQ(d::kCudaErrorNotReady, cudaErrorNotReady);
   EXPECT_EQ(d::kCudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryAlreadyRegistered);
   EXPECT_EQ(d::kCudaErrorNotSupported, cudaErrorNotSupported);
   EXPECT_EQ(d::kMemcpyHostToDevice, cudaMemcpyHostToDevice);

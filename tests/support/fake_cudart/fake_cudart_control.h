@@ -57,6 +57,13 @@ int et_fake_cudart_live(const char* what);
  * GL context or on a deleted GL buffer; mapping a mapped resource, unmapping an unmapped one,
  * unregistering a mapped or unknown one). */
 int et_fake_cudart_violations(void);
+/* Models queued device work: while `hold` is 1, each cudaEventRecord leaves its event pending, so
+ * cudaEventQuery answers cudaErrorNotReady until et_fake_cudart_complete_events() (or a
+ * cudaEventSynchronize of that event, which models waiting for it). 0 (the default): work completes at
+ * once. et_fake_cudart_pending_events() counts the pending ones. */
+void et_fake_cudart_hold_events(int hold);
+void et_fake_cudart_complete_events(void);
+int et_fake_cudart_pending_events(void);
 /* The fds the fake owns (imported, not yet closed), up to `max`; returns how many. */
 int et_fake_cudart_owned_fds(int* out, int max);
 

@@ -57,6 +57,10 @@ struct State {
   std::map<Ext*, bool> exts;
   std::map<char*, Ext*> ext_buffers;  // mapped pointer -> owner
   std::set<void*> streams, events;
+  // Device work: while hold_events, cudaEventRecord leaves its event pending (not complete) until
+  // et_fake_cudart_complete_events() or a cudaEventSynchronize of it.
+  bool hold_events = false;
+  std::set<void*> pending_events;
   int violations = 0;
 };
 State& st();

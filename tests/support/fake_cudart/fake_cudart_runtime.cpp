@@ -53,6 +53,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidGraphicsContext: return "cudaErrorInvalidGraphicsContext";
     case cudaErrorAlreadyMapped: return "cudaErrorAlreadyMapped";
     case cudaErrorNotMapped: return "cudaErrorNotMapped";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
     default: return "cudaErrorUnknown";
   }
 }
@@ -207,13 +208,22 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   r.ptr(e).ptr(s);
   ET_NEED_DRIVER();
   if (!st().events.count(e) || (s && !st().streams.count(s))) return r.done(cudaErrorInvalidResourceHandle);
+  if (st().hold_events) st().pending_events.insert(e);
   return r.done(cudaSuccess);
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  Rec r("cudaEventQuery");
+  r.ptr(e);
+  ET_NEED_DRIVER();
+  if (!st().events.count(e)) return r.done(cudaErrorInvalidResourceHandle);
+  return r.done(st().pending_events.count(e) ? cudaErrorNotReady : cudaSuccess);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   Rec r("cudaEventSynchronize");
   r.ptr(e);
   ET_NEED_DRIVER();
   if (!st().events.count(e)) return r.done(cudaErrorInvalidResourceHandle);
+  st().pending_events.erase(e);  // the caller waited until the work completed
   return r.done(cudaSuccess);
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
@@ -224,6 +234,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     ++st().violations;
     return r.done(cudaErrorInvalidResourceHandle);
   }
+  st().pending_events.erase(e);  // CUDA frees a pending event's resources once it completes
   delete reinterpret_cast<char*>(e);
   return r.done(cudaSuccess);
 }

@@ -226,6 +226,18 @@ ET_FAKE_EXPORT int et_fake_cudart_violations(void) {
   std::lock_guard<std::mutex> l(st().mu);
   return st().violations;
 }
+ET_FAKE_EXPORT void et_fake_cudart_hold_events(int hold) {
+  std::lock_guard<std::mutex> l(st().mu);
+  st().hold_events = hold != 0;
+}
+ET_FAKE_EXPORT void et_fake_cudart_complete_events(void) {
+  std::lock_guard<std::mutex> l(st().mu);
+  st().pending_events.clear();
+}
+ET_FAKE_EXPORT int et_fake_cudart_pending_events(void) {
+  std::lock_guard<std::mutex> l(st().mu);
+  return static_cast<int>(st().pending_events.size());
+}
 ET_FAKE_EXPORT int et_fake_cudart_owned_fds(int* out, int max) {
   std::lock_guard<std::mutex> l(st().mu);
   int n = 0;

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pool (include/edgetensor/pool.h). The pool owns each buffer's storage through a "home" reference;
+// what it hands out is a second, independent shared_ptr to the same Storage whose deleter (Recycler)
+// gives the home reference back. Every holder (tensor, view, CPU map, CUDA map, GL job) copies that
+// handed-out pointer, so the deleter runs exactly when the last of them is gone, on that thread.
+//
+// Lock order: the pool's mutex, then a storage's device mutex (device_work_complete). The deleter is
+// never run under the pool's mutex (handed-out pointers are made and dropped outside it).
+#include <edgetensor/pool.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "text/format.h"
+
+#include "core/layout.h"
+#include "core/storage.h"
+#include "core/tensor_access.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace detail {
+
+class PoolState : public std::enable_shared_from_this<PoolState> {
+ public:
+  PoolState(const PoolOptions& options, std::optional<ImageLayout> layout, std::vector<std::size_t> shape,
+            DType dtype, std::size_t packed_bytes)
+      : name_(options.name),
+        max_(options.max_buffers),
+        zero_on_reuse_(options.zero_on_reuse),
+        allocate_(options.allocate),
+        layout_(layout),
+        shape_(std::move(shape)),
+        dtype_(dtype),
+        packed_bytes_(packed_bytes) {
+    allocate_.name = name_;
+    free_.reserve(max_);  // give_back never allocates (it runs in a noexcept deleter)
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  std::size_t max_buffers() const noexcept { return max_; }
+  std::size_t packed_bytes() const noexcept { return packed_bytes_; }
+
+  // Allocates one buffer for the pool's free list (create's min_buffers).
+  Result<void> preallocate() {
+    ET_TRY_ASSIGN(auto home, allocate_home());
+    std::lock_guard lock(mutex_);
+    ++allocated_;
+    free_.push_back({std::move(home), false});
+    return {};
+  }
+
+  Result<TensorDyn> acquire(std::chrono::milliseconds timeout, bool may_wait) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout;
+    std::unique_lock lock(mutex_);
+    bool waited = false;
+    std::shared_ptr<Storage> home;
+    for (;;) {
+      home = take_free_locked();
+      if (home) break;
+      if (allocated_ + allocating_ < max_) {
+        ++allocating_;
+        lock.unlock();
+        return acquire_new();
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (!may_wait || now >= deadline) {
+        ++timeouts_;
+        return fail(busy_error_locked(may_wait, std::chrono::duration_cast<std::chrono::milliseconds>(now - start)));
+      }
+      if (!waited) {
+        ++waits_;
+        waited = true;
+      }
+      // Completed device work sends no signal: while only fenced buffers are free, ask again soon.
+      const bool fenced = std::any_of(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; });
+      cv_.wait_until(lock, fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline);
+    }
+    note_acquired_locked();
+    const TensorDyn proto = *proto_;  // set by the first allocation, before any buffer was free
+    lock.unlock();
+    return hand_out(std::move(home), proto, zero_on_reuse_);
+  }
+
+  // The Recycler's end: `home` comes back from its last holder (any thread, noexcept).
+  void give_back(std::shared_ptr<Storage> home) noexcept {
+    const bool done = home->device_work_complete();
+    std::unique_lock lock(mutex_);
+    --in_use_;
+    if (closed_) {
+      --allocated_;
+      lock.unlock();
+      home.reset();  // the pool is gone: the buffer frees its memory as any tensor's does
+      return;
+    }
+    free_.push_back({std::move(home), !done});  // capacity reserved: never throws
+    lock.unlock();
+    cv_.notify_one();
+  }
+
+  void close() noexcept {
+    std::vector<Slot> freed;
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      freed.swap(free_);
+      allocated_ -= freed.size();
+    }
+    cv_.notify_all();
+    // `freed` goes here, outside the lock: each storage frees its memory.
+  }
+
+  PoolStats stats() const {
+    std::lock_guard lock(mutex_);
+    PoolStats s;
+    s.allocated = allocated_;
+    s.free = free_.size();
+    s.device_pending = static_cast<std::size_t>(std::count_if(free_.begin(), free_.end(), [](const Slot& x) { return x.fenced; }));
+    s.in_use = in_use_;
+    s.peak_in_use = peak_in_use_;
+    s.acquired = acquired_;
+    s.waits = waits_;
+    s.timeouts = timeouts_;
+    return s;
+  }
+
+ private:
+  struct Slot {
+    std::shared_ptr<Storage> storage;  // the home reference (use_count 1 while free)
+    bool fenced;                       // device work not complete when last asked
+  };
+
+  // Gives the storage back when the last holder of the handed-out pointer is gone.
+  struct Recycler {
+    std::shared_ptr<PoolState> pool;
+    std::shared_ptr<Storage> home;
+    void operator()(Storage*) noexcept { pool->give_back(std::move(home)); }
+  };
+
+  Result<TensorDyn> allocate_tensor() {
+    if (layout_) return TensorDyn::allocate_image(*layout_, allocate_);
+    return TensorDyn::allocate(shape_, dtype_, allocate_);
+  }
+
+  // A new buffer: its storage (marked pooled) as the home reference. Sets the prototype once.
+  Result<std::shared_ptr<Storage>> allocate_home() {
+    auto t = allocate_tensor();
+    if (!t)
+      return fail(t.error().code(),
+                  text::format("pool '{}': allocating a buffer ({} of max_buffers {}): {}", name_, allocated_now() + 1,
+                              max_, t.error().message()),
+                  t.error().sys_errno());
+    std::shared_ptr<Storage> home = storage_of(*t);
+    home->set_pooled();
+    {
+      std::lock_guard lock(mutex_);
+      if (!proto_) proto_ = TensorAccess::without_storage(*t);
+    }
+    return home;  // `t` goes now: `home` is the only reference
+  }
+
+  std::size_t allocated_now() const {
+    std::lock_guard lock(mutex_);
+    return allocated_;
+  }
+
+  Result<TensorDyn> acquire_new() {
+    auto home = allocate_home();
+    std::unique_lock lock(mutex_);
+    --allocating_;
+    if (!home) {
+      lock.unlock();
+      cv_.notify_one();  // a waiter may allocate in this slot instead
+      return fail(std::move(home).error());
+    }
+    ++allocated_;
+    note_acquired_locked();
+    const TensorDyn proto = *proto_;
+    lock.unlock();
+    return hand_out(std::move(*home), proto, false);  // a new buffer reads as zeros already
+  }
+
+  // The warmest free buffer whose device work is complete, or null.
+  std::shared_ptr<Storage> take_free_locked() {
+    for (std::size_t i = free_.size(); i-- > 0;) {
+      Slot& s = free_[i];
+      if (s.fenced) s.fenced = !s.storage->device_work_complete();
+      if (!s.fenced) {
+        std::shared_ptr<Storage> home = std::move(s.storage);
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+        return home;
+      }
+    }
+    return nullptr;
+  }
+
+  void note_acquired_locked() noexcept {
+    ++in_use_;
+    ++acquired_;
+    peak_in_use_ = std::max(peak_in_use_, in_use_);
+  }
+
+  // Outside the lock: makes the handed-out pointer (its deleter gives `home` back) and the tensor.
+  Result<TensorDyn> hand_out(std::shared_ptr<Storage> home, const TensorDyn& proto, bool zero) {
+    home->renew_id();  // each acquisition is an allocation for BufferIdentity
+    Storage* raw = home.get();
+    std::shared_ptr<Storage> out;
+    try {
+      out = std::shared_ptr<Storage>(raw, Recycler{shared_from_this(), std::move(home)});
+    } catch (const std::bad_alloc&) {  // the deleter already ran: the buffer is back in the pool
+      return fail(ErrorCode::OutOfMemory, text::format("pool '{}': out of memory handing out a buffer", name_));
+    }
+    TensorDyn t = TensorAccess::with_storage(proto, std::move(out));
+    if (zero) {
+      ET_TRY_ASSIGN(auto m, t.map_write());
+      std::memset(m.data(), 0, m.extent_bytes());
+    }
+    return t;
+  }
+
+  Error busy_error_locked(bool waited, std::chrono::milliseconds elapsed) const {
+    const std::size_t pending = static_cast<std::size_t>(std::count_if(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; }));
+    std::string how = waited ? text::format("after waiting {} ms", elapsed.count()) : "(try_acquire does not wait)";
+    std::string device = pending == 0 ? std::string()
+                                      : text::format(", {} more back but waiting for device work recorded on {} "
+                                                     "(cuda::CudaMap::record)",
+                                                     pending, pending == 1 ? "it" : "them");
+    return Error(ErrorCode::Busy,
+                 text::format("pool '{}': no buffer free {}: {} of max_buffers {} in use{}; drop the pool's tensors "
+                             "(with their views and maps) sooner, or raise max_buffers",
+                             name_, how, in_use_, max_, device));
+  }
+
+  const std::string name_;
+  const std::size_t max_;
+  const bool zero_on_reuse_;
+  AllocateOptions allocate_;  // name_ as the tensors' name
+  const std::optional<ImageLayout> layout_;
+  const std::vector<std::size_t> shape_;
+  const DType dtype_;
+  const std::size_t packed_bytes_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  // Guarded by mutex_:
+  std::optional<TensorDyn> proto_;  // the description of every tensor handed out (no storage)
+  std::vector<Slot> free_;          // LIFO: the last buffer back is the warmest
+  std::size_t allocated_ = 0;       // buffers that exist: free + in use
+  std::size_t allocating_ = 0;      // allocations under way outside the lock (count against max_)
+  std::size_t in_use_ = 0;
+  std::size_t peak_in_use_ = 0;
+  std::uint64_t acquired_ = 0;
+  std::uint64_t waits_ = 0;
+  std::uint64_t timeouts_ = 0;
+  bool closed_ = false;
+};
+
+namespace {
+
+Result<void> check_options(const PoolOptions& o) {
+  if (o.max_buffers == 0) return fail(ErrorCode::InvalidArgument, text::format("pool '{}': max_buffers is 0", o.name));
+  if (o.min_buffers > o.max_buffers)
+    return fail(ErrorCode::InvalidArgument, text::format("pool '{}': min_buffers {} exceeds max_buffers {}", o.name,
+                                                        o.min_buffers, o.max_buffers));
+  if (!o.allocate.shm_name.empty())
+    return fail(ErrorCode::InvalidArgument,
+                text::format("pool '{}': AllocateOptions::shm_name '{}' names one object, a pool needs up to {}; "
+                            "leave it empty (each buffer is an anonymous memfd)",
+                            o.name, o.allocate.shm_name, o.max_buffers));
+  return {};
+}
+
+Result<void> preallocate(PoolState& state, std::size_t min_buffers) {
+  for (std::size_t i = 0; i < min_buffers; ++i) {
+    if (auto r = state.preallocate(); !r) {
+      state.close();  // frees the buffers made so far
+      return fail(std::move(r).error());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace detail
+
+Pool::Pool(std::shared_ptr<detail::PoolState> state) noexcept : state_(std::move(state)) {}
+Pool::Pool(Pool&& other) noexcept = default;
+Pool& Pool::operator=(Pool&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->close();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Pool::~Pool() {
+  if (state_) state_->close();
+}
+
+Result<Pool> Pool::create(ArrayRef<std::size_t> shape, DType dtype, const PoolOptions& options) {
+  ET_TRY(detail::check_options(options));
+  if (!dtype_is_valid(dtype))
+    return fail(ErrorCode::InvalidArgument, text::format("pool '{}': invalid dtype {}", options.name, static_cast<int>(dtype)));
+  if (shape.size() > kMaxRank)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("pool '{}': rank {} exceeds the maximum rank {}", options.name, shape.size(), kMaxRank));
+  std::array<std::int64_t, kMaxRank> strides{};
+  ET_TRY_ASSIGN(std::size_t bytes, detail::contiguous_strides<std::size_t>(
+                                       shape.span(), dtype_size(dtype), {strides.data(), shape.size()},
+                                       text::format("pool '{}' {}", options.name, dtype_name(dtype))));
+  if (bytes == 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("pool '{}': shape [{}] has zero elements: its buffers would hold no bytes to reuse",
+                            options.name, text::join(shape, ", ")));
+  auto state = std::make_shared<detail::PoolState>(options, std::nullopt,
+                                                   std::vector<std::size_t>(shape.begin(), shape.end()), dtype, bytes);
+  ET_TRY(detail::preallocate(*state, options.min_buffers));
+  return Pool(std::move(state));
+}
+
+Result<Pool> Pool::create_image(const ImageLayout& layout, const PoolOptions& options) {
+  ET_TRY(detail::check_options(options));
+  ET_TRY(layout.validate());
+  ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  auto state = std::make_shared<detail::PoolState>(options, layout, std::vector<std::size_t>{bytes}, DType::U8, bytes);
+  ET_TRY(detail::preallocate(*state, options.min_buffers));
+  return Pool(std::move(state));
+}
+
+Result<TensorDyn> Pool::acquire(std::chrono::milliseconds timeout) {
+  if (!state_) return fail(ErrorCode::FailedPrecondition, "Pool::acquire: the pool was moved from");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("pool '{}': acquire timeout {} ms is negative", state_->name(), timeout.count()));
+  return state_->acquire(timeout, true);
+}
+
+Result<TensorDyn> Pool::try_acquire() {
+  if (!state_) return fail(ErrorCode::FailedPrecondition, "Pool::try_acquire: the pool was moved from");
+  return state_->acquire(std::chrono::milliseconds(0), false);
+}
+
+PoolStats Pool::stats() const { return state_ ? state_->stats() : PoolStats{}; }
+
+const std::string& Pool::name() const noexcept {
+  static const std::string none;
+  return state_ ? state_->name() : none;
+}
+std::size_t Pool::max_buffers() const noexcept { return state_ ? state_->max_buffers() : 0; }
+std::size_t Pool::packed_bytes() const noexcept { return state_ ? state_->packed_bytes() : 0; }
+
+}  // namespace edgetensor

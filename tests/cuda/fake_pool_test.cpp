@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pools and CUDA on the test double (lane cuda.fake): device work recorded on a pooled buffer keeps it
+// out of the pool until its event completes (the fake holds events pending on request), and a reused
+// buffer keeps its CUDA registration.
+#include <edgetensor/pool.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fake_support.h"
+
+namespace cuda = edgetensor::cuda;
+using edgetensor::BufferKey;
+using edgetensor::DType;
+using edgetensor::ErrorCode;
+using edgetensor::MemoryKind;
+using edgetensor::Pool;
+using edgetensor::PoolOptions;
+using edgetensor::TensorDyn;
+using Names = std::vector<std::string>;
+using namespace std::chrono_literals;
+
+namespace {
+
+using et_cuda_test::CudaFake;
+
+Pool must_pool(std::size_t max_buffers) {
+  PoolOptions o;
+  o.name = "gpu";
+  o.max_buffers = max_buffers;
+  o.allocate.memory = MemoryKind::Heap;
+  auto pool = Pool::create({4096}, DType::U8, o);
+  EXPECT_TRUE(pool.has_value());
+  return std::move(*pool);
+}
+
+TEST_F(CudaFake, PooledBufferIsReusedOnlyAfterItsRecordedWorkCompletes) {
+  Pool pool = must_pool(1);
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  fake_.hold_events(1);  // queued work stays incomplete until complete_events()
+  BufferKey key;
+  {
+    auto t = pool.acquire(0ms);
+    ASSERT_OK(t);
+    key = t->buffer_key();
+    auto m = cuda::map(*t);
+    ASSERT_OK(m);
+    ASSERT_OK(m->record(*stream));
+  }  // the CudaMap and the tensor are released without waiting for the work
+  EXPECT_EQ(fake_.pending_events(), 1);
+  EXPECT_EQ(fake_.live("event"), 1) << "the event went with the buffer, not destroyed";
+  EXPECT_EQ(pool.stats().device_pending, 1u);
+  EXPECT_ERROR(pool.try_acquire(), ErrorCode::Busy, "1 more back but waiting for device work recorded on it");
+  EXPECT_ERROR(pool.acquire(3ms), ErrorCode::Busy, "after waiting");
+  EXPECT_GE(fake_.count("cudaEventQuery"), 2) << "asked at each attempt, never waited on";
+  EXPECT_EQ(fake_.count("cudaEventSynchronize"), 0);
+
+  fake_.complete_events();
+  fake_.reset();
+  auto t = pool.acquire(0ms);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->buffer_key(), key);
+  EXPECT_EQ(fake_.names(), (Names{"cudaEventQuery", "cudaEventDestroy"}));
+  EXPECT_EQ(fake_.live("event"), 0);
+  fake_.reset();
+  auto m = cuda::map(*t);
+  ASSERT_OK(m);
+  EXPECT_EQ(fake_.count("cudaHostRegister"), 0) << "the reused buffer keeps its registration";
+  EXPECT_EQ(fake_.live("host_register"), 1);
+}
+
+TEST_F(CudaFake, AcquireWaitingForDeviceWorkReturnsWhenItCompletes) {
+  Pool pool = must_pool(1);
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  fake_.hold_events(1);
+  {
+    auto t = pool.acquire(0ms);
+    ASSERT_OK(t);
+    auto m = cuda::map(*t);
+    ASSERT_OK(m);
+    ASSERT_OK(m->record(*stream));
+  }
+  std::thread device([this] {
+    std::this_thread::sleep_for(10ms);
+    fake_.complete_events();
+  });
+  auto t = pool.acquire(60s);
+  device.join();
+  ASSERT_OK(t);
+  EXPECT_EQ(pool.stats().waits, 1u);
+}
+
+// Not a pool's buffer: the event is destroyed at release, as before pools existed.
+TEST_F(CudaFake, UnpooledReleaseStillDestroysItsEventAtOnce) {
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(t);
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  fake_.hold_events(1);
+  auto m = cuda::map(*t);
+  ASSERT_OK(m);
+  ASSERT_OK(m->record(*stream));
+  m->release();
+  EXPECT_EQ(fake_.live("event"), 0);
+}
+
+// The pool destroyed while a returned buffer's work is pending: the buffer, its event and its
+// registration are freed (no leak in the fake's books).
+TEST_F(CudaFake, PoolDestroyedWithPendingDeviceWorkFreesEverything) {
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  fake_.hold_events(1);
+  {
+    Pool pool = must_pool(2);
+    auto t = pool.acquire(0ms);
+    ASSERT_OK(t);
+    auto m = cuda::map(*t);
+    ASSERT_OK(m);
+    ASSERT_OK(m->record(*stream));
+  }
+  EXPECT_EQ(fake_.live("event"), 0);
+  EXPECT_EQ(fake_.live("host_register"), 0);
+}
+
+}  // namespace

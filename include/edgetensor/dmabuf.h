@@ -8,6 +8,12 @@
 // heaps (vendor, uncached, secure) only by name: AllocateOptions::dma_heap, else the environment
 // variable EDGETENSOR_DMA_HEAP. A heap asked for by name is required: no fallback to other heaps.
 // The name "udmabuf" asks for udmabuf.
+//
+// Automatic allocation remembers what it found: a node that does not exist or refuses this process
+// (ENOENT, EACCES/EPERM) is not opened again, and the kernel's heap list is read once, so after the
+// first allocation an Auto allocation on a machine without DMA-BUF devices makes no failed system call
+// (heaps that exist are still tried in order each time: a CMA heap that was full may have room again).
+// probe() forgets it all: call it after adding a device node or granting access.
 #pragma once
 
 #include <edgetensor/error.h>
@@ -64,7 +70,8 @@ struct Status {
   std::string why_none;
 };
 
-/// Probes heaps and udmabuf. Thread-safe.
+/// Probes heaps and udmabuf, and makes the next automatic allocation look at every node again (see the
+/// preamble). Thread-safe.
 [[nodiscard]] ET_API Status probe();
 
 /// Makes a DMA-BUF (udmabuf) of `size_bytes` at `offset_bytes` of the caller's memfd (borrowed; the

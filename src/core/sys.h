@@ -6,6 +6,7 @@
 
 #include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
 
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,7 +27,7 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
 
 enum class Call : int {
   Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,
-  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Count
+  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Madvise, Opendir, Stat, Read, Count
 };
 const char* call_name(Call call) noexcept;
 
@@ -55,6 +56,10 @@ void set_ioctl_emulator(IoctlEmulator emulator);
 /// Calls made so far through the seam, per kind and in all.
 std::uint64_t call_count(Call call) noexcept;
 std::uint64_t total_calls() noexcept;
+/// Of those, the calls that failed (returned -1, MAP_FAILED, null or an error number, whether the
+/// kernel or a fault hook failed them), per kind and in all.
+std::uint64_t failed_count(Call call) noexcept;
+std::uint64_t total_failed() noexcept;
 
 /// The page size in bytes: sysconf(_SC_PAGESIZE) (sysconf(3); the kernel's AT_PAGESZ), read once.
 /// 4 KiB on x86 and most arm64 kernels, 16 KiB on Raspberry Pi 5 kernels, 64 KiB on some arm64
@@ -65,6 +70,15 @@ std::size_t page_size() noexcept;
 /// set, sys::mmap refuses an offset that is not a multiple of it with EINVAL, as such a kernel would.
 /// Other threads may call page_size() meanwhile; they see the old or the new value.
 void set_page_size_for_testing(std::size_t bytes) noexcept;
+
+/// The PMD-sized transparent huge page of this kernel in bytes, from
+/// /sys/kernel/mm/transparent_hugepage/hpage_pmd_size (Documentation/admin-guide/mm/transhuge.rst),
+/// read once: 2 MiB with 4 KiB pages, 32 MiB with 16 KiB pages, 512 MiB with 64 KiB pages on arm64.
+/// 0 when the file is missing or unreadable (no THP). Thread-safe.
+std::size_t hpage_pmd_size() noexcept;
+/// Test-only: hpage_pmd_size() answers `bytes` (0: no THP) until reset_hpage_pmd_size_for_testing().
+void set_hpage_pmd_size_for_testing(std::size_t bytes) noexcept;
+void reset_hpage_pmd_size_for_testing() noexcept;
 
 int open(const char* path, int flags, mode_t mode = 0);
 int close(int fd);
@@ -83,5 +97,9 @@ int shm_unlink(const char* name);
 off_t lseek(int fd, off_t offset, int whence);
 ssize_t sendmsg(int fd, const struct msghdr* msg, int flags);
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags);
+int madvise(void* addr, size_t length, int advice);  // CallInfo::request = advice
+DIR* opendir(const char* path);                      // closedir is not a seam call
+int stat(const char* path, struct stat* st);
+ssize_t read(int fd, void* buf, size_t count);
 
 }  // namespace edgetensor::sys

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "text/format.h"
 
@@ -24,7 +26,7 @@ DmaBufPaths& dmabuf_paths() noexcept {
 
 std::vector<std::string> list_dir_names(const std::string& dir) {
   std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
+  DIR* d = sys::opendir(dir.c_str());
   if (!d) return names;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
@@ -37,7 +39,7 @@ std::vector<std::string> list_dir_names(const std::string& dir) {
 
 std::string node_permissions(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if (sys::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return "not present";
     return text::format("stat failed: {}", errno_name(errno));
   }
@@ -48,23 +50,97 @@ std::string node_permissions(const std::string& path) {
   return text::format("{}{} uid {} gid {}", type, bits, st.st_uid, st.st_gid);
 }
 
-Result<UniqueFd> dma_heap_allocate(const std::string& heap, std::size_t size_bytes) {
+HeapAttempt try_dma_heap_allocate(const std::string& heap, std::size_t size_bytes) {
+  HeapAttempt a;
   const std::string path = dmabuf_paths().heap_dir + "/" + heap;
   UniqueFd heap_fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (!heap_fd) {
-    int e = errno;
-    return fail(device_open_error(path, e, heap, list_dir_names(dmabuf_paths().kernel_heap_dir),
-                                  e == ENOENT ? "" : node_permissions(path)));
+    a.open_errno = errno;
+    return a;
   }
   dma_heap_allocation_data data{};
   data.len = size_bytes;
   data.fd_flags = O_RDWR | O_CLOEXEC;
   data.heap_flags = 0;
   if (sys::ioctl(heap_fd.get(), DMA_HEAP_IOCTL_ALLOC, &data) != 0) {
-    int e = errno;
-    return fail(Error::from_errno(e, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size_bytes, path)));
+    a.alloc_errno = errno;
+    return a;
   }
-  return UniqueFd(static_cast<int>(data.fd));
+  a.fd = UniqueFd(static_cast<int>(data.fd));
+  return a;
+}
+
+Error heap_attempt_error(const std::string& heap, std::size_t size_bytes, const HeapAttempt& attempt) {
+  const std::string path = dmabuf_paths().heap_dir + "/" + heap;
+  if (const int e = attempt.open_errno)
+    return device_open_error(path, e, heap, list_dir_names(dmabuf_paths().kernel_heap_dir),
+                             e == ENOENT ? "" : node_permissions(path));
+  return Error::from_errno(attempt.alloc_errno, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size_bytes, path));
+}
+
+Result<UniqueFd> dma_heap_allocate(const std::string& heap, std::size_t size_bytes) {
+  HeapAttempt a = try_dma_heap_allocate(heap, size_bytes);
+  if (!a.fd) return fail(heap_attempt_error(heap, size_bytes, a));
+  return std::move(a.fd);
+}
+
+// ---- The allocator memo ---------------------------------------------------------------------------
+namespace {
+
+struct Memo {
+  std::mutex mutex;
+  std::string paths;  // the dmabuf_paths() it describes
+  std::map<std::string, NodeMemo, std::less<>> nodes;
+  std::optional<std::vector<std::string>> kernel_heaps;
+};
+Memo& memo() {
+  static Memo* m = new Memo;  // never destroyed: allocations may run during static destruction
+  return *m;
+}
+std::string paths_signature() {
+  const DmaBufPaths& p = dmabuf_paths();
+  return p.heap_dir + '\n' + p.kernel_heap_dir + '\n' + p.udmabuf_dev + '\n' + p.udmabuf_limit;
+}
+// Under m.mutex: drops what was learned under other paths.
+void check_paths(Memo& m) {
+  std::string now = paths_signature();
+  if (now != m.paths) {
+    m.paths = std::move(now);
+    m.nodes.clear();
+    m.kernel_heaps.reset();
+  }
+}
+
+}  // namespace
+
+NodeMemo node_memo(std::string_view name) {
+  Memo& m = memo();
+  std::lock_guard lock(m.mutex);
+  check_paths(m);
+  auto it = m.nodes.find(name);
+  return it == m.nodes.end() ? NodeMemo{} : it->second;
+}
+
+void remember_node(std::string_view name, NodeState state, std::optional<Error> error) {
+  Memo& m = memo();
+  std::lock_guard lock(m.mutex);
+  check_paths(m);
+  m.nodes[std::string(name)] = NodeMemo{state, std::move(error)};
+}
+
+std::vector<std::string> memo_kernel_heaps() {
+  Memo& m = memo();
+  std::lock_guard lock(m.mutex);
+  check_paths(m);
+  if (!m.kernel_heaps) m.kernel_heaps = list_dir_names(dmabuf_paths().kernel_heap_dir);
+  return *m.kernel_heaps;
+}
+
+void forget_nodes() noexcept {
+  Memo& m = memo();
+  std::lock_guard lock(m.mutex);
+  m.nodes.clear();
+  m.kernel_heaps.reset();
 }
 
 }  // namespace edgetensor::detail

@@ -6,7 +6,9 @@
 #include <edgetensor/unique_fd.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
@@ -26,10 +28,37 @@ std::vector<std::string> list_dir_names(const std::string& dir);
 /// "crw-rw---- uid 0 gid 44" for a node, or "not present" / the stat error.
 std::string node_permissions(const std::string& path);
 
-/// Opens /dev/dma_heap/<heap> O_RDWR|O_CLOEXEC and allocates `size_bytes` with DMA_HEAP_IOCTL_ALLOC
-/// (fd_flags O_RDWR|O_CLOEXEC). Returns the new DMA-BUF fd; the heap fd is closed before returning.
-/// Errors: device_open_error (Unavailable, PermissionDenied, OutOfMemory), from_errno of the ioctl
-/// naming size and heap (ENOMEM -> OutOfMemory).
+/// One dma-heap allocation without any message: the new DMA-BUF fd, or the errno of the step that
+/// failed (opening the node, or DMA_HEAP_IOCTL_ALLOC). Opens /dev/dma_heap/<heap> O_RDWR|O_CLOEXEC,
+/// allocates `size_bytes` (fd_flags O_RDWR|O_CLOEXEC) and closes the heap fd before returning.
+struct HeapAttempt {
+  UniqueFd fd;
+  int open_errno = 0;
+  int alloc_errno = 0;
+};
+HeapAttempt try_dma_heap_allocate(const std::string& heap, std::size_t size_bytes);
+/// The error of a failed attempt: device_open_error (Unavailable, PermissionDenied, OutOfMemory; it
+/// reads /sys/class/dma_heap and the node's permissions for the text), or from_errno of the ioctl
+/// naming size and heap (ENOMEM -> OutOfMemory). Built only for an error that is returned.
+Error heap_attempt_error(const std::string& heap, std::size_t size_bytes, const HeapAttempt& attempt);
+/// try_dma_heap_allocate with heap_attempt_error on failure.
 Result<UniqueFd> dma_heap_allocate(const std::string& heap, std::size_t size_bytes);
+
+/// What Auto allocation learned about this machine's DMA-BUF allocator nodes (heap names, and
+/// kUdmabufName for /dev/udmabuf), so that no allocation after the first repeats a failed system call:
+/// a node that does not exist (ENOENT) or refuses this process (EACCES/EPERM) is not tried again, and
+/// the kernel's heap list (for messages) is read once. Process-wide and thread-safe. Forgotten by
+/// dmabuf::probe() (a device node added or a permission granted later is then found) and whenever
+/// dmabuf_paths() change (tests).
+enum class NodeState { Unknown, Absent, Refused };
+struct NodeMemo {
+  NodeState state = NodeState::Unknown;
+  std::optional<Error> error;  // the error its attempt gave, for the final message
+};
+NodeMemo node_memo(std::string_view name);
+void remember_node(std::string_view name, NodeState state, std::optional<Error> error);
+/// list_dir_names(kernel_heap_dir), read once per memo.
+std::vector<std::string> memo_kernel_heaps();
+void forget_nodes() noexcept;
 
 }  // namespace edgetensor::detail

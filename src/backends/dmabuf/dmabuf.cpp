@@ -110,43 +110,79 @@ ErrorCode rank_code(ErrorCode a, ErrorCode b) {
   return rank(b) > rank(a) ? b : a;
 }
 
+// A heap or udmabuf asked for by name: one attempt, its error is the answer (no memo).
+Result<std::unique_ptr<Backing>> allocate_required(const HeapPlan& plan, std::size_t size, const AllocateOptions& options) {
+  if (plan.heaps.empty()) {
+    ET_TRY_ASSIGN(auto fd, udmabuf_allocate(size, options.name));
+    return finish(std::move(fd), size, options.name, "udmabuf");
+  }
+  const std::string& heap = plan.heaps.front();
+  HeapAttempt a = try_dma_heap_allocate(heap, size);
+  if (!a.fd) return fail(heap_attempt_error(heap, size, a));
+  return finish(std::move(a.fd), size, options.name, "dma-heap " + heap);
+}
+
 Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const AllocateOptions& options) {
   const std::string requested = requested_heap(options);
   auto plan = make_heap_plan(requested);
   if (!plan)
     return fail(plan.error().code(), text::format("{}{}", plan.error().message(),
                                                  options.dma_heap.empty() ? text::format(" (from {})", dmabuf::kHeapEnvVar) : ""));
+  if (!requested.empty()) return allocate_required(*plan, size, options);
+  // The automatic probe order. Nodes that were missing or refused us are skipped (dma_heap.h, the
+  // memo); messages are built only for an error that is returned.
   std::vector<std::string> missing;
   std::vector<Error> failures;
   for (const auto& heap : plan->heaps) {
-    auto fd = dma_heap_allocate(heap, size);
-    if (fd) {
+    NodeMemo known = node_memo(heap);
+    if (known.state == NodeState::Absent) {
+      missing.push_back(heap);
+      continue;
+    }
+    if (known.state == NodeState::Refused) {
+      failures.push_back(std::move(*known.error));
+      continue;
+    }
+    HeapAttempt a = try_dma_heap_allocate(heap, size);
+    if (a.fd) {
       if (!failures.empty())
         log(LogLevel::Info, "dma-heap {} serves {} B after: {}", heap, size, failures.front().message());
-      return finish(std::move(*fd), size, options.name, "dma-heap " + heap);
+      return finish(std::move(a.fd), size, options.name, "dma-heap " + heap);
     }
-    if (plan->required) return fail(std::move(fd).error());
-    if (fd.error().sys_errno() == ENOENT)
+    if (a.open_errno == ENOENT) {
+      remember_node(heap, NodeState::Absent, std::nullopt);
       missing.push_back(heap);
-    else
-      failures.push_back(std::move(fd).error());
+      continue;
+    }
+    Error e = heap_attempt_error(heap, size, a);
+    if (a.open_errno == EACCES || a.open_errno == EPERM) remember_node(heap, NodeState::Refused, e);
+    failures.push_back(std::move(e));
   }
   if (plan->use_udmabuf) {
-    auto fd = udmabuf_allocate(size, options.name);
-    if (fd) {
-      if (!plan->heaps.empty())
+    NodeMemo known = node_memo(kUdmabufName);
+    if (known.state != NodeState::Unknown) {
+      failures.push_back(std::move(*known.error));
+    } else {
+      auto fd = udmabuf_allocate(size, options.name);
+      if (fd) {
         log(LogLevel::Info, "no dma-heap served {} B ({} missing, {} failed): udmabuf serves", size, missing.size(),
             failures.size());
-      return finish(std::move(*fd), size, options.name, "udmabuf");
+        return finish(std::move(*fd), size, options.name, "udmabuf");
+      }
+      const int e = fd.error().sys_errno();
+      // Only the device node's open answers Unavailable/PermissionDenied with these errnos.
+      if (fd.error().code() == ErrorCode::Unavailable && e == ENOENT)
+        remember_node(kUdmabufName, NodeState::Absent, fd.error());
+      else if (fd.error().code() == ErrorCode::PermissionDenied && (e == EACCES || e == EPERM))
+        remember_node(kUdmabufName, NodeState::Refused, fd.error());
+      failures.push_back(std::move(fd).error());
     }
-    if (plan->heaps.empty()) return fail(std::move(fd).error());
-    failures.push_back(std::move(fd).error());
   }
   ErrorCode code = ErrorCode::Unavailable;
   int err = 0;
   std::vector<std::string> parts;
   if (!missing.empty()) {
-    auto kernel = list_dir_names(dmabuf_paths().kernel_heap_dir);
+    auto kernel = memo_kernel_heaps();
     parts.push_back(text::format("no node {}/{{{}}} (kernel heaps: {})", dmabuf_paths().heap_dir, text::join(missing, ","),
                                 kernel.empty() ? std::string("none") : text::format("{}", text::join(kernel, ", "))));
     err = ENOENT;
@@ -236,6 +272,7 @@ void fill_access(const std::string& path, bool& present, bool& accessible, std::
 
 Status probe() {
   using namespace detail;
+  forget_nodes();  // what Auto allocation remembered is probed again (dma_heap.h, the memo)
   Status st;
   const auto& paths = dmabuf_paths();
   st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);

@@ -10,7 +10,7 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <fstream>
+#include <cstdlib>
 #include <string>
 
 #include "text/format.h"
@@ -66,9 +66,15 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
 }  // namespace
 
 std::optional<std::size_t> udmabuf_size_limit_mb() {
-  std::ifstream f(dmabuf_paths().udmabuf_limit);
-  unsigned long long v = 0;
-  if (!(f >> v)) return std::nullopt;
+  // Through the seam, so the memo's "no failed call after the first allocation" counts this read too.
+  UniqueFd f(sys::open(dmabuf_paths().udmabuf_limit.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f) return std::nullopt;
+  char buf[32] = {};
+  const ssize_t n = sys::read(f.get(), buf, sizeof buf - 1);
+  if (n <= 0) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(buf, &end, 10);
+  if (end == buf) return std::nullopt;
   return static_cast<std::size_t>(v);
 }
 

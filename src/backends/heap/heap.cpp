@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,19 +21,29 @@ constexpr std::size_t kAlignment = 256;
 // From this size on, fresh anonymous pages (already zero, untouched until used) beat malloc+memset.
 constexpr std::size_t kMmapThreshold = 64 * 1024;
 
+enum class HeapSource { Malloc, Pages, HugePages };
+
 class HeapBacking final : public Backing {
  public:
-  HeapBacking(std::byte* data, std::size_t size, bool mmapped) : data_(data), size_(size), mmapped_(mmapped) {}
+  HeapBacking(std::byte* data, std::size_t size, HeapSource source, std::size_t mapped_bytes = 0)
+      : data_(data), size_(size), mapped_bytes_(mapped_bytes ? mapped_bytes : size), source_(source) {}
   ~HeapBacking() override {
-    if (mmapped_) {
-      if (sys::munmap(data_, size_) != 0)
+    if (source_ != HeapSource::Malloc) {
+      if (sys::munmap(data_, mapped_bytes_) != 0)
         log(LogLevel::Warning, "munmap of heap tensor ({} B) failed: errno {}", size_, errno);
     } else {
       std::free(data_);
     }
   }
   MemoryKind kind() const noexcept override { return MemoryKind::Heap; }
-  std::string detail() const override { return mmapped_ ? "heap (anonymous pages)" : "heap (malloc)"; }
+  std::string detail() const override {
+    switch (source_) {
+      case HeapSource::Malloc: return "heap (malloc)";
+      case HeapSource::Pages: return "heap (anonymous pages)";
+      case HeapSource::HugePages: return "heap (anonymous pages, huge pages advised)";
+    }
+    return "heap";
+  }
   std::size_t buffer_bytes() const noexcept override { return size_; }
   bool needs_cpu_access_bracket() const noexcept override { return false; }
   Result<std::byte*> cpu_address() override { return data_; }
@@ -43,26 +54,61 @@ class HeapBacking final : public Backing {
 
  private:
   std::byte* data_;
-  std::size_t size_;
-  bool mmapped_;
+  std::size_t size_;          // bytes asked for
+  std::size_t mapped_bytes_;  // bytes mapped: what munmap gets back
+  HeapSource source_;
 };
 
 BackendStatus heap_status() { return {MemoryKind::Heap, true, true, "process heap"}; }
 
+// A tensor of at least one PMD huge page: anonymous pages starting at a huge-page boundary, advised
+// MADV_HUGEPAGE (madvise(2)), so the kernel can back each aligned huge-page-sized part with one huge
+// page (a fault per huge page instead of per page: the first write of a fresh 4K frame is many times
+// cheaper). The mapping is over-reserved by one huge page less one page, then trimmed to the boundary.
+// Huge pages are zeroed by the kernel like any anonymous page.
+Result<std::unique_ptr<Backing>> huge_page_allocate(std::size_t size, std::size_t huge) {
+  const std::size_t page = sys::page_size();
+  const std::size_t length = (size + page - 1) & ~(page - 1);  // size <= SIZE_MAX - huge (checked by the caller)
+  const std::size_t reserve = length + (huge - page);
+  void* p = sys::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    return fail(mapping_error(e, text::format("heap mmap of {} B", size), reserve));
+  }
+  auto* start = static_cast<std::byte*>(p);
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(start);
+  std::byte* aligned = start + (((at + huge - 1) & ~(std::uintptr_t{huge} - 1)) - at);
+  const std::size_t head = static_cast<std::size_t>(aligned - start);
+  const std::size_t tail = reserve - head - length;
+  if ((head != 0 && sys::munmap(start, head) != 0) || (tail != 0 && sys::munmap(aligned + length, tail) != 0)) {
+    int e = errno;
+    (void)sys::munmap(start, reserve);  // munmap(2) of a range with holes is fine
+    return fail(Error::from_errno(e, text::format("heap: trimming the {} B reservation to a {} B boundary", reserve, huge)));
+  }
+  if (sys::madvise(aligned, length, MADV_HUGEPAGE) != 0) {
+    // EINVAL: a kernel without THP. The memory works without the advice.
+    log(LogLevel::Debug, "madvise(MADV_HUGEPAGE) of a {} B heap tensor refused: {}", size, errno_name(errno));
+    return std::make_unique<HeapBacking>(aligned, size, HeapSource::Pages, length);
+  }
+  return std::make_unique<HeapBacking>(aligned, size, HeapSource::HugePages, length);
+}
+
 Result<std::unique_ptr<Backing>> heap_allocate(std::size_t size, const AllocateOptions&) {
+  if (const std::size_t huge = sys::hpage_pmd_size(); huge != 0 && size >= huge && size <= SIZE_MAX - huge)
+    return huge_page_allocate(size, huge);
   if (size >= kMmapThreshold) {
     void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       int e = errno;
       return fail(mapping_error(e, text::format("heap mmap of {} B", size), size));
     }
-    return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, true);
+    return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, HeapSource::Pages);
   }
   std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;  // size < 64 KiB: no overflow
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (!p) return fail(ErrorCode::OutOfMemory, text::format("heap: aligned_alloc of {} B failed", rounded));
   std::memset(p, 0, rounded);
-  return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, false);
+  return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, HeapSource::Malloc);
 }
 
 Result<std::unique_ptr<Backing>> heap_import(UniqueFd, const FdInfo&) {

@@ -7,6 +7,7 @@
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 /// Process-private memory, 256-byte aligned, zero by construction (fresh anonymous pages for large
-/// buffers, so allocation touches no page; calloc-like zeroing for small ones).
+/// buffers, so allocation touches no page; calloc-like zeroing for small ones). From one PMD huge page
+/// (sys::hpage_pmd_size) up, the pages start on a huge-page boundary and are advised MADV_HUGEPAGE.
 const BackendOps& heap_backend();
 }  // namespace edgetensor::detail

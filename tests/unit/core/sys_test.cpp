@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
@@ -37,6 +38,43 @@ TEST(Sys, CallsAreCounted) {
   EXPECT_EQ(sys::call_count(sys::Call::MemfdCreate), memfds + 1);
   EXPECT_EQ(sys::call_count(sys::Call::Close), closes + 1);
   EXPECT_EQ(sys::total_calls(), total + 2);
+}
+
+// Failed calls are counted apart, whether the kernel or a fault hook failed them (the DMA-BUF cache's
+// "no failed system call after the first Auto allocation" is measured with this).
+TEST(Sys, FailedCallsAreCountedApart) {
+  const auto opens = sys::call_count(sys::Call::Open);
+  const auto failed_opens = sys::failed_count(sys::Call::Open);
+  const auto failed = sys::total_failed();
+  EXPECT_EQ(sys::open("/nonexistent/et-sys-test", O_RDONLY | O_CLOEXEC), -1);
+  int fd = sys::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  char c;
+  EXPECT_EQ(sys::read(fd, &c, 1), 0) << "end of file is no failure";
+  EXPECT_EQ(sys::close(fd), 0);
+  EXPECT_EQ(sys::call_count(sys::Call::Open), opens + 2);
+  EXPECT_EQ(sys::failed_count(sys::Call::Open), failed_opens + 1);
+  EXPECT_EQ(sys::opendir("/nonexistent/et-sys-test"), nullptr);
+  struct stat st {};
+  EXPECT_EQ(sys::stat("/nonexistent/et-sys-test", &st), -1);
+  {
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Madvise, 1, EINVAL));
+    EXPECT_EQ(sys::madvise(nullptr, 0, MADV_NORMAL), -1);
+  }
+  EXPECT_EQ(sys::total_failed(), failed + 4);
+  EXPECT_EQ(sys::failed_count(sys::Call::Madvise) >= 1, true);
+}
+
+// hpage_pmd_size: this kernel's answer (0 or a power of two above the page size), or the test's.
+TEST(Sys, HugePageSizeIsReadOnceOrFaked) {
+  const std::size_t real = sys::hpage_pmd_size();
+  EXPECT_TRUE(real == 0 || ((real & (real - 1)) == 0 && real > sys::page_size())) << real;
+  sys::set_hpage_pmd_size_for_testing(std::size_t{32} << 20);
+  EXPECT_EQ(sys::hpage_pmd_size(), std::size_t{32} << 20);
+  sys::set_hpage_pmd_size_for_testing(0);
+  EXPECT_EQ(sys::hpage_pmd_size(), 0u);
+  sys::reset_hpage_pmd_size_for_testing();
+  EXPECT_EQ(sys::hpage_pmd_size(), real);
 }
 
 TEST(Sys, HookFailsTheChosenCallWithoutRunningIt) {

@@ -29,6 +29,7 @@
 #include "backends/dmabuf/dmabuf.h"
 #include "core/backend.h"
 #include "core/sys.h"
+#include "support/env.h"
 #include "support/page_size.h"
 #include "support/test_support.h"
 
@@ -298,6 +299,68 @@ TEST_F(FakeDmaBuf, AutoSelectionPrefersDmaBufThenShm) {
   auto t2 = TensorDyn::allocate({64}, DType::F32);
   ASSERT_OK(t2);
   EXPECT_EQ(t2->memory(), MemoryKind::Shm);
+}
+
+// Issue 14: an Auto allocation on a machine without dma-heap nodes or udmabuf made 13 failed open /
+// opendir calls before shared memory served, every time. The first one still looks; later ones make
+// no failed system call (counted through the seam), until dmabuf::probe() asks them to look again.
+TEST_F(FakeDmaBuf, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
+  et_test::ScopedEnv no_force("EDGETENSOR_FORCE_MEM", nullptr);
+  const auto before = sys::total_failed();
+  auto first = TensorDyn::allocate({4096}, DType::U8);
+  ASSERT_OK(first);
+  EXPECT_EQ(first->memory(), MemoryKind::Shm);
+  const auto first_failed = sys::total_failed() - before;
+  EXPECT_GE(first_failed, 5u) << "the first allocation tries every heap node";
+  for (int i = 0; i < 3; ++i) {
+    const auto failed = sys::total_failed();
+    const auto opens = sys::call_count(sys::Call::Open);
+    auto t = TensorDyn::allocate({1920, 1080, 4}, DType::U8);
+    ASSERT_OK(t);
+    EXPECT_EQ(t->memory(), MemoryKind::Shm);
+    EXPECT_EQ(sys::total_failed() - failed, 0u) << "allocation " << i + 2 << " (the first made " << first_failed << ")";
+    EXPECT_EQ(sys::call_count(sys::Call::Open), opens) << "no device node opened again";
+  }
+  // An explicit DmaBuf request says why, still without a failed call.
+  AllocateOptions o;
+  o.memory = MemoryKind::DmaBuf;
+  const auto failed = sys::total_failed();
+  auto d = TensorDyn::allocate({100}, DType::U8, o);
+  EXPECT_ERROR(d, ErrorCode::Unavailable, "no DMA-BUF allocator served 100 B: no node ");
+  EXPECT_NE(d.error().message().find("udmabuf"), std::string::npos) << d.error().message();
+  EXPECT_EQ(sys::total_failed(), failed);
+
+  add_heap("system");  // a device node appears: remembered as missing until probe()
+  auto stale = TensorDyn::allocate({4096}, DType::U8);
+  ASSERT_OK(stale);
+  EXPECT_EQ(stale->memory(), MemoryKind::Shm);
+  EXPECT_EQ(dmabuf::probe().serving, "dma-heap system");
+  auto fresh = TensorDyn::allocate({4096}, DType::U8);
+  ASSERT_OK(fresh);
+  EXPECT_EQ(fresh->memory_detail(), "dma-heap system");
+}
+
+// A node that refuses this process is not opened again either; its error is kept for the message.
+TEST_F(FakeDmaBuf, RefusedNodeIsRememberedWithItsError) {
+  add_heap("system");
+  int system_opens = 0;  // every open is refused; the heap nodes are the only files Auto opens here
+  extra_hook_ = [&](const sys::CallInfo& c) {
+    if (c.call != sys::Call::Open) return 0;
+    ++system_opens;
+    return EACCES;
+  };
+  EXPECT_ERROR(alloc(4096), ErrorCode::PermissionDenied, "EACCES");
+  const int opens_first = system_opens;
+  EXPECT_GE(opens_first, 1);
+  auto again = alloc(4096);
+  EXPECT_ERROR(again, ErrorCode::PermissionDenied, "EACCES");
+  EXPECT_NE(again.error().message().find("system"), std::string::npos) << again.error().message();
+  EXPECT_EQ(system_opens, opens_first) << "no node opened again";
+  extra_hook_ = {};
+  (void)dmabuf::probe();  // access granted since: probe() makes allocation look again
+  auto t = alloc(4096);
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory_detail(), "dma-heap system");
 }
 
 TEST_F(FakeDmaBuf, UdmabufServesWhenNoHeapExists) {
@@ -674,6 +737,20 @@ TEST(DmaBufHost, ThisMachineWithoutDevicesFallsBackToShm) {
     EXPECT_FALSE(backend_status(MemoryKind::DmaBuf).available);
   }
   EXPECT_EQ(et_test::open_fd_count(), fds);
+}
+
+// The same on this machine's real paths: after one Auto allocation, the next makes no failed call.
+TEST(DmaBufHost, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
+  if (::access("/dev/dma_heap", F_OK) == 0 || ::access("/dev/udmabuf", F_OK) == 0)
+    GTEST_SKIP() << "this machine has DMA-BUF devices; FakeDmaBuf covers the case without";
+  et_test::ScopedEnv no_force("EDGETENSOR_FORCE_MEM", nullptr);
+  auto first = TensorDyn::allocate({4096}, DType::U8);
+  ASSERT_OK(first);
+  const auto failed = sys::total_failed();
+  auto second = TensorDyn::allocate({3840, 2160, 4}, DType::U8);
+  ASSERT_OK(second);
+  EXPECT_EQ(second->memory(), MemoryKind::Shm);
+  EXPECT_EQ(sys::total_failed(), failed);
 }
 
 }  // namespace

@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/sys.h"
+#include "support/page_size.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -112,6 +115,91 @@ TEST(Heap, MunmapFailureInTheDestructorIsLogged) {
     t = TensorDyn();  // the last holder goes: munmap fails (injected; 64 KiB stay mapped)
   }
   EXPECT_TRUE(log.contains("warning: munmap of heap tensor (65536 B) failed")) << ::testing::PrintToString(log.lines());
+}
+
+// Transparent huge pages: a tensor of at least one PMD huge page starts on a huge-page boundary and is
+// advised MADV_HUGEPAGE, for whatever size the kernel reports (faked through the seam: 2 MiB with 4 KiB
+// pages, 32 MiB with 16 KiB pages, 512 MiB with 64 KiB pages; never assumed). Smaller ones are not.
+class ScopedHugePageSize {
+ public:
+  explicit ScopedHugePageSize(std::size_t bytes) { sys::set_hpage_pmd_size_for_testing(bytes); }
+  ~ScopedHugePageSize() { sys::reset_hpage_pmd_size_for_testing(); }
+  ScopedHugePageSize(const ScopedHugePageSize&) = delete;
+  ScopedHugePageSize& operator=(const ScopedHugePageSize&) = delete;
+};
+
+TEST(Heap, LargeTensorsAreAlignedToTheKernelsHugePageAndAdvised) {
+  struct Case {
+    std::size_t page, huge;
+  };
+  for (const Case c : {Case{0, std::size_t{2} << 20}, Case{16 * 1024, std::size_t{32} << 20},
+                       Case{64 * 1024, std::size_t{512} << 20}, Case{0, std::size_t{1} << 20}}) {
+    std::optional<et_test::ScopedPageSize> page;
+    if (c.page) page.emplace(c.page);
+    ScopedHugePageSize huge(c.huge);
+    std::vector<unsigned long> advice;
+    const int maps = et_test::mapping_count();
+    {
+      et_test::ScopedFaultHook hook([&](const sys::CallInfo& call) {
+        if (call.call == sys::Call::Madvise) advice.push_back(call.request);
+        return 0;
+      });
+      for (std::size_t size : {c.huge, c.huge + 12345, 3 * c.huge}) {
+        advice.clear();
+        auto t = TensorDyn::allocate({size}, DType::U8, heap());
+        ASSERT_OK(t);
+        EXPECT_EQ(base_address(*t) % c.huge, 0u) << size << " B with huge pages of " << c.huge;
+        EXPECT_EQ(advice, std::vector<unsigned long>{MADV_HUGEPAGE}) << size;
+        EXPECT_EQ(t->memory_detail(), "heap (anonymous pages, huge pages advised)");
+        auto m = t->map_read_write();
+        ASSERT_OK(m);
+        EXPECT_EQ(m->bytes()[size - 1], std::byte{0}) << "zero by construction";
+        m->bytes()[size - 1] = std::byte{1};
+      }
+      advice.clear();
+      auto small = TensorDyn::allocate({c.huge - 1}, DType::U8, heap());
+      ASSERT_OK(small);
+      EXPECT_TRUE(advice.empty()) << "below one huge page: no advice";
+      EXPECT_EQ(small->memory_detail(), "heap (anonymous pages)");
+    }
+    if (et_test::kExactMappingCount) {
+      EXPECT_EQ(et_test::mapping_count(), maps) << "the trimmed reservation was unmapped whole (huge " << c.huge << ")";
+    }
+  }
+}
+
+TEST(Heap, NoHugePagesWithoutThpAndWhenTheAdviceIsRefused) {
+  {
+    ScopedHugePageSize none(0);  // no /sys/kernel/mm/transparent_hugepage: nothing to align to
+    const auto madvises = sys::call_count(sys::Call::Madvise);
+    auto t = TensorDyn::allocate({std::size_t{8} << 20}, DType::U8, heap());
+    ASSERT_OK(t);
+    EXPECT_EQ(sys::call_count(sys::Call::Madvise), madvises);
+    EXPECT_EQ(t->memory_detail(), "heap (anonymous pages)");
+  }
+  ScopedHugePageSize huge(std::size_t{2} << 20);
+  et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Madvise, 1, EINVAL));  // a kernel without THP
+  auto t = TensorDyn::allocate({std::size_t{8} << 20}, DType::U8, heap());
+  ASSERT_OK(t);
+  EXPECT_EQ(t->memory_detail(), "heap (anonymous pages)") << "the memory works without the advice";
+  EXPECT_EQ(base_address(*t) % (std::size_t{2} << 20), 0u);
+}
+
+TEST(Heap, HugePageTrimFailureIsReportedAndLeaksNothing) {
+  ScopedHugePageSize huge(std::size_t{2} << 20);
+  {
+    // Warm-up (see MmapFailureIsOutOfMemoryAndLeaksNothing).
+    et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Munmap, 1, EINVAL));
+    (void)TensorDyn::allocate({std::size_t{4} << 20}, DType::U8, heap());
+  }
+  const int maps = et_test::mapping_count();
+  et_test::ScopedFaultHook hook(et_test::fail_nth(sys::Call::Munmap, 1, EINVAL));
+  auto t = TensorDyn::allocate({std::size_t{4} << 20}, DType::U8, heap());
+  ASSERT_FALSE(t.has_value()) << "the first munmap (of the head, or of the tail when the head is aligned) failed";
+  EXPECT_ERROR(t, ErrorCode::InvalidArgument, "heap: trimming the ");
+  if (et_test::kExactMappingCount) {
+    EXPECT_EQ(et_test::mapping_count(), maps);
+  }
 }
 
 TEST(Heap, CannotBeImportedFromAnFd) {

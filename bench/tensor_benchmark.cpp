@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// edgetensor benchmarks: allocation, first write, map+unmap and writes through a map, for heap and memfd
-// tensors of RGBA u8 frames (360p, 720p, 1080p, 4K), against fixed baselines measured in the same run:
-//   malloc+memset | mmap+munmap of the same memfd without touching pages | memcpy into a prefaulted buffer.
+// edgetensor benchmarks: allocation, first write, map+unmap, writes through a map and pool reuse
+// (pool_benchmark.cpp), for heap and memfd tensors of RGBA u8 frames (360p, 720p, 1080p, 4K), against
+// fixed baselines measured in the same run: malloc+memset | mmap+munmap of the same memfd without
+// touching pages | memcpy into a prefaulted buffer | memset of a warm (prefaulted, reused) buffer.
 // After the run a ratio table is printed with each target; a missed target reads "NOT MET" (exit 0).
 //
 // Usage: edgetensor_bench [--quick] [Google Benchmark flags]
 //   --quick   a smoke run in seconds (same as --benchmark_min_time=0.01); the ratios are then rough.
+// On a shared machine: --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true.
 #include <benchmark/benchmark.h>
 #include <edgetensor/edgetensor.h>
 #include <sys/mman.h>
@@ -18,25 +20,18 @@
 #include <string>
 #include <vector>
 
+#include "bench.h"
+
 using namespace edgetensor;
+using et_bench::FrameSize;
+using et_bench::kFrames;
+using et_bench::Target;
 
-namespace {
-
-struct Frame {
-  const char* name;
-  std::size_t width, height;
-  std::size_t bytes() const { return width * height * 4; }
-};
-constexpr Frame kFrames[] = {{"360p", 640, 360}, {"720p", 1280, 720}, {"1080p", 1920, 1080}, {"4K", 3840, 2160}};
-
-AllocateOptions mem(MemoryKind kind) {
+namespace et_bench {
+TensorDyn must_allocate(const FrameSize& f, MemoryKind kind) {
   AllocateOptions o;
   o.memory = kind;
-  return o;
-}
-
-TensorDyn must_allocate(const Frame& f, MemoryKind kind) {
-  auto t = TensorDyn::allocate({f.height, f.width, 4}, DType::U8, mem(kind));
+  auto t = TensorDyn::allocate({f.height, f.width, 4}, DType::U8, o);
   if (!t) {
     std::fprintf(stderr, "allocate %s %s failed: %s\n", f.name, std::string(memory_kind_name(kind)).c_str(),
                  t.error().to_string().c_str());
@@ -44,9 +39,14 @@ TensorDyn must_allocate(const Frame& f, MemoryKind kind) {
   }
   return std::move(*t);
 }
+}  // namespace et_bench
+
+namespace {
+
+using et_bench::must_allocate;
 
 // ---- baselines (plain libc) ----------------------------------------------------------------------
-void baseline_malloc_memset(benchmark::State& state, Frame f) {
+void baseline_malloc_memset(benchmark::State& state, FrameSize f) {
   for (auto _ : state) {
     void* p = std::malloc(f.bytes());
     std::memset(p, 0, f.bytes());
@@ -56,7 +56,7 @@ void baseline_malloc_memset(benchmark::State& state, Frame f) {
   }
 }
 
-void baseline_mmap_munmap(benchmark::State& state, Frame f) {
+void baseline_mmap_munmap(benchmark::State& state, FrameSize f) {
   int fd = ::memfd_create("bench-baseline", MFD_CLOEXEC);
   if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(f.bytes())) != 0) {
     state.SkipWithError("memfd_create/ftruncate failed");
@@ -70,7 +70,7 @@ void baseline_mmap_munmap(benchmark::State& state, Frame f) {
   ::close(fd);
 }
 
-void baseline_memcpy(benchmark::State& state, Frame f) {
+void baseline_memcpy(benchmark::State& state, FrameSize f) {
   std::vector<unsigned char> src(f.bytes(), 0x5a);
   auto* dst = static_cast<unsigned char*>(std::malloc(f.bytes()));
   std::memset(dst, 1, f.bytes());  // prefaulted
@@ -83,14 +83,14 @@ void baseline_memcpy(benchmark::State& state, Frame f) {
 }
 
 // ---- edgetensor ----------------------------------------------------------------------------------
-void allocate_only(benchmark::State& state, Frame f, MemoryKind kind) {
+void allocate_only(benchmark::State& state, FrameSize f, MemoryKind kind) {
   for (auto _ : state) {
     TensorDyn t = must_allocate(f, kind);
     benchmark::DoNotOptimize(t);
   }
 }
 
-void allocate_and_write(benchmark::State& state, Frame f, MemoryKind kind) {
+void allocate_and_write(benchmark::State& state, FrameSize f, MemoryKind kind) {
   for (auto _ : state) {
     TensorDyn t = must_allocate(f, kind);
     auto m = t.map_write();
@@ -99,7 +99,7 @@ void allocate_and_write(benchmark::State& state, Frame f, MemoryKind kind) {
   }
 }
 
-void map_unmap(benchmark::State& state, Frame f, MemoryKind kind) {
+void map_unmap(benchmark::State& state, FrameSize f, MemoryKind kind) {
   TensorDyn t = must_allocate(f, kind);
   (void)t.map_read();  // the persistent mapping is made once, on the first map
   for (auto _ : state) {
@@ -108,7 +108,7 @@ void map_unmap(benchmark::State& state, Frame f, MemoryKind kind) {
   }
 }
 
-void write_through_map(benchmark::State& state, Frame f, MemoryKind kind) {
+void write_through_map(benchmark::State& state, FrameSize f, MemoryKind kind) {
   TensorDyn t = must_allocate(f, kind);
   std::vector<unsigned char> src(f.bytes(), 0x5a);
   {
@@ -126,7 +126,9 @@ void write_through_map(benchmark::State& state, Frame f, MemoryKind kind) {
 // ---- ratio table ---------------------------------------------------------------------------------
 // Captures the mean CPU and real time per iteration (ns) of every run, then prints what the console
 // shows. Targets are judged on CPU time (user + system time of the benchmark thread, so page faults
-// and syscalls count): on a shared machine, wall time also counts time spent preempted.
+// and syscalls count): on a shared machine, wall time also counts time spent preempted. With
+// --benchmark_repetitions=N each benchmark keeps its fastest repetition (the one least disturbed by
+// other load); --benchmark_enable_random_interleaving=true spreads such load over all of them.
 class CapturingReporter : public benchmark::ConsoleReporter {
  public:
   explicit CapturingReporter(OutputOptions options) : ConsoleReporter(options) {}
@@ -137,7 +139,9 @@ class CapturingReporter : public benchmark::ConsoleReporter {
     for (const auto& run : runs) {
       if (run.run_type != Run::RT_Iteration || run.iterations <= 0) continue;
       const double n = static_cast<double>(run.iterations);
-      times_[run.benchmark_name()] = {run.cpu_accumulated_time * 1e9 / n, run.real_accumulated_time * 1e9 / n};
+      const Times t{run.cpu_accumulated_time * 1e9 / n, run.real_accumulated_time * 1e9 / n};
+      auto [it, fresh] = times_.try_emplace(run.run_name.function_name, t);
+      if (!fresh && t.cpu_ns < it->second.cpu_ns) it->second = t;
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -151,21 +155,15 @@ class CapturingReporter : public benchmark::ConsoleReporter {
   std::map<std::string, Times> times_;
 };
 
-struct Target {
-  const char* what;
-  std::string baseline, measured;
-  double min_ratio;  // 0 = report only
-};
-
 int print_ratios(const CapturingReporter& rep) {
   std::printf("\nedgetensor ratios = baseline time / edgetensor time per iteration, same run (higher is faster).\n"
               "Targets are judged on the CPU-time ratio; the wall-time ratio is shown for reference.\n");
-  std::printf("%-6s %-44s %13s %13s %9s %9s  %s\n", "size", "comparison", "base cpu ns", "et cpu ns", "cpu ratio",
+  std::printf("%-6s %-46s %13s %13s %9s %9s  %s\n", "size", "comparison", "base cpu ns", "et cpu ns", "cpu ratio",
               "wall ratio", "target");
   int missed = 0;
-  for (const Frame& f : kFrames) {
+  for (const FrameSize& f : kFrames) {
     const std::string s = f.name;
-    const Target targets[] = {
+    std::vector<Target> targets = {
         {"allocate heap vs malloc+memset", "baseline/malloc+memset/" + s, "allocate/heap/" + s, 20.0},
         {"allocate memfd vs malloc+memset", "baseline/malloc+memset/" + s, "allocate/memfd/" + s, 20.0},
         {"allocate+first write heap vs malloc+memset", "baseline/malloc+memset/" + s, "allocate+write/heap/" + s, 0.0},
@@ -175,10 +173,11 @@ int print_ratios(const CapturingReporter& rep) {
         {"write through map heap vs memcpy", "baseline/memcpy/" + s, "write-through-map/heap/" + s, 0.95},
         {"write through map memfd vs memcpy", "baseline/memcpy/" + s, "write-through-map/memfd/" + s, 0.95},
     };
+    for (auto& t : et_bench::pool_targets(f)) targets.push_back(std::move(t));
     for (const auto& t : targets) {
       const auto base = rep.times(t.baseline), mine = rep.times(t.measured);
       if (base.cpu_ns < 0 || mine.cpu_ns <= 0 || mine.real_ns <= 0) {
-        std::printf("%-6s %-44s %13s %13s %9s %9s  (not run)\n", f.name, t.what, "-", "-", "-", "-");
+        std::printf("%-6s %-46s %13s %13s %9s %9s  (not run)\n", f.name, t.what, "-", "-", "-", "-");
         continue;
       }
       const double ratio = base.cpu_ns / mine.cpu_ns;
@@ -189,7 +188,7 @@ int print_ratios(const CapturingReporter& rep) {
         missed += met ? 0 : 1;
         std::snprintf(target, sizeof target, ">= %gx %s", t.min_ratio, met ? "met" : "NOT MET");
       }
-      std::printf("%-6s %-44s %13.0f %13.0f %8.2fx %8.2fx  %s\n", f.name, t.what, base.cpu_ns, mine.cpu_ns, ratio,
+      std::printf("%-6s %-46s %13.0f %13.0f %8.2fx %8.2fx  %s\n", f.name, t.what, base.cpu_ns, mine.cpu_ns, ratio,
                   wall_ratio, target);
     }
   }
@@ -198,7 +197,7 @@ int print_ratios(const CapturingReporter& rep) {
 }
 
 void register_all() {
-  for (const Frame& f : kFrames) {
+  for (const FrameSize& f : kFrames) {
     const std::string s = f.name;
     benchmark::RegisterBenchmark(("baseline/malloc+memset/" + s).c_str(), baseline_malloc_memset, f);
     benchmark::RegisterBenchmark(("baseline/mmap+munmap/" + s).c_str(), baseline_mmap_munmap, f);
@@ -211,6 +210,7 @@ void register_all() {
       benchmark::RegisterBenchmark(("write-through-map/" + k + "/" + s).c_str(), write_through_map, f, kind);
     }
   }
+  et_bench::register_pool_benchmarks();
 }
 
 }  // namespace

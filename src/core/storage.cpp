@@ -116,11 +116,15 @@ DeviceHandle* Storage::existing_device_handle() const {
 void Storage::keep_fence(std::unique_ptr<DeviceFence> fence) {
   std::lock_guard lock(device_mutex_);
   fences_.push_back(std::move(fence));
+  has_fences_.store(true, std::memory_order_release);
 }
 
 bool Storage::device_work_complete() noexcept {
+  // A release of the last holder (an acq_rel count) orders every keep_fence before this load.
+  if (!has_fences_.load(std::memory_order_acquire)) return true;
   std::lock_guard lock(device_mutex_);
   std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
+  has_fences_.store(!fences_.empty(), std::memory_order_release);
   return fences_.empty();
 }
 

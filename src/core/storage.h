@@ -155,6 +155,7 @@ class Storage {
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
   std::vector<std::unique_ptr<DeviceFence>> fences_;  // guarded by device_mutex_; destroyed before device_
+  std::atomic<bool> has_fences_{false};  // !fences_.empty(), read without the lock
 };
 
 /// Mints a process-unique, non-zero id.

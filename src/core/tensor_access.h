@@ -41,10 +41,9 @@ struct TensorAccess {
   static Result<TensorDyn> whole_buffer(const TensorDyn& t);
   /// `proto`'s description (shape, dtype, strides, offset, name, metadata) over `storage`, which must be
   /// a buffer of the same size and kind: a pool's buffer handed out again. No checks.
-  static TensorDyn with_storage(const TensorDyn& proto, std::shared_ptr<Storage> storage) {
-    TensorDyn t = proto;
-    t.storage_ = std::move(storage);
-    return t;
+  static TensorDyn with_storage(TensorDyn proto, std::shared_ptr<Storage> storage) noexcept {
+    proto.storage_ = std::move(storage);
+    return proto;
   }
   /// `t` without its storage (a description to rebuild with with_storage).
   static TensorDyn without_storage(TensorDyn t) noexcept {

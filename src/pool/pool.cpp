@@ -56,10 +56,10 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   }
 
   Result<TensorDyn> acquire(std::chrono::milliseconds timeout, bool may_wait) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + timeout;
-    std::unique_lock lock(mutex_);
+    using Clock = std::chrono::steady_clock;
+    std::optional<Clock::time_point> start;  // read only once the first attempt found nothing
     bool waited = false;
+    std::unique_lock lock(mutex_);
     std::shared_ptr<Storage> home;
     for (;;) {
       home = take_free_locked();
@@ -69,10 +69,11 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
         lock.unlock();
         return acquire_new();
       }
-      const auto now = std::chrono::steady_clock::now();
-      if (!may_wait || now >= deadline) {
+      const auto now = Clock::now();
+      if (!start) start = now;
+      if (!may_wait || now >= *start + timeout) {
         ++timeouts_;
-        return fail(busy_error_locked(may_wait, std::chrono::duration_cast<std::chrono::milliseconds>(now - start)));
+        return fail(busy_error_locked(may_wait, std::chrono::duration_cast<std::chrono::milliseconds>(now - *start)));
       }
       if (!waited) {
         ++waits_;
@@ -80,12 +81,15 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       }
       // Completed device work sends no signal: while only fenced buffers are free, ask again soon.
       const bool fenced = std::any_of(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; });
+      const auto deadline = *start + timeout;
+      ++waiters_;
       cv_.wait_until(lock, fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline);
+      --waiters_;
     }
     note_acquired_locked();
-    const TensorDyn proto = *proto_;  // set by the first allocation, before any buffer was free
+    TensorDyn proto = *proto_;  // set by the first allocation, before any buffer was free
     lock.unlock();
-    return hand_out(std::move(home), proto, zero_on_reuse_);
+    return hand_out(std::move(home), std::move(proto), zero_on_reuse_);
   }
 
   // The Recycler's end: `home` comes back from its last holder (any thread, noexcept).
@@ -100,8 +104,9 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       return;
     }
     free_.push_back({std::move(home), !done});  // capacity reserved: never throws
+    const bool wake = waiters_ != 0;
     lock.unlock();
-    cv_.notify_one();
+    if (wake) cv_.notify_one();
   }
 
   void close() noexcept {
@@ -175,15 +180,16 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     std::unique_lock lock(mutex_);
     --allocating_;
     if (!home) {
+      const bool wake = waiters_ != 0;
       lock.unlock();
-      cv_.notify_one();  // a waiter may allocate in this slot instead
+      if (wake) cv_.notify_one();  // a waiter may allocate in this slot instead
       return fail(std::move(home).error());
     }
     ++allocated_;
     note_acquired_locked();
-    const TensorDyn proto = *proto_;
+    TensorDyn proto = *proto_;
     lock.unlock();
-    return hand_out(std::move(*home), proto, false);  // a new buffer reads as zeros already
+    return hand_out(std::move(*home), std::move(proto), false);  // a new buffer reads as zeros already
   }
 
   // The warmest free buffer whose device work is complete, or null.
@@ -207,7 +213,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   }
 
   // Outside the lock: makes the handed-out pointer (its deleter gives `home` back) and the tensor.
-  Result<TensorDyn> hand_out(std::shared_ptr<Storage> home, const TensorDyn& proto, bool zero) {
+  Result<TensorDyn> hand_out(std::shared_ptr<Storage> home, TensorDyn proto, bool zero) {
     home->renew_id();  // each acquisition is an allocation for BufferIdentity
     Storage* raw = home.get();
     std::shared_ptr<Storage> out;
@@ -216,7 +222,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     } catch (const std::bad_alloc&) {  // the deleter already ran: the buffer is back in the pool
       return fail(ErrorCode::OutOfMemory, text::format("pool '{}': out of memory handing out a buffer", name_));
     }
-    TensorDyn t = TensorAccess::with_storage(proto, std::move(out));
+    TensorDyn t = TensorAccess::with_storage(std::move(proto), std::move(out));
     if (zero) {
       ET_TRY_ASSIGN(auto m, t.map_write());
       std::memset(m.data(), 0, m.extent_bytes());
@@ -254,6 +260,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   std::size_t allocated_ = 0;       // buffers that exist: free + in use
   std::size_t allocating_ = 0;      // allocations under way outside the lock (count against max_)
   std::size_t in_use_ = 0;
+  std::size_t waiters_ = 0;  // threads in cv_.wait_until
   std::size_t peak_in_use_ = 0;
   std::uint64_t acquired_ = 0;
   std::uint64_t waits_ = 0;

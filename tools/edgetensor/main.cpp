@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// edgetensor CLI: `info [--json]` probes this machine for real; `peer` is the exec'd side of the
+// edgetensor CLI: `info [--json]` probes this machine for real; `bench [--json]` measures the steady
+// state (pool reuse against a warm memset) in a few seconds; `peer` is the exec'd side of the
 // cross-process round trips (not for direct use).
 //   edgetensor              prints the help on stdout and exits 1 (as git does: nothing was done, so a
 //                           script that forgot the subcommand fails)
@@ -17,6 +18,7 @@
 #include <iostream>
 #include <string>
 
+#include "bench.h"
 #include "probes.h"
 #include "round_trip.h"
 
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "Probe this machine: backends, devices, cross-process round trips");
   info->add_flag("--json", json_out, "Print JSON (schema in the 'schema' field) instead of a table");
 
+  bool bench_json = false;
+  auto* bench = app.add_subcommand("bench", "Measure steady-state frames here in seconds: pool reuse vs a warm memset");
+  bench->add_flag("--json", bench_json, "Print JSON (schema in the 'schema' field) instead of a table");
+
   int socket_fd = -1;
   auto* peer = app.add_subcommand("peer", "Internal: serve one round-trip request on an inherited socket");
   peer->add_option("--socket-fd", socket_fd, "Inherited Unix socket fd")->required();
@@ -60,6 +66,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (*peer) return edgetensor_cli::run_peer(socket_fd);
+  if (*bench) {
+    auto result = edgetensor_cli::run_bench();
+    if (bench_json)
+      std::cout << edgetensor_cli::to_json(result).dump(2) << "\n";
+    else
+      std::cout << edgetensor_cli::to_table(result);
+    return result.error.empty() ? 0 : 1;  // a missed target is reported, never a failure
+  }
 
   auto report = edgetensor_cli::run_info(self_exe());
   if (json_out)

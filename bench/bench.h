@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared by the benchmark files: frame sizes, allocation helper, the ratio targets.
+#pragma once
+
+#include <edgetensor/edgetensor.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace et_bench {
+
+/// The size of an RGBA u8 frame.
+struct FrameSize {
+  const char* name;
+  std::size_t width, height;
+  std::size_t bytes() const { return width * height * 4; }
+};
+inline constexpr FrameSize kFrames[] = {{"360p", 640, 360}, {"720p", 1280, 720}, {"1080p", 1920, 1080}, {"4K", 3840, 2160}};
+
+/// One row of the ratio table: baseline time / measured time, both benchmark names of the same run.
+struct Target {
+  const char* what;
+  std::string baseline, measured;
+  double min_ratio;  // 0 = report only
+};
+
+/// Allocates [height, width, 4] u8 of `kind` or exits naming the error.
+edgetensor::TensorDyn must_allocate(const FrameSize& f, edgetensor::MemoryKind kind);
+
+/// pool_benchmark.cpp: the pool benchmarks and their rows of the table.
+void register_pool_benchmarks();
+std::vector<Target> pool_targets(const FrameSize& f);
+
+}  // namespace et_bench

@@ -3,6 +3,7 @@
 // when no context can be created, unless GL is required (et_test::gl_required(): EDGETENSOR_REQUIRE_GL=1
 // or a build with -DET_REQUIRE_GL=ON), where a missing GL fails.
 #include <edgetensor/gl.h>
+#include <edgetensor/pool.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -224,6 +226,46 @@ TEST(GlPboHardware, NotShareableByFdAndHasAnIdentity) {
   EXPECT_FALSE(t->same_buffer(*other));
   *t = TensorDyn{};
   EXPECT_FALSE(id.alive());
+}
+
+// A pool of PBOs: a CPU map and a gl::with_buffer job each keep the buffer out; once both are gone it
+// comes back, and the next acquisition is the same GL buffer (no new glGenBuffers, no re-upload of zeros).
+TEST(GlPboHardware, PoolReusesTheSameBufferOnceEveryHolderIsGone) {
+  ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
+  et::PoolOptions o;
+  o.name = "pbo";
+  o.max_buffers = 1;
+  o.allocate = pbo(ctx);
+  auto pool = et::Pool::create({64, 64}, DType::U8, o);
+  ASSERT_OK(pool);
+  unsigned name = 0;
+  et::BufferKey key;
+  {
+    auto t = pool->acquire(std::chrono::milliseconds(0));
+    ASSERT_OK(t);
+    key = t->buffer_key();
+    ASSERT_OK(gl::with_buffer(*t, [&](const gl::GlBuffer& b) -> et::Result<void> {
+      name = b.name;
+      return {};
+    }));
+    auto w = t->map_write();
+    ASSERT_OK(w);
+    std::memset(w->data(), 0x3c, w->extent_bytes());
+    *t = TensorDyn();
+    EXPECT_ERROR(pool->try_acquire(), ErrorCode::Busy, "1 of max_buffers 1 in use");  // the map holds it
+  }
+  EXPECT_EQ(ctx->live_buffer_count(), 1u);
+  auto again = pool->acquire(std::chrono::milliseconds(0));
+  ASSERT_OK(again);
+  EXPECT_EQ(again->buffer_key(), key);
+  ASSERT_OK(gl::with_buffer(*again, [&](const gl::GlBuffer& b) -> et::Result<void> {
+    EXPECT_EQ(b.name, name) << "the same GL buffer";
+    return {};
+  }));
+  auto r = again->map_read();
+  ASSERT_OK(r);
+  EXPECT_EQ(r->bytes()[100], std::byte{0x3c}) << "not zeroed: zero_on_reuse is off";
+  EXPECT_EQ(ctx->live_buffer_count(), 1u);
 }
 
 TEST(GlPboHardware, ZeroElementTensorMakesNoBuffer) {

@@ -58,6 +58,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   Result<TensorDyn> acquire(std::chrono::milliseconds timeout, bool may_wait) {
     using Clock = std::chrono::steady_clock;
     std::optional<Clock::time_point> start;  // read only once the first attempt found nothing
+    Clock::time_point deadline;
     bool waited = false;
     std::unique_lock lock(mutex_);
     std::shared_ptr<Storage> home;
@@ -70,8 +71,14 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
         return acquire_new();
       }
       const auto now = Clock::now();
-      if (!start) start = now;
-      if (!may_wait || now >= *start + timeout) {
+      if (!start) {
+        start = now;
+        // Saturated: a timeout of milliseconds::max() waits "forever" instead of overflowing.
+        deadline = timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)
+                       ? Clock::time_point::max()
+                       : now + timeout;
+      }
+      if (!may_wait || now >= deadline) {
         ++timeouts_;
         return fail(busy_error_locked(may_wait, std::chrono::duration_cast<std::chrono::milliseconds>(now - *start)));
       }
@@ -81,7 +88,6 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       }
       // Completed device work sends no signal: while only fenced buffers are free, ask again soon.
       const bool fenced = std::any_of(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; });
-      const auto deadline = *start + timeout;
       ++waiters_;
       cv_.wait_until(lock, fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline);
       --waiters_;

@@ -179,6 +179,16 @@ TEST(Pool, AcquireWakesWhenAnotherThreadReleases) {
   ASSERT_OK(got);
   EXPECT_EQ(pool->stats().waits, 1u);
   EXPECT_EQ(pool->stats().allocated, 1u);
+
+  // The largest timeout there is: the deadline saturates instead of overflowing into the past.
+  std::thread again([t = std::move(*got)]() mutable {
+    std::this_thread::sleep_for(20ms);
+    t = TensorDyn();
+  });
+  auto last = pool->acquire(std::chrono::milliseconds::max());
+  again.join();
+  ASSERT_OK(last);
+  EXPECT_EQ(pool->stats().waits, 2u);
 }
 
 TEST(Pool, DestroyedWithBuffersOutLeavesThemValidAndEachFreesItsMemory) {

@@ -112,9 +112,9 @@ class ET_API Pool {
 
   /// A buffer: a free one whose device work is complete (the one returned last first: its pages are
   /// the warmest), else a new one while fewer than max_buffers exist, else the first to come back
-  /// within `timeout` (0: do not wait). While only buffers with pending device work are free, their
-  /// events are asked again every millisecond.
-  /// Errors: Busy ("pool 'cam0': all 4 buffers (max_buffers 4) are in use after waiting 100 ms ..."),
+  /// within `timeout` (0: do not wait; milliseconds::max(): no limit). While only buffers with pending
+  /// device work are free, their events are asked again every millisecond.
+  /// Errors: Busy ("pool 'cam0': no buffer free after waiting 100 ms: 4 of max_buffers 4 in use; ..."),
   /// InvalidArgument (negative timeout), FailedPrecondition (moved-from pool), a new buffer's allocation
   /// error (the pool named), the write map's error with zero_on_reuse.
   [[nodiscard]] Result<TensorDyn> acquire(std::chrono::milliseconds timeout);

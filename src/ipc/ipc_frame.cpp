@@ -12,30 +12,21 @@
 #include "core/backend.h"
 #include "core/frame_access.h"
 #include "ipc/ipc_checks.h"
+#include "ipc/ipc_codec.h"
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
-Result<void> send_frame(int socket_fd, const Frame& frame) {
-  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "ipc::send_frame: the frame is empty");
+FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKind> kinds) {
   const ImageLayout& layout = frame.layout();
-  const std::size_t buffers = frame.buffer_count();
-  detail::FrameWireHeader h;
-  h.version = kFrameMessageVersion;
-  h.header_bytes = detail::kFrameWireHeaderBytes;
-  std::array<TensorDyn, kMaxPlanes> held;  // keeps each buffer (and so its fd) alive until sent
-  std::array<int, kMaxPlanes> fds{};
-  for (std::size_t b = 0; b < buffers; ++b) {
-    ET_TRY_ASSIGN(held[b], frame.buffer(b));
-    const std::string what = text::format("ipc::send_frame: buffer {} of {}", b, buffers);
-    ET_TRY_ASSIGN(fds[b], detail::sendable_fd(held[b], what));
-    h.memory[b] = static_cast<std::uint8_t>(held[b].memory());
-  }
-  ET_TRY(detail::require_message_socket(socket_fd, "ipc::send_frame", "a frame message"));
+  FrameWireHeader h;
+  h.version = ipc::kFrameMessageVersion;
+  h.header_bytes = kFrameWireHeaderBytes;
   h.pixel_format = static_cast<std::uint16_t>(layout.format);
   h.plane_count = static_cast<std::uint8_t>(layout.plane_count());
-  h.buffer_count = static_cast<std::uint8_t>(buffers);
+  h.buffer_count = static_cast<std::uint8_t>(frame.buffer_count());
   for (std::size_t i = 0; i < layout.plane_count(); ++i) h.plane_buffer[i] = static_cast<std::uint8_t>(frame.plane_buffer(i));
+  for (std::size_t b = 0; b < kinds.size() && b < kMaxPlanes; ++b) h.memory[b] = static_cast<std::uint8_t>(kinds[b]);
   h.image_width = layout.width;
   h.image_height = layout.height;
   const Colorimetry& c = frame.colorimetry();
@@ -48,6 +39,27 @@ Result<void> send_frame(int socket_fd, const Frame& frame) {
     h.planes[i][0] = layout.planes[i].offset_bytes;
     h.planes[i][1] = layout.planes[i].row_stride_bytes;
   }
+  return h;
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+
+Result<void> send_frame(int socket_fd, const Frame& frame) {
+  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "ipc::send_frame: the frame is empty");
+  const std::size_t buffers = frame.buffer_count();
+  std::array<TensorDyn, kMaxPlanes> held;  // keeps each buffer (and so its fd) alive until sent
+  std::array<int, kMaxPlanes> fds{};
+  std::array<MemoryKind, kMaxPlanes> kinds{};
+  for (std::size_t b = 0; b < buffers; ++b) {
+    ET_TRY_ASSIGN(held[b], frame.buffer(b));
+    const std::string what = text::format("ipc::send_frame: buffer {} of {}", b, buffers);
+    ET_TRY_ASSIGN(fds[b], detail::sendable_fd(held[b], what));
+    kinds[b] = held[b].memory();
+  }
+  ET_TRY(detail::require_message_socket(socket_fd, "ipc::send_frame", "a frame message"));
+  const detail::FrameWireHeader h = detail::encode_frame_header(frame, std::span(kinds.data(), buffers));
   auto bytes = detail::encode_frame_message(h);
   return send_fds(socket_fd, bytes, ArrayRef<int>(fds.data(), buffers));
 }

@@ -12,13 +12,14 @@
 #include "core/backend.h"
 #include "core/tensor_access.h"
 #include "ipc/ipc_checks.h"
+#include "ipc/ipc_codec.h"
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 // The image, colorimetry and quantization fields of the header (docs/WIRE.md, "The tensor message").
-void put_metadata(const TensorDyn& tensor, detail::WireHeader& h) {
+void put_metadata(const TensorDyn& tensor, WireHeader& h) {
   h.pixel_format = static_cast<std::uint16_t>(tensor.pixel_format());
   h.image_plane = static_cast<std::int8_t>(tensor.image_plane());
   if (const ImageLayout* layout = tensor.image_layout()) {
@@ -49,6 +50,54 @@ void put_metadata(const TensorDyn& tensor, detail::WireHeader& h) {
 
 }  // namespace
 
+std::vector<std::byte> encode_tensor(const TensorDyn& tensor) {
+  WireHeader h;
+  h.version = ipc::kTensorMessageVersion;
+  h.header_bytes = kWireHeaderBytes;
+  h.dtype = static_cast<std::uint8_t>(tensor.dtype());
+  h.rank = static_cast<std::uint8_t>(tensor.rank());
+  h.memory = static_cast<std::uint8_t>(tensor.memory());
+  h.offset_bytes = tensor.offset_bytes();
+  for (std::size_t i = 0; i < tensor.rank(); ++i) {
+    h.shape[i] = tensor.shape()[i];
+    h.strides[i] = tensor.strides()[i];
+  }
+  put_metadata(tensor, h);
+  // Cut the name at a UTF-8 character boundary.
+  std::size_t n = std::min(tensor.name().size(), ipc::kMaxWireNameBytes);
+  while (n > 0 && n < tensor.name().size() && (static_cast<unsigned char>(tensor.name()[n]) & 0xC0) == 0x80) --n;
+  std::memcpy(h.name, tensor.name().data(), n);
+  const Quantization& q = tensor.quantization();
+  const bool per_axis = q.kind() == QuantizationKind::PerAxis;
+  return encode_tensor_message(h, per_axis ? q.scales() : std::span<const float>{},
+                               per_axis ? q.zero_points() : std::span<const std::int32_t>{});
+}
+
+Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m) {
+  const WireHeader& h = m.header;
+  const auto format = static_cast<PixelFormat>(h.pixel_format);
+  if (h.plane_count > 0) {
+    ImageLayout layout;
+    layout.format = format;
+    layout.width = h.image_width;
+    layout.height = h.image_height;
+    layout.modifier = h.modifier;
+    for (std::size_t i = 0; i < kMaxPlanes; ++i)
+      layout.planes[i] = {static_cast<std::size_t>(h.planes[i][0]), static_cast<std::size_t>(h.planes[i][1])};
+    if (auto set = tensor.set_image_layout(layout); !set)
+      return fail(set.error().code(), "malformed tensor message: image layout: " + set.error().message());
+  } else if (format != PixelFormat::Unknown) {
+    TensorAccess::set_image_plane(tensor, format, h.image_plane);
+  }
+  tensor.set_colorimetry(wire_colorimetry(h.colorimetry));
+  if (m.quantization.kind() != QuantizationKind::None) ET_TRY(tensor.set_quantization(std::move(m.quantization)));
+  return {};
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+
 Result<void> send(int socket_fd, const TensorDyn& tensor) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "ipc::send: tensor has no storage");
   // The zero-element rule, before the memory kind: the same answer on every backend, and a zero-element
@@ -63,26 +112,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
                                                     tensor.memory_detail()));
   ET_TRY(detail::require_message_socket(socket_fd, "ipc::send", "a tensor message"));
   ET_TRY_ASSIGN(const int fd, detail::sendable_fd(tensor, "ipc::send"));
-  detail::WireHeader h;
-  h.version = kTensorMessageVersion;
-  h.header_bytes = detail::kWireHeaderBytes;
-  h.dtype = static_cast<std::uint8_t>(tensor.dtype());
-  h.rank = static_cast<std::uint8_t>(tensor.rank());
-  h.memory = static_cast<std::uint8_t>(kind);
-  h.offset_bytes = tensor.offset_bytes();
-  for (std::size_t i = 0; i < tensor.rank(); ++i) {
-    h.shape[i] = tensor.shape()[i];
-    h.strides[i] = tensor.strides()[i];
-  }
-  put_metadata(tensor, h);
-  // Cut the name at a UTF-8 character boundary.
-  std::size_t n = std::min(tensor.name().size(), kMaxWireNameBytes);
-  while (n > 0 && n < tensor.name().size() && (static_cast<unsigned char>(tensor.name()[n]) & 0xC0) == 0x80) --n;
-  std::memcpy(h.name, tensor.name().data(), n);
-  const Quantization& q = tensor.quantization();
-  const bool per_axis = q.kind() == QuantizationKind::PerAxis;
-  auto bytes = detail::encode_tensor_message(h, per_axis ? q.scales() : std::span<const float>{},
-                                             per_axis ? q.zero_points() : std::span<const std::int32_t>{});
+  const auto bytes = detail::encode_tensor(tensor);
   return send_fds(socket_fd, bytes, {fd});
 }
 
@@ -109,22 +139,7 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   // The fd was probed above: import it with that answer (no second probe). From here the tensor owns it.
   ET_TRY_ASSIGN(auto tensor, detail::tensor_from_fd(std::move(msg.fds[0]), info, shape, static_cast<DType>(h.dtype),
                                                     options));
-  const auto format = static_cast<PixelFormat>(h.pixel_format);
-  if (h.plane_count > 0) {
-    ImageLayout layout;
-    layout.format = format;
-    layout.width = h.image_width;
-    layout.height = h.image_height;
-    layout.modifier = h.modifier;
-    for (std::size_t i = 0; i < kMaxPlanes; ++i)
-      layout.planes[i] = {static_cast<std::size_t>(h.planes[i][0]), static_cast<std::size_t>(h.planes[i][1])};
-    if (auto set = tensor.set_image_layout(layout); !set)
-      return fail(set.error().code(), "malformed tensor message: image layout: " + set.error().message());
-  } else if (format != PixelFormat::Unknown) {
-    detail::TensorAccess::set_image_plane(tensor, format, h.image_plane);
-  }
-  tensor.set_colorimetry(detail::wire_colorimetry(h.colorimetry));
-  if (m.quantization.kind() != QuantizationKind::None) ET_TRY(tensor.set_quantization(std::move(m.quantization)));
+  ET_TRY(detail::apply_tensor_metadata(tensor, m));
   return tensor;
 }
 

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tensor and frame messages as the senders build them and the receivers apply them, shared by
+// ipc::send/receive, ipc::send_frame/receive_frame and the frame channel (src/channel), which embeds
+// these messages in its frame messages (docs/WIRE.md, "The frame channel").
+#pragma once
+
+#include <edgetensor/frame.h>
+#include <edgetensor/tensor.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "ipc/ipc_wire.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+/// The tensor message (version 2) describing `tensor`: header (fd_count 1, `memory` its kind) and the
+/// per-axis payload, as ipc::send sends it. The caller checked that the tensor may travel.
+std::vector<std::byte> encode_tensor(const TensorDyn& tensor);
+
+/// Gives `tensor`, just built over the view `m` describes, the image layout or plane, colorimetry and
+/// quantization the message carries. Errors: the layout's validation against the view
+/// ("malformed tensor message: image layout: ..."), Quantization's checks.
+Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m);
+
+/// The frame message (version 1) header describing `frame`, whose buffer b has memory kind `kinds[b]`.
+FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKind> kinds);
+
+}  // namespace edgetensor::detail

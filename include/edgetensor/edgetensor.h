@@ -9,6 +9,7 @@
 #include <edgetensor/frame.h>
 #include <edgetensor/gl.h>
 #include <edgetensor/image.h>
+#include <edgetensor/channel.h>
 #include <edgetensor/ipc.h>
 #include <edgetensor/log.h>
 #include <edgetensor/map.h>

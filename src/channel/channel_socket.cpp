@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// Socket plumbing of the frame channel (channel_socket.h) and channel::socket_pair.
+#include "channel/channel_socket.h"
+
+#include <edgetensor/channel.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "text/format.h"
+
+#include "core/sys.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace detail {
+
+Result<void> require_channel_socket(int socket_fd, std::string_view who) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(socket_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+    return fail(Error::from_errno(errno, text::format("{}: getsockopt(SO_TYPE) of socket fd {}", who, socket_fd)));
+  int domain = 0;
+  len = sizeof domain;
+  if (::getsockopt(socket_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+    return fail(Error::from_errno(errno, text::format("{}: getsockopt(SO_DOMAIN) of socket fd {}", who, socket_fd)));
+  if (domain != AF_UNIX || type != SOCK_SEQPACKET) {
+    const char* name = type == SOCK_STREAM ? "SOCK_STREAM (no message boundaries)"
+                       : type == SOCK_DGRAM ? "SOCK_DGRAM (no connection: a dead peer goes unnoticed)"
+                                            : "another socket type";
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: socket fd {} is {} of address family {}; a frame channel needs a connected AF_UNIX "
+                             "SOCK_SEQPACKET socket (channel::socket_pair(); docs/WIRE.md)",
+                             who, socket_fd, type == SOCK_SEQPACKET ? "SOCK_SEQPACKET" : name, domain));
+  }
+  sockaddr_storage peer{};
+  len = sizeof peer;
+  if (::getpeername(socket_fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+    const int e = errno;
+    return fail(Error(ErrorCode::InvalidArgument,
+                      text::format("{}: socket fd {} is not connected (getpeername: {}); connect it, accept a "
+                                   "connection, or use channel::socket_pair()", who, socket_fd, errno_name(e)), e));
+  }
+  return {};
+}
+
+ChannelClock::time_point deadline_after(std::chrono::milliseconds timeout) noexcept {
+  const auto now = ChannelClock::now();
+  if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::time_point::max() - now))
+    return ChannelClock::time_point::max();
+  return now + timeout;
+}
+
+int poll_timeout_ms(ChannelClock::time_point deadline) noexcept {
+  if (deadline == ChannelClock::time_point::max()) return -1;
+  const auto now = ChannelClock::now();
+  if (deadline <= now) return 0;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+  return left > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(left);
+}
+
+std::int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+
+ssize_t sendmsg_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds) noexcept {
+  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // Room for the channel's fds (an announce's one; a fence later), aligned for cmsghdr.
+  std::array<cmsghdr, 1 + (CMSG_SPACE(sizeof(int) * 4) + sizeof(cmsghdr) - 1) / sizeof(cmsghdr)> control{};
+  if (!fds.empty() && fds.size() <= 4) {
+    msg.msg_control = control.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t n;
+  do {
+    n = sys::sendmsg(socket_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+}  // namespace
+
+Result<void> send_message(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds,
+                          ChannelClock::time_point deadline, std::string_view who) {
+  if (fds.size() > 4) return fail(ErrorCode::Internal, text::format("{}: {} fds in one message", who, fds.size()));
+  for (;;) {
+    const ssize_t n = sendmsg_now(socket_fd, bytes, fds);
+    if (n >= 0) {
+      if (static_cast<std::size_t>(n) == bytes.size()) return {};
+      return fail(ErrorCode::Internal, text::format("{}: sendmsg sent {} of {} B", who, n, bytes.size()));
+    }
+    const int e = errno;
+    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN)
+      return fail(Error(ErrorCode::Unavailable, text::format("{}: the receiver is gone (sendmsg: {})", who, errno_name(e)), e));
+    if (e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS)
+      return fail(Error::from_errno(e, text::format("{}: sendmsg of {} B on socket fd {}", who, bytes.size(), socket_fd)));
+    pollfd p{socket_fd, POLLOUT, 0};
+    const int timeout = poll_timeout_ms(deadline);
+    if (timeout == 0)
+      return fail(Error(ErrorCode::Busy, text::format("{}: no room in the socket for a {} B message: the receiver is "
+                                                      "not reading", who, bytes.size()), e));
+    if (::poll(&p, 1, timeout) < 0 && errno != EINTR)
+      return fail(Error::from_errno(errno, text::format("{}: poll for room in socket fd {}", who, socket_fd)));
+  }
+}
+
+int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept {
+  const ssize_t n = sendmsg_now(socket_fd, bytes, {});
+  if (n < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
+  return static_cast<std::size_t>(n) == bytes.size() ? 0 : EMSGSIZE;
+}
+
+Result<Ready> wait_input(int socket_fd, int wake_fd, bool want_write, ChannelClock::time_point deadline) {
+  for (;;) {
+    pollfd p[2] = {{socket_fd, static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd, POLLIN, 0}};
+    const int n = ::poll(p, wake_fd >= 0 ? 2 : 1, poll_timeout_ms(deadline));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(Error::from_errno(errno, text::format("poll on channel socket fd {}", socket_fd)));
+    }
+    Ready r;
+    r.socket = (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) != 0;
+    r.writable = (p[0].revents & POLLOUT) != 0;
+    r.wake = wake_fd >= 0 && (p[1].revents & POLLIN) != 0;
+    return r;
+  }
+}
+
+}  // namespace detail
+
+namespace channel {
+
+Result<std::pair<UniqueFd, UniqueFd>> socket_pair() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return fail(Error::from_errno(errno, "channel::socket_pair: socketpair(AF_UNIX, SOCK_SEQPACKET)"));
+  return std::pair<UniqueFd, UniqueFd>(UniqueFd(sv[0]), UniqueFd(sv[1]));
+}
+
+}  // namespace channel
+}  // namespace edgetensor

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// The frame channel's messages (version 1): pure logic, no platform code. Fixed layouts in the
+// sender's byte order, every field validated on decode. docs/WIRE.md, "The frame channel", describes
+// them byte by byte; the static_asserts below pin that description: change both together, and
+// kChannelVersion.
+#pragma once
+
+#include <edgetensor/channel.h>
+#include <edgetensor/error.h>
+#include <edgetensor/memory.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ipc/ipc_wire.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+inline constexpr std::uint32_t kChannelMagic = 0x31435445;  // "ETC1"
+
+enum class ChannelMessage : std::uint8_t { Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5 };
+
+// The 16 bytes every channel message starts with.
+struct ChannelPrefix {
+  std::uint32_t magic = kChannelMagic;
+  std::uint16_t version = channel::kChannelVersion;
+  std::uint16_t header_bytes = 0;  // the type's fixed header, this prefix included
+  std::uint8_t type = 0;           // ChannelMessage
+  std::uint8_t fence_count = 0;    // fence fds attached (version 1: 0)
+  std::uint16_t count = 0;         // announce 1; frame: buffers; release: entries; retire: ids
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(ChannelPrefix) == 16 && offsetof(ChannelPrefix, version) == 4 &&
+              offsetof(ChannelPrefix, header_bytes) == 6 && offsetof(ChannelPrefix, type) == 8 &&
+              offsetof(ChannelPrefix, fence_count) == 9 && offsetof(ChannelPrefix, count) == 10 &&
+              offsetof(ChannelPrefix, reserved) == 12);
+
+// Announce: a buffer's id, kind and size, with its fd (exactly 1).
+struct AnnounceHeader {
+  ChannelPrefix prefix;
+  std::uint32_t buffer_id = 0;  // non-zero
+  std::uint8_t memory = 0;      // MemoryKind: 2 Shm, 3 DmaBuf
+  std::uint8_t reserved[3] = {};
+  std::uint64_t buffer_bytes = 0;  // the buffer's real size; the fd's must equal it
+};
+static_assert(sizeof(AnnounceHeader) == 32 && offsetof(AnnounceHeader, buffer_id) == 16 &&
+              offsetof(AnnounceHeader, memory) == 20 && offsetof(AnnounceHeader, buffer_bytes) == 24);
+
+// A frame (TensorFrame or Frame): this header, then the embedded tensor message (version 2) or frame
+// message (version 1) of src/ipc; no fd (version 1).
+struct FrameHeader {
+  ChannelPrefix prefix;
+  std::uint64_t sequence = 0;
+  std::int64_t timestamp_ns = 0;  // CLOCK_MONOTONIC
+  std::uint32_t buffer_ids[kMaxPlanes] = {};  // the first prefix.count used; the rest 0
+};
+static_assert(sizeof(FrameHeader) == 48 && offsetof(FrameHeader, sequence) == 16 &&
+              offsetof(FrameHeader, timestamp_ns) == 24 && offsetof(FrameHeader, buffer_ids) == 32);
+static_assert(alignof(FrameHeader) == 8, "channel header alignment differs on this architecture");
+
+// Release and retire: the prefix, then prefix.count entries.
+struct ReleaseEntry {
+  std::uint32_t buffer_id = 0;
+  std::uint8_t flags = 0;  // bit 0: a fence fd for this entry is attached (version 1: 0)
+  std::uint8_t reserved[3] = {};
+  std::uint64_t sequence = 0;
+};
+static_assert(sizeof(ReleaseEntry) == 16 && offsetof(ReleaseEntry, flags) == 4 && offsetof(ReleaseEntry, sequence) == 8);
+
+inline constexpr std::size_t kMaxReleaseEntries = 64;  // per release message
+inline constexpr std::size_t kMaxRetireIds = 64;       // per retire message
+inline constexpr std::size_t kMaxReleaseMessageBytes = sizeof(ChannelPrefix) + kMaxReleaseEntries * sizeof(ReleaseEntry);
+/// The largest message a receiver reads: a tensor frame with the largest tensor message.
+inline constexpr std::size_t kMaxChannelMessageBytes = sizeof(FrameHeader) + kMaxWireMessageBytes;
+/// Most fds a channel message may carry: an announce's buffer, and room for a fence (refused in v1).
+inline constexpr std::size_t kMaxChannelFds = 2;
+
+std::vector<std::byte> encode_announce(std::uint32_t buffer_id, MemoryKind memory, std::uint64_t buffer_bytes);
+/// A frame message: the header (count = buffer_ids.size()) and the embedded message.
+std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence, std::int64_t timestamp_ns,
+                                    std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded);
+/// A release message of 1 to kMaxReleaseEntries entries into `out` (room for kMaxReleaseMessageBytes);
+/// returns its length. Never allocates (a release is sent from a deleter).
+std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std::byte> out) noexcept;
+std::vector<std::byte> encode_retire(std::span<const std::uint32_t> buffer_ids);
+
+/// Reads the prefix and checks what every message must be: at least 16 B, the magic (the other byte
+/// order, a tensor or frame message of ipc::send named), the version, a known type and its header_bytes,
+/// reserved 0. Errors: InvalidArgument.
+Result<ChannelPrefix> decode_prefix(std::span<const std::byte> bytes);
+
+struct Announce {
+  std::uint32_t buffer_id = 0;
+  MemoryKind memory = MemoryKind::Shm;
+  std::uint64_t buffer_bytes = 0;
+};
+/// An announce: exactly 32 B, count 1, no fence, a non-zero id, memory 2 or 3, reserved 0, a non-zero
+/// size. Errors: InvalidArgument.
+Result<Announce> decode_announce(std::span<const std::byte> bytes);
+
+struct FrameMessage {
+  ChannelMessage type = ChannelMessage::TensorFrame;
+  std::uint64_t sequence = 0;
+  std::int64_t timestamp_ns = 0;
+  std::size_t buffer_count = 0;
+  std::array<std::uint32_t, kMaxPlanes> buffer_ids{};
+  std::span<const std::byte> embedded;  // the tensor or frame message (in the caller's bytes)
+};
+/// A frame's channel header: no fence, count 1 (tensor) or 1..4 (frame), non-zero distinct ids, unused
+/// ids 0, at least 48 B. The embedded message is left to decode_tensor_message / decode_frame_message.
+/// Errors: InvalidArgument.
+Result<FrameMessage> decode_frame(std::span<const std::byte> bytes);
+
+/// A release: count 1..kMaxReleaseEntries, exactly 16 + 16 x count B, flags and reserved 0 (no
+/// fences in version 1), non-zero ids. Errors: InvalidArgument.
+Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes);
+/// A retire: count 1..kMaxRetireIds, exactly 16 + 4 x count B, non-zero ids. Errors: InvalidArgument.
+Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> bytes);
+
+}  // namespace edgetensor::detail

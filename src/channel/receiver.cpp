@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// channel::Receiver (channel.h): the receive loop, the release path and closing (receiver.h).
+#include "channel/receiver.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <utility>
+
+#include "text/format.h"
+
+#include "ipc/ipc_checks.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+ChannelReceiver::ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options)
+    : options_(options),
+      label_(options.name.empty() ? std::string("channel") : text::format("channel '{}'", options.name)),
+      buffer_(std::make_unique_for_overwrite<std::byte[]>(kMaxChannelMessageBytes + 1)),
+      socket_(std::move(socket)),
+      wake_(std::move(wake)) {}
+
+Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds timeout) {
+  std::lock_guard receiving(receive_mutex_);
+  const auto deadline = deadline_after(timeout);
+  for (;;) {
+    bool want_write = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return fail(closed_error_locked());
+      flush_locked();
+      if (closed_) return fail(closed_error_locked());
+      want_write = !pending_.empty();
+    }
+    auto ready = wait_input(socket_.get(), wake_.get(), want_write, deadline);
+    if (!ready) {
+      close(ready.error(), false);
+      return fail(std::move(ready).error());
+    }
+    if (ready->wake) {
+      std::uint64_t count = 0;
+      (void)!::read(wake_.get(), &count, sizeof count);  // EFD_NONBLOCK: resets the counter
+    }
+    if (!ready->socket) {
+      if (ready->wake || ready->writable) continue;
+      return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
+    }
+    // One byte more than the largest message: a longer one shows as MSG_TRUNC.
+    auto msg = ipc::receive_fds(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1), kMaxChannelFds);
+    if (!msg) {
+      const bool peer = msg.error().code() == ErrorCode::Unavailable;
+      Error e = peer ? Error(ErrorCode::Unavailable, text::format("{}: the sender closed the channel or died", label_))
+                     : Error(msg.error().code(), text::format("{}: {}", label_, msg.error().message()),
+                             msg.error().sys_errno());
+      close(e, peer);
+      return fail(std::move(e));
+    }
+    auto handled = handle(std::span(buffer_.get(), msg->size_bytes), msg->fds);
+    if (!handled) {
+      Error e(handled.error().code(), text::format("{}: {}", label_, handled.error().message()),
+              handled.error().sys_errno());
+      close(e, false);
+      return fail(std::move(e));
+    }
+    if (*handled) return std::move(**handled);
+  }
+}
+
+Result<void> ChannelReceiver::flush() {
+  std::lock_guard receiving(receive_mutex_);
+  std::lock_guard lock(mutex_);
+  if (closed_) return fail(closed_error_locked());
+  flush_locked();
+  if (closed_) return fail(closed_error_locked());
+  return {};
+}
+
+channel::ReceiverStats ChannelReceiver::stats() const {
+  std::lock_guard lock(mutex_);
+  channel::ReceiverStats s = stats_;
+  s.buffers = table_.size();
+  s.releases_queued = pending_.size();
+  return s;
+}
+
+Result<void> ChannelReceiver::status() const {
+  std::lock_guard lock(mutex_);
+  if (closed_) return fail(closed_error_locked());
+  return {};
+}
+
+void ChannelReceiver::stop() noexcept {
+  Table dropped;
+  std::lock_guard lock(mutex_);
+  if (!closed_) {
+    try {
+      close_error_.emplace(ErrorCode::FailedPrecondition, "the receiver was destroyed");
+    } catch (...) {
+    }
+  }
+  close_locked(dropped);
+  socket_.reset();  // under the lock: no release is being sent on it
+  wake_.reset();
+  // `dropped` goes after the lock (declared before it): each import closes its fd and mapping.
+}
+
+void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence) noexcept {
+  std::lock_guard lock(mutex_);
+  if (stats_.frames_out > 0) --stats_.frames_out;
+  if (auto it = table_.find(buffer_id); it != table_.end() && it->second.out > 0) --it->second.out;
+  if (closed_) return;
+  try {
+    pending_.push_back({buffer_id, 0, {}, sequence});  // never allocates: capacity reserved at hand-out
+  } catch (...) {
+    // Unreachable; were it not, a lost release would hold the sender's buffer forever: close instead
+    // (the sender then drops every reference it holds).
+    Table dropped;
+    close_errno_ = ENOMEM;
+    close_locked(dropped);
+    return;
+  }
+  flush_locked();
+}
+
+void ChannelReceiver::close(Error why, bool peer_closed) {
+  Table dropped;
+  std::lock_guard lock(mutex_);
+  if (!closed_) {
+    close_error_.emplace(std::move(why));
+    peer_closed_ = peer_closed;
+  }
+  close_locked(dropped);
+}
+
+void ChannelReceiver::close_locked(Table& dropped) noexcept {
+  closed_ = true;
+  pending_.clear();
+  dropped.swap(table_);
+  if (socket_) ::shutdown(socket_.get(), SHUT_RDWR);  // the sender sees the end of the channel
+}
+
+// Sends every queued release, 64 to a message, without waiting. On EAGAIN (the sender is not reading)
+// they stay queued and a receive() waiting in another thread is woken to send them when there is room.
+void ChannelReceiver::flush_locked() noexcept {
+  while (!pending_.empty() && !closed_ && socket_) {
+    std::array<std::byte, kMaxReleaseMessageBytes> msg;
+    const std::size_t n = std::min(pending_.size(), kMaxReleaseEntries);
+    const std::size_t bytes = encode_release(std::span(pending_.data(), n), msg);
+    const int err = send_now(socket_.get(), std::span(msg.data(), bytes));
+    if (err == 0) {
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+      stats_.releases_sent += n;
+      continue;
+    }
+    if (err == EAGAIN || err == ENOBUFS) {
+      if (wake_) {
+        const std::uint64_t one = 1;
+        (void)!::write(wake_.get(), &one, sizeof one);
+      }
+      return;
+    }
+    // The sender is gone (EPIPE, ECONNRESET) or the socket failed: close; no text is built here.
+    Table dropped;  // empty unless a release is the first to see the end; then its imports close here
+    peer_closed_ = err == EPIPE || err == ECONNRESET || err == ENOTCONN;
+    close_errno_ = err;
+    close_locked(dropped);
+  }
+}
+
+Error ChannelReceiver::closed_error_locked() const {
+  if (peer_closed_)
+    return Error(ErrorCode::Unavailable, text::format("{} is closed: the sender closed it or died", label_));
+  if (close_error_) return Error(ErrorCode::FailedPrecondition, text::format("{} is closed: {}", label_,
+                                                                           close_error_->to_string()));
+  return Error::from_errno(close_errno_, text::format("{} is closed: sending a release failed", label_));
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::channel {
+
+Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& options) {
+  const std::string who = text::format("channel::Receiver '{}'", options.name);
+  if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
+                                                        kMaxChannelBuffers));
+  ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
+  return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
+}
+
+Receiver::Receiver(std::shared_ptr<edgetensor::detail::ChannelReceiver> state) noexcept : state_(std::move(state)) {}
+Receiver::Receiver(Receiver&& other) noexcept = default;
+Receiver& Receiver::operator=(Receiver&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Receiver::~Receiver() {
+  if (state_) state_->stop();
+}
+
+namespace {
+Unexpected moved_from(const char* call) {
+  return fail(ErrorCode::FailedPrecondition, text::format("channel::Receiver::{}: the receiver was moved from", call));
+}
+}  // namespace
+
+Result<Delivery> Receiver::receive(std::chrono::milliseconds timeout) {
+  if (!state_) return moved_from("receive");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive: timeout {} ms is negative",
+                                                        timeout.count()));
+  return state_->receive(timeout);
+}
+
+Result<void> Receiver::flush() {
+  if (!state_) return moved_from("flush");
+  return state_->flush();
+}
+
+ReceiverStats Receiver::stats() const { return state_ ? state_->stats() : ReceiverStats{}; }
+
+Result<void> Receiver::status() const {
+  if (!state_) return moved_from("status");
+  return state_->status();
+}
+
+}  // namespace edgetensor::channel

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// The state behind channel::Receiver (channel.h): the imported buffers by id, the releases waiting to
+// be sent, the closing state. receiver.cpp: the receive loop, releases, closing; receiver_messages.cpp:
+// what each message does (announce, retire, frames).
+//
+// Locks: receive_mutex_ serialises receive() and flush() (and owns the message buffer); mutex_ guards
+// everything else and is held only briefly. A release (Releaser, any thread) takes mutex_ and sends
+// under it without waiting (MSG_DONTWAIT), so the socket fd is never closed under a sender of a release.
+#pragma once
+
+#include <edgetensor/channel.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "channel/channel_socket.h"
+#include "channel/channel_wire.h"
+#include "core/storage.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
+ public:
+  ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options);
+
+  Result<channel::Delivery> receive(std::chrono::milliseconds timeout);
+  Result<void> flush();
+  channel::ReceiverStats stats() const;
+  Result<void> status() const;
+  /// The owner is going: shuts the socket down and closes it, closes every import.
+  void stop() noexcept;
+  /// The last holder of frame `sequence`'s buffer `buffer_id` is gone (any thread).
+  void released(std::uint32_t buffer_id, std::uint64_t sequence) noexcept;
+
+ private:
+  struct Import {
+    TensorDyn whole;                 // U8 over the whole buffer: owns the import (fd, mapping)
+    std::shared_ptr<Storage> home;   // its storage
+    MemoryKind kind;
+    std::size_t buffer_bytes;
+    std::size_t out = 0;             // frame buffers of it delivered and still held
+  };
+  using Table = std::unordered_map<std::uint32_t, Import>;
+
+  // receiver_messages.cpp: one message each; a returned error closes the channel.
+  Result<std::optional<channel::Delivery>> handle(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  Result<void> on_announce(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  Result<void> on_retire(std::span<const std::byte> bytes);
+  Result<channel::Delivery> on_tensor_frame(const FrameMessage& m);
+  Result<channel::Delivery> on_frame(const FrameMessage& m);
+  Result<void> check_sequence(const FrameMessage& m) const;
+  /// The storage of import `id` for frame `sequence`, held by a new reference whose deleter releases
+  /// it; counts it out. Errors: OutOfMemory.
+  Result<std::shared_ptr<Storage>> hand_out(std::uint32_t id, std::uint64_t sequence);
+  void delivered(std::uint64_t sequence);
+
+  // receiver.cpp
+  void close(Error why, bool peer_closed);
+  void close_locked(Table& dropped) noexcept;  // shuts down, empties the table into `dropped`
+  void flush_locked() noexcept;
+  Error closed_error_locked() const;
+
+  const channel::ReceiverOptions options_;
+  const std::string label_;
+
+  std::mutex receive_mutex_;
+  std::unique_ptr<std::byte[]> buffer_;  // one message; guarded by receive_mutex_
+
+  mutable std::mutex mutex_;
+  // Guarded by mutex_:
+  UniqueFd socket_;
+  UniqueFd wake_;  // eventfd: a release that found the socket full wakes a waiting receive()
+  Table table_;
+  std::vector<ReleaseEntry> pending_;  // capacity >= pending + frames out: a release never allocates
+  std::optional<std::uint64_t> last_sequence_;
+  channel::ReceiverStats stats_;
+  bool closed_ = false;
+  bool peer_closed_ = false;
+  int close_errno_ = 0;               // a release's sendmsg failed with it (no text built there)
+  std::optional<Error> close_error_;  // why, when the closing call could build it
+};
+
+}  // namespace edgetensor::detail

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+// The frame channel in one process (include/edgetensor/channel.h): round trips of tensors and Frames
+// with their metadata, announce once then no fd, releases back to a Pool, sequence and timestamp,
+// buffer table eviction, timeouts, closing, socket checks. Two processes: channel_process_test.cpp;
+// malformed messages: channel_malformed_test.cpp.
+#include <edgetensor/edgetensor.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "support/test_support.h"
+
+using namespace edgetensor;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Ends {
+  channel::Sender sender;
+  channel::Receiver receiver;
+};
+
+std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverOptions ro = {}) {
+  auto sp = channel::socket_pair();
+  EXPECT_TRUE(sp.has_value());
+  if (!sp) return std::nullopt;
+  auto s = channel::Sender::create(std::move(sp->first), so);
+  auto r = channel::Receiver::create(std::move(sp->second), ro);
+  EXPECT_TRUE(s.has_value()) << s.error().to_string();
+  EXPECT_TRUE(r.has_value()) << r.error().to_string();
+  if (!s || !r) return std::nullopt;
+  return Ends{std::move(*s), std::move(*r)};
+}
+
+PoolOptions pool_options(const char* name, std::size_t max) {
+  PoolOptions o;
+  o.name = name;
+  o.max_buffers = max;
+  o.allocate.memory = MemoryKind::Shm;
+  return o;
+}
+
+std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+TEST(Channel, TensorRoundTripSharesTheBytesAndKeepsTheView) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  AllocateOptions o = et_test::mem(MemoryKind::Shm);
+  o.name = "cam0";
+  auto t = TensorDyn::allocate({4, 6}, DType::U16, o);
+  ASSERT_OK(t);
+  {
+    auto m = t->map_write();
+    ASSERT_OK(m);
+    for (std::size_t i = 0; i < m->extent_bytes(); ++i) m->data()[i] = static_cast<std::byte>(i);
+  }
+  auto view = t->slice(1, 2, 5);  // a strided view at an offset
+  ASSERT_OK(view);
+  const std::int64_t before = now_ns();
+  auto seq = ends->sender.send(*view);
+  ASSERT_OK(seq);
+  EXPECT_EQ(*seq, 0u) << "the first sequence is 0";
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 0u);
+  EXPECT_GE(d->timestamp_ns, before);
+  EXPECT_LE(d->timestamp_ns, now_ns());
+  EXPECT_TRUE(d->frame.is_empty());
+  const TensorDyn& r = d->tensor;
+  EXPECT_EQ(r.dtype(), DType::U16);
+  ASSERT_EQ(r.rank(), 2u);
+  EXPECT_EQ(r.shape()[0], 4u);
+  EXPECT_EQ(r.shape()[1], 3u);
+  EXPECT_EQ(r.strides()[0], 12);
+  EXPECT_EQ(r.offset_bytes(), view->offset_bytes());
+  EXPECT_EQ(r.name(), "cam0");
+  EXPECT_TRUE(r.same_buffer(*t));
+  auto a = view->map_read();
+  auto b = r.map_read();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->extent_bytes()), 0);
+}
+
+TEST(Channel, ImageMetadataQuantizationAndColorimetryTravel) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto img = TensorDyn::allocate_image(64u, 32u, PixelFormat::Nv12, {}, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(img);
+  img->set_colorimetry({ColorPrimaries::Bt709, TransferFunction::Bt709, YcbcrMatrix::Bt709, ColorRange::Limited});
+  ASSERT_OK(ends->sender.send(*img));
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  ASSERT_NE(d->tensor.image_layout(), nullptr);
+  EXPECT_EQ(*d->tensor.image_layout(), *img->image_layout());
+  EXPECT_EQ(d->tensor.colorimetry(), img->colorimetry());
+
+  auto q = TensorDyn::allocate({2, 3}, DType::I8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(q);
+  auto per_axis = Quantization::per_axis(1, std::vector<float>{0.5f, 0.25f, 2.0f}, std::vector<std::int32_t>{1, -2, 3});
+  ASSERT_OK(per_axis);
+  ASSERT_OK(q->set_quantization(*per_axis));
+  auto plane = img->plane(1);
+  ASSERT_OK(plane);
+  ASSERT_OK(ends->sender.send(*q));
+  ASSERT_OK(ends->sender.send(*plane));
+  auto dq = ends->receiver.receive(1s);
+  auto dp = ends->receiver.receive(1s);
+  ASSERT_OK(dq);
+  ASSERT_OK(dp);
+  EXPECT_EQ(dq->tensor.quantization(), q->quantization());
+  EXPECT_EQ(dp->tensor.pixel_format(), PixelFormat::Nv12);
+  EXPECT_EQ(dp->tensor.image_plane(), 1);
+  EXPECT_EQ(dp->sequence, dq->sequence + 1);
+}
+
+TEST(Channel, FrameOfTwoBuffersRoundTrips) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
+  ASSERT_OK(layout);
+  ImageLayout two = *layout;
+  two.planes[1].offset_bytes = 0;  // the chroma plane at the start of its own buffer
+  auto luma = TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto chroma = TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(luma);
+  ASSERT_OK(chroma);
+  auto fd0 = luma->export_fd();
+  auto fd1 = chroma->export_fd();
+  ASSERT_OK(fd0);
+  ASSERT_OK(fd1);
+  const int fds[] = {fd0->get(), fd1->get()};
+  auto frame = Frame::import_planes_dup(fds, two);
+  ASSERT_OK(frame);
+  ASSERT_EQ(frame->buffer_count(), 2u);
+  auto seq = ends->sender.send_frame(*frame, {.sequence = 41, .timestamp_ns = 12345});
+  ASSERT_OK(seq);
+  EXPECT_EQ(*seq, 41u);
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 41u);
+  EXPECT_EQ(d->timestamp_ns, 12345);
+  EXPECT_TRUE(d->tensor.is_empty_handle());
+  ASSERT_EQ(d->frame.buffer_count(), 2u);
+  EXPECT_EQ(d->frame.layout(), two);
+  auto b0 = d->frame.buffer(0);
+  auto b1 = d->frame.buffer(1);
+  ASSERT_OK(b0);
+  ASSERT_OK(b1);
+  EXPECT_TRUE(b0->same_buffer(*luma));
+  EXPECT_TRUE(b1->same_buffer(*chroma));
+  EXPECT_EQ(ends->sender.stats().frames_out, 2u) << "one reference per buffer of the frame";
+  *d = channel::Delivery();
+  b0 = TensorDyn();
+  b1 = TensorDyn();
+  ASSERT_OK(ends->sender.drain(1s));
+  EXPECT_EQ(ends->sender.stats().releases, 2u);
+}
+
+TEST(Channel, AnnouncesOnceThenSendsNoFd) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto pool = Pool::create({32, 32, 4}, DType::U8, pool_options("p", 2));
+  ASSERT_OK(pool);
+  for (int i = 0; i < 20; ++i) {
+    auto t = ends->sender.acquire(*pool, 1s);
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+    t = TensorDyn();
+    auto d = ends->receiver.receive(1s);
+    ASSERT_OK(d);
+  }
+  ASSERT_OK(ends->sender.drain(1s));
+  const auto s = ends->sender.stats();
+  EXPECT_EQ(s.frames_sent, 20u);
+  EXPECT_EQ(s.releases, 20u);
+  EXPECT_LE(s.announces, 2u) << "each pool buffer crosses once";
+  const auto r = ends->receiver.stats();
+  EXPECT_EQ(r.frames_received, 20u);
+  EXPECT_EQ(r.announces, s.announces);
+  EXPECT_EQ(r.frames_out, 0u);
+  EXPECT_EQ(r.releases_sent, 20u);
+  EXPECT_EQ(pool->stats().in_use, 0u);
+}
+
+TEST(Channel, ThePoolGetsTheBufferBackOnlyAfterTheRelease) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto pool = Pool::create({16, 16}, DType::U8, pool_options("one", 1));
+  ASSERT_OK(pool);
+  auto t = pool->acquire(0ms);
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  t = TensorDyn();  // the producer drops it: the channel still holds it for the receiver
+  EXPECT_ERROR(pool->try_acquire(), ErrorCode::Busy, "pool 'one'");
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  EXPECT_ERROR(ends->sender.acquire(*pool, 20ms), ErrorCode::Busy, "not released by the receiver (oldest: sequence 0");
+  auto view = d->tensor.reshape({256});  // a view keeps the frame held
+  ASSERT_OK(view);
+  *d = channel::Delivery();
+  EXPECT_ERROR(pool->try_acquire(), ErrorCode::Busy, "pool 'one'");
+  view = TensorDyn();  // the receiver's last holder: the release goes back
+  auto again = ends->sender.acquire(*pool, 1s);
+  ASSERT_OK(again);
+  EXPECT_EQ(pool->stats().allocated, 1u);
+}
+
+TEST(Channel, SequencesMustIncrease) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t, {.sequence = 10}));
+  EXPECT_ERROR(ends->sender.send(*t, {.sequence = 10}), ErrorCode::InvalidArgument, "sequence 10 after 10");
+  auto next = ends->sender.send(*t);
+  ASSERT_OK(next);
+  EXPECT_EQ(*next, 11u);
+  ASSERT_OK(ends->sender.status());  // a refused argument leaves the channel open
+  ASSERT_OK(ends->receiver.receive(1s));
+  ASSERT_OK(ends->receiver.receive(1s));
+}
+
+TEST(Channel, RefusesWhatCannotTravelAndStaysOpen) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto heap = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(heap);
+  EXPECT_ERROR(ends->sender.send(*heap), ErrorCode::Unsupported, "heap tensors");
+  EXPECT_ERROR(ends->sender.send(TensorDyn()), ErrorCode::FailedPrecondition, "no storage");
+  auto shm = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(shm);
+  auto empty = shm->slice(0, 2, 2);
+  ASSERT_OK(empty);
+  EXPECT_ERROR(ends->sender.send(*empty), ErrorCode::FailedPrecondition, "zero elements");
+  EXPECT_ERROR(ends->sender.send_frame(Frame()), ErrorCode::FailedPrecondition, "empty");
+  ASSERT_OK(ends->sender.status());
+  ASSERT_OK(ends->sender.send(*shm));
+  ASSERT_OK(ends->receiver.receive(1s));
+}
+
+TEST(Channel, ReceiveTimesOutWithBusyAndStaysOpen) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_ERROR(ends->receiver.receive(30ms), ErrorCode::Busy, "no frame within 30 ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
+  EXPECT_ERROR(ends->receiver.receive(0ms), ErrorCode::Busy, "no frame within 0 ms");
+  EXPECT_ERROR(ends->receiver.receive(-1ms), ErrorCode::InvalidArgument, "negative");
+  ASSERT_OK(ends->receiver.status());
+}
+
+TEST(Channel, TableEvictsTheLeastRecentlySentAndRetiresDeadBuffers) {
+  auto ends = make_ends({.name = "lru", .max_buffers = 2});
+  ASSERT_TRUE(ends);
+  std::vector<TensorDyn> kept;
+  for (int i = 0; i < 3; ++i) {
+    auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
+    ASSERT_OK(t);
+    kept.push_back(*t);
+    ASSERT_OK(ends->sender.send(*t));
+    ASSERT_OK(ends->receiver.receive(1s));  // delivered and dropped at once: released
+    ASSERT_OK(ends->sender.drain(1s));      // the sender's reader has seen the release
+  }
+  auto s = ends->sender.stats();
+  EXPECT_EQ(s.announces, 3u);
+  EXPECT_EQ(s.retires, 1u) << "the third announce evicted the least recently sent";
+  EXPECT_EQ(s.buffers_announced, 2u);
+  kept.clear();  // every buffer dead here: the next announce retires them
+  auto fresh = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(fresh);
+  ASSERT_OK(ends->sender.send(*fresh));
+  ASSERT_OK(ends->receiver.receive(1s));
+  s = ends->sender.stats();
+  EXPECT_EQ(s.retires, 3u);
+  EXPECT_EQ(s.buffers_announced, 1u);
+  EXPECT_EQ(ends->receiver.stats().buffers, 1u) << "the receiver closed the dead buffers' imports";
+}
+
+TEST(Channel, AllAnnouncedBuffersOutIsBusyAndStaysOpen) {
+  auto ends = make_ends({.name = "full", .max_buffers = 1});
+  ASSERT_TRUE(ends);
+  auto a = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto b = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  ASSERT_OK(ends->sender.send(*a));
+  EXPECT_ERROR(ends->sender.send(*b), ErrorCode::Busy, "all 1 announced buffers");
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  *d = channel::Delivery();
+  ASSERT_OK(ends->sender.drain(1s));
+  ASSERT_OK(ends->sender.send(*b));
+  ASSERT_OK(ends->receiver.receive(1s));
+}
+
+TEST(Channel, ReceiverGoneReleasesEverythingAtTheSender) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto pool = Pool::create({8, 8}, DType::U8, pool_options("gone", 2));
+  ASSERT_OK(pool);
+  for (int i = 0; i < 2; ++i) {
+    auto t = pool->acquire(0ms);
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+  }
+  auto d = ends->receiver.receive(1s);  // one delivered and held, one still in the socket
+  ASSERT_OK(d);
+  { channel::Receiver gone = std::move(ends->receiver); }
+  auto t = pool->acquire(1s);  // the sender's reader saw the end and dropped both
+  ASSERT_OK(t);
+  EXPECT_ERROR(ends->sender.send(*t), ErrorCode::Unavailable, "closed it or died");
+  EXPECT_EQ(ends->sender.stats().frames_out, 0u);
+  auto m = d->tensor.map_read();  // a delivered tensor outlives its receiver
+  ASSERT_OK(m);
+}
+
+TEST(Channel, SenderGoneEndsTheReceiverWhoseTensorsStayValid) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  { channel::Sender gone = std::move(ends->sender); }
+  auto d = ends->receiver.receive(1s);  // the frame sent before the end still arrives
+  ASSERT_OK(d);
+  EXPECT_ERROR(ends->receiver.receive(1s), ErrorCode::Unavailable, "the sender closed the channel or died");
+  EXPECT_ERROR(ends->receiver.receive(1s), ErrorCode::Unavailable, "is closed");
+  EXPECT_EQ(ends->receiver.stats().buffers, 0u) << "every import closed";
+  auto m = d->tensor.map_read();
+  ASSERT_OK(m);
+  *d = channel::Delivery();  // its release goes nowhere
+}
+
+TEST(Channel, RefusesSocketsThatAreNotConnectedSeqpacket) {
+  for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
+    UniqueFd other(sv[1]);
+    EXPECT_ERROR(channel::Sender::create(UniqueFd(sv[0])), ErrorCode::InvalidArgument, "SOCK_SEQPACKET");
+  }
+  UniqueFd lone(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  EXPECT_ERROR(channel::Receiver::create(std::move(lone)), ErrorCode::InvalidArgument, "not connected");
+  UniqueFd not_socket(::memfd_create("x", MFD_CLOEXEC));
+  auto r = channel::Receiver::create(std::move(not_socket));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().sys_errno(), ENOTSOCK);
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  EXPECT_ERROR(channel::Sender::create(std::move(sp->first), {.max_buffers = 0}), ErrorCode::InvalidArgument,
+               "max_buffers 0");
+  EXPECT_ERROR(channel::Receiver::create(std::move(sp->second), {.max_buffers = channel::kMaxChannelBuffers + 1}),
+               ErrorCode::InvalidArgument, "max_buffers 1025");
+}
+
+TEST(Channel, MovedFromEndsAnswerFailedPrecondition) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  channel::Sender s = std::move(ends->sender);
+  channel::Receiver r = std::move(ends->receiver);
+  EXPECT_ERROR(ends->sender.send(TensorDyn()), ErrorCode::FailedPrecondition, "moved from");
+  EXPECT_ERROR(ends->receiver.receive(0ms), ErrorCode::FailedPrecondition, "moved from");
+  EXPECT_EQ(ends->sender.stats().frames_sent, 0u);
+}
+
+TEST(Channel, LeavesNoFdBehind) {
+  const int before = et_test::open_fd_count();
+  {
+    auto ends = make_ends();
+    ASSERT_TRUE(ends);
+    auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+    auto d = ends->receiver.receive(1s);
+    ASSERT_OK(d);
+  }
+  EXPECT_EQ(et_test::open_fd_count(), before);
+}
+
+}  // namespace

@@ -27,8 +27,8 @@
 // announces another it RETIREs (receiver: close the import) announced buffers whose last tensor in the
 // sending process is gone, then, if still full, the least recently sent buffer with no frame out; if
 // every announced buffer is out, send() fails with Busy. The receiver refuses more imports than its
-// own ReceiverOptions::max_buffers. A Pool's buffers are alive while the pool is, so they stay
-// announced (and mapped in the receiver) until evicted or the channel ends.
+// own ReceiverOptions::max_buffers. A Pool's buffers count as alive (the pool keeps them), so they
+// stay announced (and mapped in the receiver) until evicted or the channel ends.
 //
 // Sequence and time: frames carry strictly increasing sequence numbers (SendOptions::sequence, or the
 // previous one + 1, starting at 0) and a timestamp (SendOptions::timestamp_ns, or CLOCK_MONOTONIC read
@@ -48,11 +48,11 @@
 // an fd that fails the checks of ipc::receive, a send or receive that failed, a peer that closed -
 // closes it at both ends (the socket is shut down; the peer sees the end of the channel): a peer that
 // broke the protocol cannot be trusted to stay in step, so neither end tries. The call that met the
-// error returns it (receive(); the sender's next call when its reader thread met it); every later call
-// fails with Unavailable (the peer closed) or FailedPrecondition ("channel 'cam0' is closed: <the
-// first error>"). Every fd that arrives with a refused message is closed. A call refused for its own
-// arguments before anything was sent (a heap tensor, a sequence not increasing) and a timeout (Busy)
-// leave the channel open.
+// error returns it (receive(), send()); errors the sender's reader thread meets in the background show
+// in its later calls. Every later call fails with Unavailable (the peer closed or died) or
+// FailedPrecondition ("channel 'cam0' is closed: <the first error>"). Every fd that arrives with a
+// refused message is closed. A call refused for its own arguments before anything was sent (a heap
+// tensor, a sequence not increasing) and a timeout (Busy) leave the channel open.
 //
 // Threads: Sender and Receiver are thread-safe (their calls are serialised inside). A Sender runs one
 // internal thread that reads releases; tensors it sent are dropped on that thread (so a Pool's buffer
@@ -159,8 +159,10 @@ class ET_API Sender {
   /// released by the receiver, the oldest sequence and its age). Errors: Pool::acquire's.
   [[nodiscard]] Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout);
 
-  /// Waits until every frame sent has been released (frames_out 0), at most `timeout`.
-  /// Errors: Busy (frames still out, naming how many), the channel's closing error.
+  /// Waits until the receiver has released every frame sent and the references held for them are
+  /// dropped (a Pool has those buffers back), at most `timeout`. Errors: Busy (frames still out, naming
+  /// how many), the channel's closing error when the channel closed with frames out (they were dropped,
+  /// not released).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
 
   /// Counters now (consistent with each other). A moved-from Sender gives zeros.

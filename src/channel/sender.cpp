@@ -83,7 +83,8 @@ class ChannelSender {
     } else {
       drained_.wait_until(lock, deadline, done);
     }
-    if (closed_) return fail(closed_error_locked());
+    // Frames released by the closing (not by the receiver) make it an error; released ones before do not.
+    if (closed_ && released_by_close_) return fail(closed_error_locked());
     if (!out_.empty() || dropping_ != 0)
       return fail(ErrorCode::Busy, text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
                                                out_.size() == 1 ? "" : "s", timeout.count()));
@@ -141,6 +142,7 @@ class ChannelSender {
         }
         peer_closed_ = peer_closed;
       }
+      released_by_close_ = released_by_close_ || !out_.empty();
       dropped.swap(out_);
       table_.clear();
       ++dropping_;
@@ -176,6 +178,7 @@ class ChannelSender {
   bool peer_closed_ = false;
   bool stopping_ = false;
   int dropping_ = 0;  // releases whose references are being dropped outside the lock
+  bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };
 
 // The buffer id of `buffer`, choosing a new one (and the buffers to retire first) when it is not

@@ -23,6 +23,7 @@ struct Target {
   const char* what;
   std::string baseline, measured;
   double min_ratio;  // 0 = report only
+  bool judge_wall = false;  // judged on the wall-time ratio (benchmarks of two processes)
 };
 
 /// Allocates [height, width, 4] u8 of `kind` or exits naming the error.
@@ -31,5 +32,9 @@ edgetensor::TensorDyn must_allocate(const FrameSize& f, edgetensor::MemoryKind k
 /// pool_benchmark.cpp: the pool benchmarks and their rows of the table.
 void register_pool_benchmarks();
 std::vector<Target> pool_targets(const FrameSize& f);
+
+/// channel_benchmark.cpp: the frame channel between two processes and its rows of the table.
+void register_channel_benchmarks();
+std::vector<Target> channel_targets(const FrameSize& f);
 
 }  // namespace et_bench

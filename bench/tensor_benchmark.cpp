@@ -157,7 +157,8 @@ class CapturingReporter : public benchmark::ConsoleReporter {
 
 int print_ratios(const CapturingReporter& rep) {
   std::printf("\nedgetensor ratios = baseline time / edgetensor time per iteration, same run (higher is faster).\n"
-              "Targets are judged on the CPU-time ratio; the wall-time ratio is shown for reference.\n");
+              "Targets are judged on the CPU-time ratio; rows marked (wall) (two processes) on the wall-time ratio,\n"
+              "with wall ns in the ns columns. The wall-time ratio is shown for reference.\n");
   std::printf("%-6s %-46s %13s %13s %9s %9s  %s\n", "size", "comparison", "base cpu ns", "et cpu ns", "cpu ratio",
               "wall ratio", "target");
   int missed = 0;
@@ -174,21 +175,24 @@ int print_ratios(const CapturingReporter& rep) {
         {"write through map memfd vs memcpy", "baseline/memcpy/" + s, "write-through-map/memfd/" + s, 0.95},
     };
     for (auto& t : et_bench::pool_targets(f)) targets.push_back(std::move(t));
+    for (auto& t : et_bench::channel_targets(f)) targets.push_back(std::move(t));
     for (const auto& t : targets) {
       const auto base = rep.times(t.baseline), mine = rep.times(t.measured);
       if (base.cpu_ns < 0 || mine.cpu_ns <= 0 || mine.real_ns <= 0) {
         std::printf("%-6s %-46s %13s %13s %9s %9s  (not run)\n", f.name, t.what, "-", "-", "-", "-");
         continue;
       }
-      const double ratio = base.cpu_ns / mine.cpu_ns;
       const double wall_ratio = base.real_ns / mine.real_ns;
+      const double ratio = t.judge_wall ? wall_ratio : base.cpu_ns / mine.cpu_ns;
       char target[48] = "report only";
       if (t.min_ratio > 0) {
         const bool met = ratio >= t.min_ratio;
         missed += met ? 0 : 1;
         std::snprintf(target, sizeof target, ">= %gx %s", t.min_ratio, met ? "met" : "NOT MET");
       }
-      std::printf("%-6s %-46s %13.0f %13.0f %8.2fx %8.2fx  %s\n", f.name, t.what, base.cpu_ns, mine.cpu_ns, ratio,
+      // A row judged on wall time shows wall ns in the ns columns.
+      std::printf("%-6s %-46s %13.0f %13.0f %8.2fx %8.2fx  %s\n", f.name, t.what,
+                  t.judge_wall ? base.real_ns : base.cpu_ns, t.judge_wall ? mine.real_ns : mine.cpu_ns, ratio,
                   wall_ratio, target);
     }
   }
@@ -211,6 +215,7 @@ void register_all() {
     }
   }
   et_bench::register_pool_benchmarks();
+  et_bench::register_channel_benchmarks();
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
   ASSERT_OK(sp);
   const pid_t child = spawn([&]() -> int {  // the sender
     sp->second.reset();
-    auto pool = Pool::create({240, 320, 4}, DType::U8, shm_pool("cam", kHeld + 2));
+    auto pool = Pool::create({120, 160, 4}, DType::U8, shm_pool("cam", kHeld + 2));
     if (!pool) return 10;
     auto sender = channel::Sender::create(std::move(sp->first), {.name = "cam"});
     if (!sender) return 11;

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// The frame channel between two processes (issue 14), each benchmark forking its peer before the
+// channel exists:
+//   - handoff: the parent acquires an RGBA frame from a one-buffer pool and sends it; the child
+//     receives it and drops it (the release); the next acquire waits for that release. One iteration
+//     is one full round trip. Baseline: the frame's bytes written through the same kind of socket
+//     (SOCK_SEQPACKET, 64 KiB messages), read by the child into a warm buffer, and a 1-byte reply.
+//     Both are judged on wall time (two processes: the thread's CPU time misses the peer's work).
+//   - receive + read: the child sends frames from a four-buffer pool as fast as they come back; the
+//     parent receives each and reads every byte (a sum of 64-bit words), then drops it. Baseline: the
+//     same sum over a warm (prefaulted, reused) local buffer. Judged on CPU time (the wait for the
+//     peer is not the receiver's cost), as the other rows.
+#include <benchmark/benchmark.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench.h"
+
+using namespace edgetensor;
+using namespace std::chrono_literals;
+
+namespace et_bench {
+namespace {
+
+constexpr std::size_t kChunk = 64 * 1024;  // bytes per message of the socket-copy baseline
+
+// Sum of the 64-bit words of `n` bytes: reads every byte, memory-bound, the same code for both sides.
+std::uint64_t read_all(const std::byte* p, std::size_t n) {
+  std::uint64_t s = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    s += w;
+  }
+  for (; i < n; ++i) s += static_cast<std::uint64_t>(p[i]);
+  return s;
+}
+
+// A forked peer on one end of a SOCK_SEQPACKET pair; ended (SIGKILL if need be) and reaped on scope exit.
+struct Peer {
+  pid_t pid = -1;
+  ~Peer() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+template <class Body>
+bool fork_peer(Peer& peer, UniqueFd& mine, UniqueFd& theirs, Body body) {
+  peer.pid = ::fork();
+  if (peer.pid < 0) return false;
+  if (peer.pid == 0) {
+    mine.reset();
+    ::_exit(body(std::move(theirs)));
+  }
+  theirs.reset();
+  return true;
+}
+
+void channel_handoff(benchmark::State& state, FrameSize f) {
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  Peer peer;
+  const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
+    auto receiver = channel::Receiver::create(std::move(fd));
+    if (!receiver) return 1;
+    for (;;) {
+      auto d = receiver->receive();  // dropped at once: the release goes back
+      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
+    }
+  });
+  if (!forked) return state.SkipWithError("fork failed");
+  PoolOptions o;
+  o.name = "bench";
+  o.min_buffers = 1;
+  o.max_buffers = 1;
+  o.allocate.memory = MemoryKind::Shm;
+  auto pool = Pool::create({f.height, f.width, 4}, DType::U8, o);
+  auto sender = channel::Sender::create(std::move(sp->first));
+  if (!pool || !sender) return state.SkipWithError("pool or sender");
+  for (auto _ : state) {
+    auto t = sender->acquire(*pool, 5s);  // waits for the previous frame's release
+    if (!t || !sender->send(*t)) return state.SkipWithError("acquire or send failed");
+  }
+  (void)sender->drain(5s);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
+}
+
+void baseline_socket_copy(benchmark::State& state, FrameSize f) {
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  const std::size_t bytes = f.bytes();
+  Peer peer;
+  const bool forked = fork_peer(peer, sp->first, sp->second, [bytes](UniqueFd fd) {
+    std::vector<std::byte> into(bytes, std::byte{1});  // warm
+    for (;;) {
+      for (std::size_t got = 0; got < bytes;) {
+        const ssize_t n = ::recv(fd.get(), into.data() + got, std::min(kChunk, bytes - got), 0);
+        if (n <= 0) return 0;
+        got += static_cast<std::size_t>(n);
+      }
+      if (::send(fd.get(), "k", 1, MSG_NOSIGNAL) != 1) return 0;
+    }
+  });
+  if (!forked) return state.SkipWithError("fork failed");
+  std::vector<std::byte> frame(bytes, std::byte{0x5a});
+  const int fd = sp->first.get();
+  for (auto _ : state) {
+    for (std::size_t sent = 0; sent < bytes;) {
+      const ssize_t n = ::send(fd, frame.data() + sent, std::min(kChunk, bytes - sent), MSG_NOSIGNAL);
+      if (n <= 0) return state.SkipWithError("send failed");
+      sent += static_cast<std::size_t>(n);
+    }
+    char ack;
+    if (::recv(fd, &ack, 1, 0) != 1) return state.SkipWithError("no reply");
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+}
+
+void channel_receive_and_read(benchmark::State& state, FrameSize f) {
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  Peer peer;
+  const bool forked = fork_peer(peer, sp->second, sp->first, [f](UniqueFd fd) {
+    PoolOptions o;
+    o.name = "bench";
+    o.min_buffers = 4;
+    o.max_buffers = 4;
+    o.allocate.memory = MemoryKind::Shm;
+    auto pool = Pool::create({f.height, f.width, 4}, DType::U8, o);
+    auto sender = channel::Sender::create(std::move(fd));
+    if (!pool || !sender) return 1;
+    for (;;) {
+      auto t = sender->acquire(*pool, 10s);
+      if (!t || !sender->send(*t)) return 0;  // the receiver ended
+    }
+  });
+  if (!forked) return state.SkipWithError("fork failed");
+  auto receiver = channel::Receiver::create(std::move(sp->second));
+  if (!receiver) return state.SkipWithError(receiver.error().to_string().c_str());
+  auto take = [&]() -> bool {
+    auto d = receiver->receive(5s);
+    if (!d) return false;
+    auto m = d->tensor.map_read();
+    if (!m) return false;
+    benchmark::DoNotOptimize(read_all(m->data(), m->extent_bytes()));
+    return true;
+  };
+  for (int i = 0; i < 8; ++i)  // every buffer of the pool announced, mapped and its pages seen once
+    if (!take()) return state.SkipWithError("warm-up receive failed");
+  for (auto _ : state)
+    if (!take()) return state.SkipWithError("receive failed");
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
+}
+
+void baseline_read_warm(benchmark::State& state, FrameSize f) {
+  std::vector<std::byte> local(f.bytes(), std::byte{1});  // prefaulted
+  for (auto _ : state) benchmark::DoNotOptimize(read_all(local.data(), local.size()));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
+}
+
+}  // namespace
+
+void register_channel_benchmarks() {
+  for (const FrameSize& f : kFrames) {
+    const std::string s = f.name;
+    benchmark::RegisterBenchmark(("baseline/socket-copy/" + s).c_str(), baseline_socket_copy, f)->UseRealTime();
+    benchmark::RegisterBenchmark(("channel-handoff/" + s).c_str(), channel_handoff, f)->UseRealTime();
+    benchmark::RegisterBenchmark(("baseline/read-warm/" + s).c_str(), baseline_read_warm, f);
+    benchmark::RegisterBenchmark(("channel-receive+read/" + s).c_str(), channel_receive_and_read, f);
+  }
+}
+
+std::vector<Target> channel_targets(const FrameSize& f) {
+  const std::string s = f.name;
+  // Flat in size, and >= 100x at 4K; the smaller sizes are shown (the copy is cheaper there).
+  const double handoff = std::string(f.name) == "4K" ? 100.0 : 0.0;
+  return {
+      {"channel handoff vs socket copy (wall)", "baseline/socket-copy/" + s, "channel-handoff/" + s, handoff, true},
+      {"channel receive+read vs read of warm buffer", "baseline/read-warm/" + s, "channel-receive+read/" + s, 0.9},
+  };
+}
+
+}  // namespace et_bench

@@ -35,21 +35,23 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
       if (closed_) return fail(closed_error_locked());
       want_write = !pending_.empty();
     }
-    auto ready = wait_input(socket_.get(), wake_.get(), want_write, deadline);
-    if (!ready) {
-      close(ready.error(), false);
-      return fail(std::move(ready).error());
+    // A message that is there already costs one recvmsg; poll only when there is none.
+    auto msg = receive_fds_flags(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1), kMaxChannelFds,
+                                 MSG_DONTWAIT);
+    if (!msg && msg.error().sys_errno() == EAGAIN) {
+      auto ready = wait_input(socket_.get(), wake_.get(), want_write, deadline);
+      if (!ready) {
+        close(ready.error(), false);
+        return fail(std::move(ready).error());
+      }
+      if (ready->wake) {
+        std::uint64_t count = 0;
+        (void)!::read(wake_.get(), &count, sizeof count);  // EFD_NONBLOCK: resets the counter
+      }
+      if (!ready->socket && !ready->wake && !ready->writable)
+        return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
+      continue;
     }
-    if (ready->wake) {
-      std::uint64_t count = 0;
-      (void)!::read(wake_.get(), &count, sizeof count);  // EFD_NONBLOCK: resets the counter
-    }
-    if (!ready->socket) {
-      if (ready->wake || ready->writable) continue;
-      return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
-    }
-    // One byte more than the largest message: a longer one shows as MSG_TRUNC.
-    auto msg = ipc::receive_fds(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1), kMaxChannelFds);
     if (!msg) {
       const bool peer = msg.error().code() == ErrorCode::Unavailable;
       Error e = peer ? Error(ErrorCode::Unavailable, text::format("{}: the sender closed the channel or died", label_))

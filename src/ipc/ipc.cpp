@@ -13,6 +13,7 @@
 #include "text/format.h"
 
 #include "core/sys.h"
+#include "ipc/ipc_checks.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
 
@@ -49,6 +50,9 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   return {};
 }
 
+}  // namespace edgetensor::ipc
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 namespace {
 
 // What the kernel may add to a message on an AF_UNIX socket besides SCM_RIGHTS, each for an option of the
@@ -90,7 +94,9 @@ std::string describe(const Arrived& a) {
 
 }  // namespace
 
-Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds) {
+Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags) {
+  using ipc::kMaxFdsPerMessage;
+  using ipc::Received;
   if (buffer.empty()) return fail(ErrorCode::InvalidArgument, "receive_fds: empty buffer");
   if (max_fds > kMaxFdsPerMessage)
     return fail(ErrorCode::InvalidArgument,
@@ -107,7 +113,7 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
   msg.msg_controllen = control_bytes;
   ssize_t n;
   do {
-    n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
+    n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return fail(Error::from_errno(errno, text::format("recvmsg on socket fd {}", socket_fd)));
 
@@ -157,6 +163,14 @@ Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::si
                 text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));
   out.size_bytes = static_cast<std::size_t>(n);
   return out;
+}
+
+}  // namespace edgetensor::detail
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+
+Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds) {
+  return detail::receive_fds_flags(socket_fd, buffer, max_fds, 0);
 }
 
 }  // namespace edgetensor::ipc

@@ -27,4 +27,8 @@ Result<int> sendable_fd(const TensorDyn& tensor, std::string_view what);
 Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOptions& options,
                               std::string_view what);
 
+/// ipc::receive_fds with extra recvmsg `flags` (MSG_DONTWAIT: EAGAIN comes back as from_errno's Busy
+/// with sys_errno EAGAIN, nothing read). ipc::receive_fds is this with 0.
+Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags);
+
 }  // namespace edgetensor::detail

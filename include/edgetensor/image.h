@@ -13,13 +13,17 @@
 //                      plane (equal to GstVideoInfo.size for the same alignment).
 //
 // Metadata rule (one rule for every operation; tests/unit/image/metadata_rule_test.cpp):
-//   - The image layout describes bytes from the tensor's first element. An operation that keeps the
-//     first byte and the extent keeps it (copies, reshape, a view at offset 0 with the same extent);
-//     any other (batch, slice, another view) drops it.
+//   - The image layout describes bytes from the tensor's first element, and the tensor's geometry
+//     with them. An operation that leaves the first byte, the shape and the strides unchanged keeps it
+//     (copies, a slice of a whole dimension, a reshape or view to the same shape); any other drops it
+//     (batch, a narrower slice, a reshape or view that changes the shape, even over the same bytes:
+//     attach the layout again with set_image_layout if the new tensor still holds the image).
 //   - A plane view (TensorDyn::plane, image_view) has no layout; it keeps the pixel format, says which
-//     plane it is (TensorDyn::image_plane), keeps colorimetry, and keeps per-tensor quantization when
-//     its dtype is the image tensor's (a P010 plane is u16: dropped); per-axis quantization is dropped.
-//     A view of a plane view keeps the format and plane index.
+//     plane it is (TensorDyn::image_plane; -1 for image_view), keeps colorimetry, and keeps per-tensor
+//     quantization when its dtype is the image tensor's (a P010 plane is u16: dropped); per-axis
+//     quantization is dropped. Any view, batch, slice or reshape of a plane view or of an image_view
+//     keeps the format and plane index: it still shows samples of that image (image_view(PlanarRgb)
+//     batch(0) is the R plane's samples, format PlanarRgb, image_plane -1).
 //   - Colorimetry follows the bytes: every view, batch, slice and reshape keeps it.
 //   - Quantization (quantization.h): per-tensor is kept by every view, batch, slice and reshape.
 //     Per-axis: batch along its axis leaves that channel's per-tensor parameters; batch before it
@@ -156,8 +160,11 @@ struct V4l2Colorimetry {
 /// other field an explicit value, so colorimetry_from_v4l2 gives `colorimetry` back when no field is
 /// Unspecified. The colorspace follows the primaries: Bt709 gives SRGB with transfer Srgb, else REC709;
 /// Smpte170M gives SMPTE240M with transfer Smpte240M, else SMPTE170M (never JPEG, RAW or BT878).
-/// Errors: Unsupported naming the value V4L2 cannot express (primaries DisplayP3, transfer AribStdB67,
-/// matrix Identity); InvalidArgument for a value outside its enum.
+/// Matrix Identity (RGB data, as GStreamer's GST_VIDEO_COLOR_MATRIX_RGB) gives ycbcr_enc DEFAULT: V4L2
+/// has no identity encoding, and an RGB format's data does not use the field; colorimetry_from_v4l2 then
+/// gives the colorspace's default matrix, so Identity is the one value that does not come back.
+/// Errors: Unsupported naming the value V4L2 cannot express (primaries DisplayP3, transfer AribStdB67);
+/// InvalidArgument for a value outside its enum.
 [[nodiscard]] ET_API Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry);
 
 }  // namespace edgetensor

@@ -180,8 +180,13 @@ Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry) {
   }
   ET_TRY_ASSIGN(v4l2.xfer_func, v4l2_code(kXfers, colorimetry.transfer, "transfer",
                                           transfer_function_name(colorimetry.transfer), "xfer_func"));
-  ET_TRY_ASSIGN(v4l2.ycbcr_enc, v4l2_code(kEncs, colorimetry.matrix, "matrix", ycbcr_matrix_name(colorimetry.matrix),
-                                          "ycbcr_enc"));
+  // RGB data has no YCbCr matrix, and V4L2 no identity encoding: DEFAULT leaves the field to the colorspace.
+  if (colorimetry.matrix == YM::Identity) {
+    v4l2.ycbcr_enc = kEncDefault;
+  } else {
+    ET_TRY_ASSIGN(v4l2.ycbcr_enc, v4l2_code(kEncs, colorimetry.matrix, "matrix",
+                                            ycbcr_matrix_name(colorimetry.matrix), "ycbcr_enc"));
+  }
   ET_TRY_ASSIGN(v4l2.quantization, v4l2_code(kQuants, colorimetry.range, "range", color_range_name(colorimetry.range),
                                              "quantization"));
   return v4l2;

@@ -15,10 +15,10 @@
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Which operation made a tensor from another (the metadata rule, image.h).
-enum class ViewOp { Reshape, View, Batch, Slice };
+enum class ViewOp { Reshape, View, Batch, Slice, Unsqueeze };
 struct ViewInfo {
   ViewOp op;
-  std::size_t index = 0;  // Batch: n; Slice: the dimension
+  std::size_t index = 0;  // Batch: n; Slice: the dimension; Unsqueeze: the new dimension
   std::size_t begin = 0;  // Slice: [begin, end)
   std::size_t end = 0;
 };

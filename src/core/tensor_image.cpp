@@ -7,6 +7,7 @@
 
 #include "text/format.h"
 
+#include "core/backend.h"
 #include "core/layout.h"
 #include "core/tensor_access.h"
 
@@ -32,6 +33,10 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
       }
       if (auto moved = q.with_axis(axis - 1)) return *moved;
       return {};
+    case ViewOp::Unsqueeze:
+      if (axis < how.index) return q;
+      if (auto moved = q.with_axis(axis + 1)) return *moved;
+      return {};
     case ViewOp::Slice:
       if (how.index != axis) return q;
       if (auto s = q.slice_channels(how.begin, how.end)) return *s;
@@ -51,15 +56,18 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
 
 void TensorAccess::carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) noexcept {
   to.colorimetry_ = from.colorimetry_;
-  const bool same_bytes = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_;
-  if (from.image_layout_ && same_bytes) {
+  const bool same_geometry = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_ &&
+                             std::ranges::equal(to.shape(), from.shape()) &&
+                             std::ranges::equal(to.strides(), from.strides());
+  if (from.image_layout_ && same_geometry) {
     to.image_layout_ = from.image_layout_;
     to.pixel_format_ = from.pixel_format_;
     to.image_plane_ = -1;
   } else {
     to.image_layout_.reset();
-    // A view of a plane view still shows samples of that plane; a view of part of a whole image does not.
-    const bool plane = from.image_plane_ >= 0;
+    // A view of a plane view or of an image_view (a format and no layout) still shows samples of that
+    // image; a view of a tensor holding a layout does not.
+    const bool plane = !from.image_layout_ && from.pixel_format_ != PixelFormat::Unknown;
     to.pixel_format_ = plane ? from.pixel_format_ : PixelFormat::Unknown;
     to.image_plane_ = plane ? from.image_plane_ : std::int8_t{-1};
   }
@@ -118,6 +126,14 @@ Result<TensorDyn> TensorAccess::whole_buffer(const TensorDyn& t) {
 Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image_layout: tensor has no storage");
   ET_TRY(layout.validate(extent_bytes_));
+  // Plane views are U8 or U16 views of the bytes: a tensor of another dtype would be reinterpreted.
+  const PixelFormatInfo& info = pixel_format_info(layout.format);
+  const bool wide = std::all_of(info.planes.begin(), info.planes.begin() + info.plane_count,
+                                [](const PlaneFormat& p) { return p.bits_per_sample == 16; });
+  if (dtype_ != DType::U8 && !(wide && dtype_ == DType::U16))
+    return fail(ErrorCode::InvalidArgument,
+                text::format("set_image_layout: a {} tensor cannot hold a {} image: image tensors are u8{}",
+                             dtype_name(dtype_), info.name, wide ? " or u16" : " (u16 only for 16-bit formats)"));
   image_layout_ = std::make_shared<const ImageLayout>(layout);
   pixel_format_ = layout.format;
   image_plane_ = -1;
@@ -185,6 +201,32 @@ Result<TensorDyn> TensorDyn::image_view() const {
   return t;
 }
 
+Result<TensorDyn> TensorDyn::unsqueeze(std::size_t dim) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "unsqueeze: tensor has no storage");
+  if (rank_ >= kMaxRank)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("unsqueeze: a rank-{} tensor cannot take another dimension (at most {})", rank_, kMaxRank));
+  if (dim > rank_)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("unsqueeze: dimension {} of a rank-{} tensor (0 to {})", dim, rank_, rank_));
+  TensorDyn t = *this;
+  for (std::size_t i = rank_; i > dim; --i) {
+    t.shape_[i] = shape_[i - 1];
+    t.strides_[i] = strides_[i - 1];
+  }
+  t.shape_[dim] = 1;
+  // A size-1 dimension's stride never moves a byte; give it the value a contiguous tensor would have.
+  // (Strides of zero-element tensors are unbounded: an overflowing product falls back to the element size.)
+  std::int64_t next = static_cast<std::int64_t>(element_size());
+  if (std::int64_t p = 0;
+      dim < rank_ && !__builtin_mul_overflow(strides_[dim], static_cast<std::int64_t>(shape_[dim]), &p))
+    next = p;
+  t.strides_[dim] = next;
+  t.rank_ = rank_ + 1;
+  TensorAccess::carry_metadata(*this, t, {ViewOp::Unsqueeze, dim});
+  return t;
+}
+
 Result<TensorDyn> TensorDyn::slice(std::size_t dim, std::size_t begin, std::size_t end) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "slice: tensor has no storage");
   if (dim >= rank_)
@@ -230,6 +272,16 @@ Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout
                             "from its layout (leave it empty)", options.strides_bytes.size()));
   ET_TRY(layout.validate());
   ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  // Name the plane that does not fit (import_fd_dup would only say the whole extent is too long). A
+  // probe that fails, or an offset past the end, is left to import_fd_dup to report.
+  if (auto probe = detail::probe_fd(borrowed_fd); probe && options.offset_bytes <= probe->buffer_bytes) {
+    if (auto fits = layout.validate(probe->buffer_bytes - options.offset_bytes); !fits)
+      return fail(fits.error().code(),
+                  text::format("import_image_dup of fd {} ({} B buffer{}): {}", borrowed_fd, probe->buffer_bytes,
+                               options.offset_bytes ? text::format(", image at offset {} B", options.offset_bytes)
+                                                    : std::string(),
+                               fits.error().message()));
+  }
   ET_TRY_ASSIGN(auto t, import_fd_dup(borrowed_fd, {bytes}, DType::U8, options));
   ET_TRY(t.set_image_layout(layout));
   return t;

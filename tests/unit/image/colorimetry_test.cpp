@@ -171,8 +171,13 @@ TEST(Colorimetry, EveryExpressibleColorimetryRoundTrips) {
         for (int r = 1; r <= static_cast<int>(CR::Limited); ++r) {
           const Colorimetry c{static_cast<CP>(p), static_cast<TF>(t), static_cast<YM>(m), static_cast<CR>(r)};
           auto v = colorimetry_to_v4l2(c);
-          if (c.primaries == CP::DisplayP3 || c.transfer == TF::AribStdB67 || c.matrix == YM::Identity) {
+          if (c.primaries == CP::DisplayP3 || c.transfer == TF::AribStdB67) {
             EXPECT_FALSE(v.has_value());
+            continue;
+          }
+          if (c.matrix == YM::Identity) {  // RGB: no V4L2 encoding, DEFAULT
+            ASSERT_OK(v);
+            EXPECT_EQ(v->ycbcr_enc, static_cast<std::uint32_t>(V4L2_YCBCR_ENC_DEFAULT));
             continue;
           }
           ASSERT_OK(v);
@@ -254,8 +259,11 @@ TEST(Colorimetry, ToV4l2RefusesWhatV4l2CannotExpress) {
                "colorimetry primaries display_p3: V4L2 has no colorspace for them");
   EXPECT_ERROR(colorimetry_to_v4l2({CP::Bt2020, TF::AribStdB67, YM::Bt2020, CR::Limited}), ErrorCode::Unsupported,
                "colorimetry transfer arib_std_b67: V4L2 has no xfer_func value for it");
-  EXPECT_ERROR(colorimetry_to_v4l2({CP::Bt709, TF::Srgb, YM::Identity, CR::Full}), ErrorCode::Unsupported,
-               "colorimetry matrix identity: V4L2 has no ycbcr_enc value for it");
+  // RGB's Identity matrix has no V4L2 encoding: DEFAULT (the sRGB of GStreamer's RGB formats converts).
+  auto rgb = colorimetry_to_v4l2({CP::Bt709, TF::Srgb, YM::Identity, CR::Full});
+  ASSERT_OK(rgb);
+  EXPECT_EQ(*rgb, (V4l2Colorimetry{V4L2_COLORSPACE_SRGB, V4L2_YCBCR_ENC_DEFAULT, V4L2_QUANTIZATION_FULL_RANGE,
+                                   V4L2_XFER_FUNC_SRGB}));
   // Values outside our enums are a broken contract.
   const auto bad = [](auto e) { return static_cast<decltype(e)>(200); };
   EXPECT_ERROR(colorimetry_to_v4l2({bad(CP{}), TF::Bt709, YM::Bt709, CR::Full}), ErrorCode::InvalidArgument,

@@ -111,6 +111,16 @@ TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
   auto t = TensorDyn::import_image_dup(short_fd.get(), l);
   EXPECT_ERROR(t, ErrorCode::OutOfRange, std::to_string(tight));
   EXPECT_NE(t.error().message().find(std::to_string(tight - 1)), std::string::npos) << t.error().message();
+  // The plane that does not fit is named (the UV plane: the Y plane still fits).
+  EXPECT_NE(t.error().message().find("plane 1"), std::string::npos) << t.error().message();
+  EXPECT_EQ(t.error().message().find("plane 0"), std::string::npos) << t.error().message();
+  // An image at an offset: the offset is said too.
+  UniqueFd fd = sealed_memfd(tight + 64);
+  ImportOptions at;
+  at.offset_bytes = 128;
+  auto o = TensorDyn::import_image_dup(fd.get(), l, at);
+  EXPECT_ERROR(o, ErrorCode::OutOfRange, "plane 1");
+  EXPECT_NE(o.error().message().find("offset 128 B"), std::string::npos) << o.error().message();
 }
 
 TEST(TensorImage, PlaneViewsHaveTheNaturalShapes) {
@@ -215,8 +225,11 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   ASSERT_NE(layout, nullptr);
   auto r = t->reshape({2, 4, 3});
   ASSERT_OK(r);
-  EXPECT_EQ(r->image_layout(), layout) << "same bytes: shared, not copied";
-  EXPECT_EQ(r->pixel_format(), PixelFormat::Rgb);
+  EXPECT_EQ(r->image_layout(), nullptr) << "a reshape that changes the geometry drops the layout";
+  EXPECT_EQ(r->pixel_format(), PixelFormat::Unknown);
+  auto same_shape = t->reshape({24});
+  ASSERT_OK(same_shape);
+  EXPECT_EQ(same_shape->image_layout(), layout) << "same geometry: shared, not copied";
   auto same = t->view(0, {24});
   ASSERT_OK(same);
   EXPECT_EQ(same->image_layout(), layout);
@@ -225,12 +238,15 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   EXPECT_EQ(part->image_layout(), nullptr);
   EXPECT_EQ(part->pixel_format(), PixelFormat::Unknown);
   EXPECT_EQ(part->colorimetry(), t->colorimetry()) << "colorimetry follows the bytes";
-  auto b = r->batch(1);
+  auto b = t->batch(1);
   ASSERT_OK(b);
   EXPECT_EQ(b->image_layout(), nullptr);
-  auto s = r->slice(1, 0, 4);  // the whole dimension: same bytes
+  auto s = t->slice(0, 0, 24);  // the whole dimension: same geometry
   ASSERT_OK(s);
   EXPECT_EQ(s->image_layout(), layout);
+  auto narrower = t->slice(0, 0, 23);
+  ASSERT_OK(narrower);
+  EXPECT_EQ(narrower->image_layout(), nullptr);
   auto p = t->plane(0);
   ASSERT_OK(p);
   auto pv = p->batch(1);  // a row of a plane view is still that plane's samples
@@ -240,7 +256,41 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   EXPECT_EQ(pv->colorimetry(), t->colorimetry());
   t->clear_image_layout();
   EXPECT_EQ(t->image_layout(), nullptr);
-  EXPECT_EQ(r->image_layout(), layout) << "other tensors keep their shared layout";
+  EXPECT_EQ(same_shape->image_layout(), layout) << "other tensors keep their shared layout";
+}
+
+TEST(MetadataRule, ViewsOfAnImageViewKeepTheFormat) {
+  auto t = TensorDyn::allocate_image(4, 2, PixelFormat::PlanarRgb);
+  ASSERT_OK(t);
+  auto chw = t->image_view();
+  ASSERT_OK(chw);
+  ASSERT_EQ(chw->rank(), 3u);
+  for (auto v : {chw->batch(0), chw->slice(1, 0, 1), chw->reshape({3, 8}), chw->view(0, {4})}) {
+    ASSERT_OK(v);
+    EXPECT_EQ(v->pixel_format(), PixelFormat::PlanarRgb);
+    EXPECT_EQ(v->image_plane(), -1);
+    EXPECT_EQ(v->image_layout(), nullptr);
+  }
+}
+
+TEST(TensorImage, SetImageLayoutTakesU8OrU16ForSixteenBitFormats) {
+  auto f = TensorDyn::allocate({16}, DType::F32);
+  ASSERT_OK(f);
+  auto grey = ImageLayout::make(8, 8, PixelFormat::Grey);
+  ASSERT_OK(grey);
+  auto r = f->set_image_layout(*grey);
+  EXPECT_ERROR(r, ErrorCode::InvalidArgument, "f32");
+  EXPECT_NE(r.error().message().find("grey"), std::string::npos) << r.error().message();
+  EXPECT_EQ(f->image_layout(), nullptr);
+  auto w = TensorDyn::allocate({64}, DType::U16);
+  ASSERT_OK(w);
+  auto y16 = ImageLayout::make(8, 8, PixelFormat::Y16);
+  ASSERT_OK(y16);
+  ASSERT_OK(w->set_image_layout(*y16));
+  auto p = w->plane(0);
+  ASSERT_OK(p);
+  EXPECT_EQ(p->dtype(), DType::U16);
+  EXPECT_ERROR(w->set_image_layout(*grey), ErrorCode::InvalidArgument, "u16 only for 16-bit formats");
 }
 
 TEST(MetadataRule, PerTensorQuantizationIsKeptEverywhere) {
@@ -316,4 +366,61 @@ TEST(TensorSlice, BoundsAndZeroLength) {
   EXPECT_ERROR(t->slice(0, 3, 2), ErrorCode::OutOfRange, "[3, 2)");
   EXPECT_ERROR(t->slice(1, 0, 6), ErrorCode::OutOfRange, "its size is 5");
   EXPECT_ERROR(TensorDyn{}.slice(0, 0, 0), ErrorCode::FailedPrecondition, "no storage");
+}
+
+TEST(TensorUnsqueeze, ChwToNchwKeepsPerAxisQuantizationOnItsChannels) {
+  auto t = TensorDyn::allocate({3, 2, 4}, DType::U8);
+  ASSERT_OK(t);
+  const std::vector<float> scales = {0.1f, 0.2f, 0.3f};
+  const std::vector<std::int32_t> zps = {1, 2, 3};
+  auto q = Quantization::per_axis(0, scales, zps);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  auto n = t->unsqueeze(0);
+  ASSERT_OK(n);
+  ASSERT_EQ(n->rank(), 4u);
+  EXPECT_EQ(n->shape()[0], 1u);
+  EXPECT_EQ(n->shape()[1], 3u);
+  EXPECT_EQ(n->strides()[0], 24);
+  EXPECT_TRUE(n->is_contiguous());
+  EXPECT_EQ(n->offset_bytes(), t->offset_bytes());
+  ASSERT_EQ(n->quantization().kind(), QuantizationKind::PerAxis);
+  EXPECT_EQ(n->quantization().axis(), 1u);
+  EXPECT_EQ(n->quantization().scales().data(), t->quantization().scales().data()) << "shared, not copied";
+  auto last = t->unsqueeze(3);  // after the axis: it stays
+  ASSERT_OK(last);
+  EXPECT_EQ(last->shape()[3], 1u);
+  EXPECT_EQ(last->strides()[3], 1);
+  EXPECT_EQ(last->quantization().axis(), 0u);
+  // Strided views keep their strides around the new dimension.
+  auto s = t->slice(2, 1, 3);
+  ASSERT_OK(s);
+  auto su = s->unsqueeze(1);
+  ASSERT_OK(su);
+  EXPECT_EQ(su->strides()[0], 8);
+  EXPECT_EQ(su->strides()[1], 8);
+  EXPECT_EQ(su->strides()[2], 4);
+  EXPECT_EQ(su->strides()[3], 1);
+}
+
+TEST(TensorUnsqueeze, BadDimensionsAreNamed) {
+  auto t = TensorDyn::allocate({2, 3}, DType::U8);
+  ASSERT_OK(t);
+  EXPECT_ERROR(t->unsqueeze(3), ErrorCode::InvalidArgument, "dimension 3 of a rank-2 tensor (0 to 2)");
+  auto full = TensorDyn::allocate({1, 1, 1, 1, 1, 1, 1, 2}, DType::U8);
+  ASSERT_OK(full);
+  EXPECT_ERROR(full->unsqueeze(0), ErrorCode::InvalidArgument, "at most 8");
+  EXPECT_ERROR(TensorDyn().unsqueeze(0), ErrorCode::FailedPrecondition, "no storage");
+  // An image tensor loses its layout (the geometry changes); a plane view keeps its format.
+  auto img = TensorDyn::allocate_image(4, 2, PixelFormat::Nv12);
+  ASSERT_OK(img);
+  auto u = img->unsqueeze(0);
+  ASSERT_OK(u);
+  EXPECT_EQ(u->image_layout(), nullptr);
+  auto y = img->plane(0);
+  ASSERT_OK(y);
+  auto yu = y->unsqueeze(0);
+  ASSERT_OK(yu);
+  EXPECT_EQ(yu->pixel_format(), PixelFormat::Nv12);
+  EXPECT_EQ(yu->image_plane(), 0);
 }

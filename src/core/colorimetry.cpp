@@ -155,7 +155,10 @@ Result<Colorimetry> colorimetry_from_v4l2(const V4l2Colorimetry& v4l2, bool is_r
   std::uint32_t quant = v4l2.quantization;
   if (quant == kQuantDefault && resolve)  // V4L2_MAP_QUANTIZATION_DEFAULT
     quant = is_rgb || v4l2.colorspace == kCsJpeg ? kQuantFull : kQuantLim;
-  return Colorimetry{cs.primaries, kXfers[xfer].value, kEncs[enc].value, kQuants[quant].value};
+  // RGB data has no YCbCr matrix: a DEFAULT encoding of an RGB format is Identity whatever the colorspace
+  // (GStreamer's v4l2src gives GST_VIDEO_COLOR_MATRIX_RGB there); an explicit one is kept.
+  const YcbcrMatrix matrix = is_rgb && v4l2.ycbcr_enc == kEncDefault ? YcbcrMatrix::Identity : kEncs[enc].value;
+  return Colorimetry{cs.primaries, kXfers[xfer].value, matrix, kQuants[quant].value};
 }
 
 Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry) {

@@ -142,6 +142,13 @@ Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
       return fail(ErrorCode::InvalidArgument,
                   text::format("{} {}: row stride {} B is below the plane's row bytes {} B", image_text(l),
                                plane_text(*info, i), l.planes[i].row_stride_bytes, *row_bytes));
+    // 16-bit samples (P010, Y16) are read as u16: every row must start on one.
+    const unsigned sample = info->planes[i].bits_per_sample / 8u;
+    if (sample > 1 && (l.planes[i].offset_bytes % sample != 0 || l.planes[i].row_stride_bytes % sample != 0))
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("{} {}: offset {} B and row stride {} B must be multiples of its {}-byte samples",
+                               image_text(l), plane_text(*info, i), l.planes[i].offset_bytes,
+                               l.planes[i].row_stride_bytes, sample));
     ET_TRY_ASSIGN(ends[i], plane_end(l, i));
   }
   if (!buffer_bytes) return {};

@@ -13,7 +13,8 @@ function(run what)
 endfunction()
 
 run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/edgetensor/edgetensor.h include/edgetensor/abi.h include/edgetensor/image.h)
+foreach(f include/edgetensor/edgetensor.h include/edgetensor/abi.h include/edgetensor/image.h
+        share/doc/edgetensor/WIRE.md)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "cmake --install left no ${f} in ${prefix}")
   endif()

@@ -240,10 +240,10 @@ TEST(Oracle, DefaultLayoutEqualsGstVideoInfo) {
       GstVideoInfo info;
       gst_video_info_init(&info);
       ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
-      auto l = ImageLayout::make(s.w, s.h, ours(name), {.row_bytes = 4});
+      auto l = ImageLayout::make(s.w, s.h, ours(name), ImageAlignment::gstreamer());
       ASSERT_TRUE(l.has_value()) << l.error().to_string();
       expect_equal(*l, info);
-      auto alloc = ImageLayout::allocation_bytes(s.w, s.h, ours(name), {.row_bytes = 4});
+      auto alloc = ImageLayout::allocation_bytes(s.w, s.h, ours(name), ImageAlignment::gstreamer());
       ASSERT_TRUE(alloc.has_value());
       EXPECT_EQ(*alloc, info.size) << "allocation_bytes vs GstVideoInfo.size";
       EXPECT_TRUE(l->validate(info.size).has_value());

@@ -15,6 +15,15 @@ option(ET_BUILD_TOOLS "Build the edgetensor CLI" ${ET_MASTER_PROJECT})
 option(ET_BUILD_BENCH "Build the benchmarks" ${ET_MASTER_PROJECT})
 option(ET_WERROR "Treat warnings as errors" OFF)
 set(ET_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
+# libFuzzer targets (tests/fuzz): clang only; everything is compiled with coverage for libFuzzer
+# (-fsanitize=fuzzer-no-link). Pair it with ET_SANITIZE=address,undefined (tests/fuzz/README.md).
+option(ET_BUILD_FUZZ "Build the libFuzzer targets (clang)" OFF)
+if(ET_BUILD_FUZZ AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  message(FATAL_ERROR "ET_BUILD_FUZZ=ON needs clang (libFuzzer): CC=clang-15 CXX=clang++-15 (tests/fuzz/README.md)")
+endif()
+if(ET_BUILD_FUZZ AND NOT ET_BUILD_TESTS)
+  message(FATAL_ERROR "ET_BUILD_FUZZ=ON needs ET_BUILD_TESTS=ON (the targets live in tests/fuzz)")
+endif()
 
 # Test options (read by tests/ only).
 # GL tests fail instead of skipping when no headless EGL context can be made (CI). ctest gives the GL

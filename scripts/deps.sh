@@ -16,6 +16,8 @@ packages=(
   # Test-only: DRM_FORMAT_* macros for the pixel format table test; GStreamer as the image layout oracle
   # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
   libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  # The clang build and the libFuzzer targets (tests/fuzz): clang-15 and its runtimes (libFuzzer, ASan, UBSan).
+  clang-15 libclang-common-15-dev
 )
 
 missing=()

@@ -387,3 +387,103 @@ TEST(Channel, LeavesNoFdBehind) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Channel, FrameNeverRetiresItsOwnBuffersToMakeRoom) {
+  // max_buffers 2, one buffer out: a two-buffer Frame of new buffers has no room. Retiring the
+  // Frame's own first buffer to make room for its second would name a retired id; it is Busy instead.
+  auto ends = make_ends({.name = "own", .max_buffers = 2});
+  ASSERT_TRUE(ends);
+  auto held = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(held);
+  ASSERT_OK(ends->sender.send(*held));
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);  // held: its buffer stays out
+  auto layout = ImageLayout::make(16, 8, PixelFormat::Nv12);
+  ASSERT_OK(layout);
+  layout->planes[1].offset_bytes = 0;
+  auto y = TensorDyn::allocate({layout->planes[0].row_stride_bytes * 8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto uv = TensorDyn::allocate({layout->planes[1].row_stride_bytes * 4}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(y);
+  ASSERT_OK(uv);
+  auto fy = y->export_fd();
+  auto fuv = uv->export_fd();
+  ASSERT_OK(fy);
+  ASSERT_OK(fuv);
+  const int fds[] = {fy->get(), fuv->get()};
+  auto frame = Frame::import_planes_dup(fds, *layout);
+  ASSERT_OK(frame);
+  EXPECT_ERROR(ends->sender.send_frame(*frame), ErrorCode::Busy, "all 2 announced buffers");
+  ASSERT_OK(ends->sender.status());
+  *d = channel::Delivery();  // released: now there is room
+  ASSERT_OK(ends->sender.drain(1s));
+  ASSERT_OK(ends->sender.send_frame(*frame));
+  auto f = ends->receiver.receive(1s);
+  ASSERT_OK(f);
+  EXPECT_EQ(f->frame.buffer_count(), 2u);
+  auto one = channel::Sender::create(std::move(channel::socket_pair()->first), {.max_buffers = 1});
+  ASSERT_OK(one);
+  EXPECT_ERROR(one->send_frame(*frame), ErrorCode::InvalidArgument, "a frame of 2 buffers needs SenderOptions::max_buffers >= 2");
+}
+
+TEST(Channel, TimeoutsWhileRetiringOrAnnouncingLeaveBothEndsInStep) {
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  int small = 1;  // the kernel's minimum: a few messages fill it
+  ASSERT_EQ(::setsockopt(sp->first.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+  auto sender = channel::Sender::create(std::move(sp->first), {.name = "slow", .max_buffers = 3, .send_timeout = 20ms});
+  auto receiver = channel::Receiver::create(std::move(sp->second), {.name = "slow", .max_buffers = 3});
+  ASSERT_OK(sender);
+  ASSERT_OK(receiver);
+  std::vector<TensorDyn> t;
+  for (int i = 0; i < 4; ++i) {
+    auto a = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
+    ASSERT_OK(a);
+    t.push_back(*a);
+  }
+  const TensorDyn &x = t[0], &b = t[1], &c = t[2], &d = t[3];
+  // Sends b until the socket is full (the receiver does not read), then reads them all: no frame may
+  // name an id the receiver does not know.
+  auto fill = [&]() -> int {
+    int frames = 0;
+    for (auto r = sender->send(b); r; r = sender->send(b)) ++frames;
+    return frames;
+  };
+  auto read_all = [&](int frames) {
+    for (int i = 0; i < frames; ++i) {
+      auto got = receiver->receive(1s);
+      ASSERT_OK(got);
+      EXPECT_TRUE(got->tensor.same_buffer(b));
+    }
+    ASSERT_OK(sender->drain(1s));
+  };
+  ASSERT_OK(sender->send(x));  // x announced, then released
+  ASSERT_OK(receiver->receive(1s));
+  int frames = fill();
+  ASSERT_GT(frames, 0);
+  // c has room in the table, but its announce finds no room in the socket: c is forgotten, the
+  // channel stays open.
+  EXPECT_ERROR(sender->send(c), ErrorCode::Busy, "no room in the socket");
+  ASSERT_OK(sender->status());
+  EXPECT_EQ(sender->stats().buffers_announced, 2u);
+  read_all(frames);
+  ASSERT_OK(sender->send(d));  // the table is full now: x, b, d
+  ASSERT_OK(receiver->receive(1s));
+  ASSERT_OK(sender->drain(1s));
+  frames = fill();
+  // c needs x retired first (the least recently sent): the retire finds no room. Nothing changes.
+  EXPECT_ERROR(sender->send(c), ErrorCode::Busy, "no room in the socket");
+  ASSERT_OK(sender->status());
+  EXPECT_EQ(sender->stats().buffers_announced, 3u);
+  EXPECT_EQ(sender->stats().retires, 0u);
+  read_all(frames);
+  ASSERT_OK(sender->send(c));  // now x is retired and c announced
+  auto got = receiver->receive(1s);
+  ASSERT_OK(got);
+  EXPECT_TRUE(got->tensor.same_buffer(c));
+  EXPECT_EQ(receiver->stats().retires, 1u);
+  ASSERT_OK(receiver->status());
+}
+
+}  // namespace

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// channel::Sender and channel::Receiver (channel.h): argument checks, then the state behind each
+// (sender.h, receiver.h).
+#include <edgetensor/channel.h>
+
+#include <sys/eventfd.h>
+
+#include <array>
+#include <cerrno>
+#include <string>
+
+#include "text/format.h"
+
+#include "channel/receiver.h"
+#include "channel/sender.h"
+#include "ipc/ipc_codec.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::channel {
+
+Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
+  const std::string who = options.name.empty() ? std::string("channel::Sender")
+                                               : text::format("channel::Sender '{}'", options.name);
+  if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
+                                                        kMaxChannelBuffers));
+  if (options.send_timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who,
+                                                        options.send_timeout.count()));
+  ET_TRY(detail::require_channel_socket(socket.get(), who));
+  auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);
+  ET_TRY(state->start());
+  return Sender(std::move(state));
+}
+
+Sender::Sender(std::shared_ptr<edgetensor::detail::ChannelSender> state) noexcept : state_(std::move(state)) {}
+Sender::Sender(Sender&& other) noexcept = default;
+Sender& Sender::operator=(Sender&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Sender::~Sender() {
+  if (state_) state_->stop();
+}
+
+namespace {
+Unexpected sender_moved_from(const char* call) {
+  return fail(ErrorCode::FailedPrecondition, text::format("channel::Sender::{}: the sender was moved from", call));
+}
+
+// The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
+Result<void> check_sendable(const TensorDyn& tensor) {
+  if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
+  if (tensor.element_count() == 0)
+    return fail(ErrorCode::FailedPrecondition,
+                text::format("channel::Sender::send: tensor [{}] has zero elements: nothing to share",
+                             text::join(tensor.shape(), ", ")));
+  return {};
+}
+}  // namespace
+
+Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
+  if (!state_) return sender_moved_from("send");
+  ET_TRY(check_sendable(tensor));
+  const auto embedded = edgetensor::detail::encode_tensor(tensor);
+  return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options);
+}
+
+Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
+  if (!state_) return sender_moved_from("send_frame");
+  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
+  std::array<TensorDyn, kMaxPlanes> buffers;
+  std::array<MemoryKind, kMaxPlanes> kinds{};
+  for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
+    ET_TRY_ASSIGN(buffers[b], frame.buffer(b));
+    kinds[b] = buffers[b].memory();
+  }
+  const auto header = edgetensor::detail::encode_frame_header(frame, std::span(kinds.data(), frame.buffer_count()));
+  const auto embedded = edgetensor::detail::encode_frame_message(header);
+  return state_->send(std::span(buffers.data(), frame.buffer_count()), embedded,
+                      edgetensor::detail::ChannelMessage::Frame, options);
+}
+
+Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
+  if (!state_) return sender_moved_from("acquire");
+  return state_->acquire(pool, timeout);
+}
+
+Result<void> Sender::drain(std::chrono::milliseconds timeout) {
+  if (!state_) return sender_moved_from("drain");
+  return state_->drain(timeout);
+}
+
+SenderStats Sender::stats() const { return state_ ? state_->stats() : SenderStats{}; }
+
+Result<void> Sender::status() const {
+  if (!state_) return sender_moved_from("status");
+  return state_->status();
+}
+
+
+Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& options) {
+  const std::string who = options.name.empty() ? std::string("channel::Receiver")
+                                               : text::format("channel::Receiver '{}'", options.name);
+  if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
+                                                        kMaxChannelBuffers));
+  ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
+  return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
+}
+
+Receiver::Receiver(std::shared_ptr<edgetensor::detail::ChannelReceiver> state) noexcept : state_(std::move(state)) {}
+Receiver::Receiver(Receiver&& other) noexcept = default;
+Receiver& Receiver::operator=(Receiver&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Receiver::~Receiver() {
+  if (state_) state_->stop();
+}
+
+namespace {
+Unexpected receiver_moved_from(const char* call) {
+  return fail(ErrorCode::FailedPrecondition, text::format("channel::Receiver::{}: the receiver was moved from", call));
+}
+}  // namespace
+
+Result<Delivery> Receiver::receive(std::chrono::milliseconds timeout) {
+  if (!state_) return receiver_moved_from("receive");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive: timeout {} ms is negative",
+                                                        timeout.count()));
+  return state_->receive(timeout);
+}
+
+Result<void> Receiver::flush() {
+  if (!state_) return receiver_moved_from("flush");
+  return state_->flush();
+}
+
+ReceiverStats Receiver::stats() const { return state_ ? state_->stats() : ReceiverStats{}; }
+
+Result<void> Receiver::status() const {
+  if (!state_) return receiver_moved_from("status");
+  return state_->status();
+}
+
+}  // namespace edgetensor::channel

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// The state behind channel::Sender (channel.h): the announced buffers, the frames out (a copy of each
+// tensor sent, held until the receiver releases it), the closing state, and the reader thread that
+// reads releases (sender.cpp).
+//
+// Locks: send_mutex_ serialises senders (a retire, an announce and its frame go out in that order,
+// unbroken); mutex_ guards the tables and counters and is held only briefly, never across a send or
+// a recv. Order: send_mutex_, then mutex_. References are dropped outside both (a pool's give-back
+// takes the pool's lock).
+#pragma once
+
+#include <edgetensor/channel.h>
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "text/format.h"
+
+#include "channel/channel_socket.h"
+#include "channel/channel_wire.h"
+#include "core/storage.h"
+
+namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+
+class ChannelSender {
+ public:
+  ChannelSender(UniqueFd socket, const channel::SenderOptions& options)
+      : socket_(std::move(socket)),
+        options_(options),
+        label_(options.name.empty() ? std::string("channel") : text::format("channel '{}'", options.name)) {}
+
+  Result<void> start() {
+    try {
+      reader_ = std::thread([this] { read_releases(); });
+    } catch (const std::system_error& e) {
+      return fail(ErrorCode::Internal, text::format("{}: the release reader thread did not start: {}", label_, e.what()));
+    }
+    return {};
+  }
+
+  // The owner is going: shut the socket down (the reader and the receiver both see the end), join the
+  // reader, drop every reference held.
+  void stop() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ::shutdown(socket_.get(), SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    close(Error(ErrorCode::FailedPrecondition, "the sender was destroyed"), false);
+  }
+
+  Result<std::uint64_t> send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
+                             ChannelMessage type, const channel::SendOptions& options);
+
+  Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
+    auto t = pool.acquire(timeout);
+    if (t || t.error().code() != ErrorCode::Busy) return t;
+    std::unique_lock lock(mutex_);
+    if (out_.empty()) return t;
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::now() - out_.front().sent_at);
+    return fail(ErrorCode::Busy,
+                text::format("{}; {}: {} frame buffer{} sent and not released by the receiver (oldest: sequence {}, "
+                             "{} ms ago)", t.error().message(), label_, out_.size(), out_.size() == 1 ? "" : "s",
+                             out_.front().sequence, age.count()));
+  }
+
+  Result<void> drain(std::chrono::milliseconds timeout) {
+    const auto deadline = deadline_after(timeout);
+    std::unique_lock lock(mutex_);
+    // Done once every reference is dropped, not only counted: a pool has its buffers back by then.
+    auto done = [&] { return (out_.empty() || closed_.has_value()) && dropping_ == 0; };
+    if (deadline == ChannelClock::time_point::max()) {
+      drained_.wait(lock, done);
+    } else {
+      drained_.wait_until(lock, deadline, done);
+    }
+    // Frames released by the closing (not by the receiver) make it an error; released ones before do not.
+    if (closed_ && released_by_close_) return fail(closed_error_locked());
+    if (!out_.empty() || dropping_ != 0)
+      return fail(ErrorCode::Busy, text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
+                                               out_.size() == 1 ? "" : "s", timeout.count()));
+    return {};
+  }
+
+  channel::SenderStats stats() const {
+    std::lock_guard lock(mutex_);
+    channel::SenderStats s = stats_;
+    s.buffers_announced = table_.size();
+    s.frames_out = out_.size();
+    return s;
+  }
+
+  Result<void> status() const {
+    std::lock_guard lock(mutex_);
+    if (closed_) return fail(closed_error_locked());
+    return {};
+  }
+
+ private:
+  struct Announced {
+    std::uint32_t id;
+    std::uint64_t key;              // BufferKey of the buffer
+    std::weak_ptr<Storage> storage; // expired: the buffer is gone (not for pooled storage, see is_dead)
+    bool pooled;
+    std::uint64_t last_used;
+    std::size_t out;                // frame buffers of it out
+  };
+  struct Out {
+    std::uint32_t id;
+    std::uint64_t sequence;
+    TensorDyn held;  // keeps the buffer (a pool's: out of its pool) until released
+    ChannelClock::time_point sent_at;
+  };
+
+  static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
+
+  Error closed_error_locked() const {
+    if (peer_closed_)
+      return Error(ErrorCode::Unavailable, text::format("{} is closed: the receiver closed it or died", label_));
+    return Error(ErrorCode::FailedPrecondition, text::format("{} is closed: {}", label_, closed_->to_string()));
+  }
+
+  // Closes the channel (once): keeps why, shuts the socket down, drops every reference held.
+  void close(Error why, bool peer_closed) noexcept {
+    std::deque<Out> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      if (!closed_) {
+        try {
+          closed_.emplace(std::move(why));
+        } catch (...) {
+          closed_.emplace(ErrorCode::Internal, std::string());
+        }
+        peer_closed_ = peer_closed;
+      }
+      released_by_close_ = released_by_close_ || !out_.empty();
+      dropped.swap(out_);
+      table_.clear();
+      ++dropping_;
+    }
+    ::shutdown(socket_.get(), SHUT_RDWR);
+    dropped.clear();  // outside the lock: pooled buffers go back to their pools
+    std::lock_guard lock(mutex_);
+    --dropping_;
+    drained_.notify_all();
+  }
+
+  void read_releases() noexcept;
+  Result<void> handle_release(std::span<const std::byte> bytes);
+  Result<std::uint32_t> buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
+                                         std::vector<std::uint32_t>& retire, bool& announce);
+
+  UniqueFd socket_;
+  const channel::SenderOptions options_;
+  const std::string label_;
+  std::thread reader_;
+
+  std::mutex send_mutex_;
+  mutable std::mutex mutex_;
+  std::condition_variable drained_;
+  // Guarded by mutex_:
+  std::vector<Announced> table_;
+  std::deque<Out> out_;  // in send order: releases mostly come in that order
+  std::uint32_t next_id_ = 1;
+  std::uint64_t use_clock_ = 0;
+  std::optional<std::uint64_t> last_sequence_;
+  channel::SenderStats stats_;
+  std::optional<Error> closed_;
+  bool peer_closed_ = false;
+  bool stopping_ = false;
+  int dropping_ = 0;  // releases whose references are being dropped outside the lock
+  bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
+};
+
+}  // namespace edgetensor::detail

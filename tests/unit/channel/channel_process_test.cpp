@@ -25,6 +25,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
+#if defined(__SANITIZE_THREAD__)
+// TSan's allocator and shadow map new ranges as a process runs (here in the sender, whose reader
+// thread allocates): /proc/self/maps grows with no leak, so the count is not exact there.
+constexpr bool kExactMappingCount = false;
+#else
+constexpr bool kExactMappingCount = et_test::kExactMappingCount;
+#endif
+
 // Runs `body` in a forked child; its return value is the child's exit status.
 pid_t spawn(const std::function<int()>& body) {
   const pid_t pid = ::fork();
@@ -102,7 +110,7 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
       return 15;
     }
     if (et_test::open_fd_count() != fds) return 16;
-    if (et_test::kExactMappingCount && et_test::mapping_count() != maps) return 17;
+    if (kExactMappingCount && et_test::mapping_count() != maps) return 17;
     if (pool->stats().allocated != kHeld + 2 || sender->stats().announces != kHeld + 2) return 18;
     return 0;
   });
@@ -130,7 +138,7 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
       }
     }
     EXPECT_EQ(et_test::open_fd_count(), fds) << "no fd per frame after warm-up";
-    if (et_test::kExactMappingCount) {
+    if (kExactMappingCount) {
       EXPECT_EQ(et_test::mapping_count(), maps) << "no mmap per frame after warm-up";
     }
     const auto s = receiver->stats();

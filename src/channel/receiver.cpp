@@ -72,7 +72,7 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
 }
 
 Result<void> ChannelReceiver::flush() {
-  std::lock_guard receiving(receive_mutex_);
+  // Not under receive_mutex_: a receive() waiting in another thread must not hold it up.
   std::lock_guard lock(mutex_);
   if (closed_) return fail(closed_error_locked());
   flush_locked();

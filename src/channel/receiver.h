@@ -3,8 +3,8 @@
 // be sent, the closing state. receiver.cpp: the receive loop, releases, closing; receiver_messages.cpp:
 // what each message does (announce, retire, frames).
 //
-// Locks: receive_mutex_ serialises receive() and flush() (and owns the message buffer); mutex_ guards
-// everything else and is held only briefly. A release (Releaser, any thread) takes mutex_ and sends
+// Locks: receive_mutex_ serialises receive() (and owns the message buffer); mutex_ guards everything
+// else and is held only briefly (flush() takes only mutex_: it never waits for a receive()). A release (Releaser, any thread) takes mutex_ and sends
 // under it without waiting (MSG_DONTWAIT), so the socket fd is never closed under a sender of a release.
 #pragma once
 

@@ -160,3 +160,20 @@ TEST(ChannelConcurrent, ReleasesThatFindTheSocketFullWakeAWaitingReceive) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ChannelConcurrent, FlushDoesNotWaitForAReceiveBlockedInAnotherThread) {
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  auto receiver = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(receiver);
+  std::thread waiting([&] { (void)receiver->receive(2s); });  // nothing comes: it waits the whole 2 s
+  std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_OK(receiver->flush());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "flush sends what is queued without waiting";
+  waiting.join();
+}
+
+}  // namespace

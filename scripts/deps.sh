@@ -16,6 +16,9 @@ packages=(
   # Test-only: DRM_FORMAT_* macros for the pixel format table test; GStreamer as the image layout oracle
   # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
   libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  # Test-only: Debian's DLPack 0.6 header, an independent check of our legacy DLManagedTensor
+  # (tests/unit/dlpack; header-only, built only where <dlpack/dlpack.h> is found).
+  libdlpack-dev
 )
 
 missing=()

@@ -135,6 +135,9 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   if (options.memory == MemoryKind::GlPbo && !options.gl_context)
     return fail(ErrorCode::InvalidArgument,
                 "allocate with memory gl_pbo: AllocateOptions::gl_context is null; create one with gl::Context::create()");
+  if (options.memory == MemoryKind::Foreign)
+    return fail(ErrorCode::InvalidArgument, "allocate: memory foreign cannot be allocated (foreign memory is "
+                                            "imported from another library with dlpack::adopt_versioned)");
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
@@ -365,6 +368,8 @@ BackendStatus backend_status(MemoryKind kind) {
     }
     return {MemoryKind::Auto, true, true, force_heap() ? "heap (EDGETENSOR_FORCE_MEM=1)" : "heap"};
   }
+  if (kind == MemoryKind::Foreign)
+    return {MemoryKind::Foreign, true, false, "foreign memory is imported through DLPack, never allocated"};
   return detail::backend_ops(kind).status();
 }
 

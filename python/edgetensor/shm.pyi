@@ -1,1 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
+from . import DTypeLike, ShapeLike, Tensor
+
+def open(name: str, shape: ShapeLike, dtype: DTypeLike, read_only: bool = ..., *,
+         allow_shrinkable: bool = ...) -> Tensor: ...
+def remove(name: str) -> None: ...

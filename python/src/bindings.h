@@ -75,6 +75,8 @@ void bind_map(py::module_& m);       // map.cpp: Map (context manager, buffer pr
 void bind_frame(py::module_& m);     // frame.cpp: Frame
 void bind_ipc(py::module_& ipc);     // ipc.cpp: edgetensor.ipc
 void bind_system(py::module_& m);    // system.cpp: edgetensor.shm, edgetensor.cuda, edgetensor.gl, versions
+/// dlpack.cpp: Tensor.__dlpack__, Tensor.__dlpack_device__, edgetensor.from_dlpack.
+void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor);
 
 /// Map.__new__ for Tensor.map_read/map_write/map_read_write (map.cpp): maps with the GIL released.
 py::object make_map(const et::TensorDyn& tensor, et::MapMode mode);

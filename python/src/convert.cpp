@@ -44,9 +44,10 @@ et::DType from_numpy_dtype(const py::handle& dt) {
   std::string repr = py::str(dt);
   if (!dt.attr("fields").is_none()) {
     py::tuple names = dt.attr("names");
-    if (names.size() == 1 && py::str(names[0]).cast<std::string>() == "bf16" &&
-        py::str(dt.attr("fields")["bf16"][0].attr("str")).cast<std::string>() == "<u2")
-      return et::DType::BF16;
+    if (names.size() == 1 && py::str(names[0]).cast<std::string>() == "bf16") {
+      py::tuple field = dt.attr("fields")["bf16"];  // (dtype, offset)
+      if (py::str(field[0].attr("str")).cast<std::string>() == "<u2") return et::DType::BF16;
+    }
     throw py::value_error("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
   }
   std::string byteorder = py::str(dt.attr("byteorder"));
@@ -112,7 +113,8 @@ void bind_enums(py::module_& m) {
       .value("HEAP", et::MemoryKind::Heap)
       .value("SHM", et::MemoryKind::Shm)
       .value("DMABUF", et::MemoryKind::DmaBuf)
-      .value("GL_PBO", et::MemoryKind::GlPbo);
+      .value("GL_PBO", et::MemoryKind::GlPbo)
+      .value("FOREIGN", et::MemoryKind::Foreign);
 }
 
 et::MemoryKind to_memory_kind(const py::handle& obj) {
@@ -120,7 +122,7 @@ et::MemoryKind to_memory_kind(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) {
     auto text = obj.cast<std::string>();
     if (auto kind = et::memory_kind_from_name(text)) return *kind;
-    throw py::value_error("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo)");
+    throw py::value_error("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo, foreign)");
   }
   throw py::type_error("memory must be an edgetensor.MemoryKind or its name, not " +
                        py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
@@ -146,12 +148,13 @@ std::vector<std::size_t> to_shape(const py::handle& obj, const char* what) {
                             py::str(value).cast<std::string>() + " is negative");
     shape.push_back(value.cast<std::size_t>());
   };
-  if (PyIndex_Check(obj.ptr())) {
+  // A sequence first: a numpy array is both a sequence and an __index__ holder (one that fails).
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    if (!PyIndex_Check(obj.ptr()) || py::isinstance<py::str>(obj))
+      throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
     one(obj, 0);
     return shape;
   }
-  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
-    throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   for (std::size_t i = 0; i < seq.size(); ++i) one(seq[i], i);
   return shape;

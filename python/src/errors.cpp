@@ -98,6 +98,10 @@ void bind_errors(py::module_& m) {
                              "A DLPack export or import the library refused (__dlpack__, from_dlpack): a "
                              "BufferError, as the DLPack protocol asks, with the library's code and message.",
                              py::make_tuple(py::handle(g_error), py::handle(PyExc_BufferError)));
+  // Test hook (python/tests/test_errors.py): raises the exception an Error of this code becomes.
+  m.def("_raise_error", [](et::ErrorCode code, const std::string& message, int sys_errno) {
+    raise(et::Error(code, message, sys_errno));
+  });
 }
 
 void raise(const et::Error& error) {

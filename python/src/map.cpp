@@ -161,15 +161,20 @@ void bind_map(py::module_& m) {
                     "tensor's; bfloat16 elements appear as the struct 'T{H:bf16:}' of their uint16 bits. "
                     "close() or the end of the `with` block ends the CPU access (DMA-BUF: the sync bracket; "
                     "PBO: glUnmapBuffer); it raises BufferError while a buffer export is alive, as mmap.close() "
-                    "does. A map dropped without close() is closed when collected. A write map's initial "
+                    "does (except when the block ends by an exception: that one propagates, and the map stays "
+                    "open until collected). A map dropped without close() is closed when collected. A write map's initial "
                     "contents are undefined on write-combined memory: write every element you care about.")
       .def("close", [](PyMap& self) { close_map(self); },
            "Ends the CPU access (idempotent). BufferError while numpy arrays or memoryviews of it are alive.")
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyMap& self, const py::args&) {
-        close_map(self);
-        return false;
-      })
+      .def("__exit__",
+           [](PyMap& self, const py::object& exc_type, const py::object&, const py::object&) {
+             // While an exception propagates, its traceback may hold the block's arrays: raising
+             // BufferError here would hide it. The map then stays open until it is collected.
+             if (!exc_type.is_none() && self.exports > 0) return false;
+             close_map(self);
+             return false;
+           })
       .def_property_readonly("closed", [](const PyMap& self) { return self.closed; })
       .def_property_readonly("mode", [](const PyMap& self) { return mode_name(self.mode); },
                              "\"read\", \"write\" or \"read_write\".")

@@ -186,6 +186,7 @@ void bind_tensor(py::module_& m) {
              return t.shape()[0];
            })
       .def("__repr__", &repr);
+  bind_dlpack(m, tensor);
 
   m.def(
       "allocate",

@@ -16,7 +16,11 @@ CLI_ENV: str
 
 def info() -> dict[str, Any]: ...
 
-class _Enum:
+# The runtime classes are pybind11's (metaclass pybind11_builtins.pybind11_type); stubtest wants a
+# metaclass named here too.
+class _pybind11_type(type): ...
+
+class _Enum(metaclass=_pybind11_type):
     __members__: ClassVar[dict[str, Any]]
     def __init__(self, value: SupportsIndex) -> None: ...
     def __eq__(self, other: object) -> bool: ...
@@ -88,14 +92,14 @@ class MemoryKind(_Enum):
     GL_PBO: ClassVar[MemoryKind]
     FOREIGN: ClassVar[MemoryKind]
 
-DTypeLike = Union[str, DType, numpy.dtype[Any], type]
-MemoryLike = Union[MemoryKind, str]
-ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
+_DTypeLike = Union[str, DType, numpy.dtype[Any], type]
+_MemoryLike = Union[MemoryKind, str]
+_ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 
 class _HasFileno(Protocol):
     def fileno(self) -> int: ...
 
-FdLike = Union[int, _HasFileno]
+_FdLike = Union[int, _HasFileno]
 
 # ---- Images --------------------------------------------------------------------------------------
 
@@ -134,9 +138,9 @@ class PixelFormat(_Enum):
     @staticmethod
     def from_name(name: str) -> PixelFormat: ...
 
-PixelFormatLike = Union[PixelFormat, str]
+_PixelFormatLike = Union[PixelFormat, str]
 
-class PlaneLayout:
+class PlaneLayout(metaclass=_pybind11_type):
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __init__(self, offset_bytes: int, row_stride_bytes: int) -> None: ...
     @property
@@ -145,15 +149,15 @@ class PlaneLayout:
     def row_stride_bytes(self) -> int: ...
     def __eq__(self, other: object) -> bool: ...
 
-class ImageLayout:
+class ImageLayout(metaclass=_pybind11_type):
     __hash__: ClassVar[None]  # type: ignore[assignment]
-    def __init__(self, format: PixelFormatLike, width: int, height: int,
+    def __init__(self, format: _PixelFormatLike, width: int, height: int,
                  planes: Sequence[Union[PlaneLayout, tuple[int, int]]] = ..., modifier: int = ...) -> None: ...
     @staticmethod
-    def make(width: int, height: int, format: PixelFormatLike, row_align: int = ...,
+    def make(width: int, height: int, format: _PixelFormatLike, row_align: int = ...,
              height_align: int = ...) -> ImageLayout: ...
     @staticmethod
-    def allocation_bytes(width: int, height: int, format: PixelFormatLike, row_align: int = ...,
+    def allocation_bytes(width: int, height: int, format: _PixelFormatLike, row_align: int = ...,
                          height_align: int = ...) -> int: ...
     @property
     def format(self) -> PixelFormat: ...
@@ -210,7 +214,7 @@ class ColorRange(_Enum):
     FULL: ClassVar[ColorRange]
     LIMITED: ClassVar[ColorRange]
 
-class Colorimetry:
+class Colorimetry(metaclass=_pybind11_type):
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __init__(self, primaries: ColorPrimaries = ..., transfer: TransferFunction = ...,
                  matrix: YcbcrMatrix = ..., range: ColorRange = ...) -> None: ...
@@ -229,7 +233,7 @@ class QuantizationKind(_Enum):
     PER_TENSOR: ClassVar[QuantizationKind]
     PER_AXIS: ClassVar[QuantizationKind]
 
-class Quantization:
+class Quantization(metaclass=_pybind11_type):
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __init__(self) -> None: ...
     @staticmethod
@@ -248,7 +252,7 @@ class Quantization:
 
 # ---- Tensors and maps ----------------------------------------------------------------------------
 
-class BufferIdentity:
+class BufferIdentity(metaclass=_pybind11_type):
     @property
     def id(self) -> int: ...
     @property
@@ -256,13 +260,12 @@ class BufferIdentity:
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
-class Map:
+class Map(metaclass=_pybind11_type):
     """A CPU map: a context manager with the buffer protocol (numpy.asarray(map) is zero-copy)."""
 
     def close(self) -> None: ...
     def __enter__(self) -> Map: ...
     def __exit__(self, *args: object) -> bool: ...
-    def __buffer__(self, flags: int) -> memoryview: ...
     @property
     def closed(self) -> bool: ...
     @property
@@ -282,7 +285,7 @@ class Map:
     @property
     def exports(self) -> int: ...
 
-class Tensor:
+class Tensor(metaclass=_pybind11_type):
     @property
     def shape(self) -> tuple[int, ...]: ...
     @property
@@ -330,7 +333,7 @@ class Tensor:
     @property
     def is_empty_handle(self) -> bool: ...
     def batch(self, n: int) -> Tensor: ...
-    def view(self, offset_bytes: int, shape: ShapeLike, strides: Sequence[int] | None = ...) -> Tensor: ...
+    def view(self, offset_bytes: int, shape: _ShapeLike, strides: Sequence[int] | None = ...) -> Tensor: ...
     def reshape(self, *shape: Any) -> Tensor: ...
     def slice(self, dim: int, begin: int, end: int) -> Tensor: ...
     def plane(self, index: int) -> Tensor: ...
@@ -344,18 +347,18 @@ class Tensor:
                    dl_device: tuple[int, int] | None = ..., copy: bool | None = ...) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
-def allocate(shape: ShapeLike, dtype: DTypeLike, memory: MemoryLike = ..., *, name: str = ..., shm_name: str = ...,
+def allocate(shape: _ShapeLike, dtype: _DTypeLike, memory: _MemoryLike = ..., *, name: str = ..., shm_name: str = ...,
              dma_heap: str = ..., gl_context: gl.Context | None = ...) -> Tensor: ...
 @overload
-def allocate_image(width: int, height: int, format: PixelFormatLike, row_align: int = ..., height_align: int = ...,
-                   *, memory: MemoryLike = ..., name: str = ..., shm_name: str = ...,
+def allocate_image(width: int, height: int, format: _PixelFormatLike, row_align: int = ..., height_align: int = ...,
+                   *, memory: _MemoryLike = ..., name: str = ..., shm_name: str = ...,
                    gl_context: gl.Context | None = ...) -> Tensor: ...
 @overload
-def allocate_image(layout: ImageLayout, *, memory: MemoryLike = ..., name: str = ..., shm_name: str = ...,
+def allocate_image(layout: ImageLayout, *, memory: _MemoryLike = ..., name: str = ..., shm_name: str = ...,
                    gl_context: gl.Context | None = ...) -> Tensor: ...
-def import_fd(fd: FdLike, shape: ShapeLike, dtype: DTypeLike, *, offset_bytes: int = ...,
+def import_fd(fd: _FdLike, shape: _ShapeLike, dtype: _DTypeLike, *, offset_bytes: int = ...,
               strides: Sequence[int] | None = ..., name: str = ..., allow_shrinkable: bool = ...) -> Tensor: ...
-def import_image(fd: FdLike, layout: ImageLayout, *, offset_bytes: int = ..., name: str = ...,
+def import_image(fd: _FdLike, layout: ImageLayout, *, offset_bytes: int = ..., name: str = ...,
                  allow_shrinkable: bool = ...) -> Tensor: ...
 
 class _DLPackProducer(Protocol):
@@ -363,13 +366,13 @@ class _DLPackProducer(Protocol):
 
 def from_dlpack(obj: _DLPackProducer | Any) -> Tensor: ...
 
-class Frame:
+class Frame(metaclass=_pybind11_type):
     @staticmethod
-    def allocate(layout: ImageLayout, *, memory: MemoryLike = ..., name: str = ...) -> Frame: ...
+    def allocate(layout: ImageLayout, *, memory: _MemoryLike = ..., name: str = ...) -> Frame: ...
     @staticmethod
     def from_tensor(image: Tensor) -> Frame: ...
     @staticmethod
-    def import_planes(fds: Sequence[FdLike], layout: ImageLayout, *, allow_shrinkable: bool = ...) -> Frame: ...
+    def import_planes(fds: Sequence[_FdLike], layout: ImageLayout, *, allow_shrinkable: bool = ...) -> Frame: ...
     @property
     def layout(self) -> ImageLayout: ...
     @property
@@ -384,7 +387,7 @@ class Frame:
     colorimetry: Colorimetry
     def export_plane_fds(self) -> list[int]: ...
 
-class BackendStatus:
+class BackendStatus(metaclass=_pybind11_type):
     @property
     def kind(self) -> MemoryKind: ...
     @property
@@ -394,6 +397,6 @@ class BackendStatus:
     @property
     def detail(self) -> str: ...
 
-def backend_status(kind: MemoryLike) -> BackendStatus: ...
+def backend_status(kind: _MemoryLike) -> BackendStatus: ...
 
 _Socket = Union[socket.socket, int]

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-class DeviceInfo:
+from . import _pybind11_type
+
+class DeviceInfo(metaclass=_pybind11_type):
     @property
     def ordinal(self) -> int: ...
     @property
@@ -15,7 +17,7 @@ class DeviceInfo:
     @property
     def can_map_host_memory(self) -> bool: ...
 
-class Status:
+class Status(metaclass=_pybind11_type):
     @property
     def available(self) -> bool: ...
     @property

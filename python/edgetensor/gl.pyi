@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 from typing import ClassVar
 
-from . import _Enum
+from . import _Enum, _pybind11_type
 
 class Platform(_Enum):
     AUTO: ClassVar[Platform]
     DEVICE: ClassVar[Platform]
     SURFACELESS: ClassVar[Platform]
 
-class ContextInfo:
+class ContextInfo(metaclass=_pybind11_type):
     @property
     def platform(self) -> Platform: ...
     @property
@@ -32,7 +32,7 @@ class ContextInfo:
     @property
     def version(self) -> str: ...
 
-class Context:
+class Context(metaclass=_pybind11_type):
     @staticmethod
     def create(platform: Platform = ..., device_index: int = ..., timeout_s: float = ...,
                egl_library: str = ...) -> Context: ...

@@ -18,6 +18,7 @@ N = 10_000
 
 
 def baseline():
+    """Open fds, shared-buffer mappings, this process's /dev/shm names, live exports, live imports."""
     settle()
     return open_fds(), mappings(), shm_entries(), _edgetensor._live_export_count(), _edgetensor._live_import_count()
 
@@ -35,6 +36,8 @@ def test_unconsumed_and_numpy_consumed_capsules(memory):
 
     capsules = [t.__dlpack__(max_version=(1, 1)) if i % 2 else t.__dlpack__() for i in range(N)]
     assert _edgetensor._live_export_count() == exports0 + N
+    if memory != "heap":
+        assert mappings() == before[1] + 1  # one mapping per storage, however many exports (gone below)
     del capsules  # unconsumed: each capsule's destructor calls its deleter once
     assert _edgetensor._live_export_count() == exports0
 

@@ -78,7 +78,15 @@ void bind_system(py::module_& m);    // system.cpp: edgetensor.shm, edgetensor.c
 /// dlpack.cpp: Tensor.__dlpack__, Tensor.__dlpack_device__, edgetensor.from_dlpack.
 void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor);
 
-/// Map.__new__ for Tensor.map_read/map_write/map_read_write (map.cpp): maps with the GIL released.
+/// Whether a CPU map (or its end) of `kind` may wait: on the GL thread (PBO) or on DMA-BUF fences
+/// (DMA_BUF_IOCTL_SYNC). Those run with the GIL released; heap, shm and foreign maps make no call
+/// that can block, and skip the release (it costs more than the map).
+inline bool map_may_block(et::MemoryKind kind) {
+  return kind == et::MemoryKind::DmaBuf || kind == et::MemoryKind::GlPbo;
+}
+
+/// Map.__new__ for Tensor.map_read/map_write/map_read_write (map.cpp): maps with the GIL released
+/// where map_may_block.
 py::object make_map(const et::TensorDyn& tensor, et::MapMode mode);
 
 }  // namespace etpy

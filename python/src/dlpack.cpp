@@ -18,6 +18,7 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 namespace etpy {
 namespace {
@@ -109,7 +110,9 @@ py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py:
   std::optional<et::Result<dl::ManagedTensorVersioned*>> v;
   std::optional<et::Result<dl::ManagedTensor*>> l;
   {
-    py::gil_scoped_release release;  // maps may wait on the GL thread; cuda::map loads and registers
+    // Maps may wait on the GL thread or DMA-BUF fences; cuda::map loads, registers, maps.
+    std::optional<py::gil_scoped_release> release;
+    if (options.device == dl::ExportDevice::Cuda || map_may_block(source.memory())) release.emplace();
     if (versioned)
       v.emplace(dl::export_versioned(source, options));
     else
@@ -178,10 +181,10 @@ py::dict& legacy_only_types() {
 
 et::TensorDyn from_dlpack(const py::object& obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return adopt_capsule(obj);
-  if (!py::hasattr(obj, "__dlpack__"))
+  py::object method = py::getattr(obj, "__dlpack__", py::none());
+  if (method.is_none())
     throw py::type_error("edgetensor.from_dlpack: " + py::str(py::type::of(obj).attr("__name__")).cast<std::string>() +
                          " has no __dlpack__ (not a DLPack producer)");
-  py::object method = obj.attr("__dlpack__");
   py::handle type = py::type::of(obj);
   py::object capsule;
   if (!legacy_only_types().contains(type)) {

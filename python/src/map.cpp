@@ -8,6 +8,7 @@
 #include "bindings.h"
 
 #include <array>
+#include <optional>
 #include <variant>
 
 namespace etpy {
@@ -24,6 +25,7 @@ struct PyMap {
   std::size_t element_count = 0;
   std::byte* data = nullptr;
   std::size_t extent_bytes = 0;
+  bool may_block = false;  // map_may_block(memory)
   Py_ssize_t exports = 0;  // live buffer exports (getbuffer minus releasebuffer)
   bool closed = false;
 };
@@ -98,10 +100,17 @@ void close_map(PyMap& m) {
   m.closed = true;
   auto map = std::move(m.map);
   m.map = std::monostate{};
-  py::gil_scoped_release release;  // a PBO unmap runs on the GL thread
-  std::visit([](auto& mp) {
-    if constexpr (!std::is_same_v<std::decay_t<decltype(mp)>, std::monostate>) mp.unmap();
-  }, map);
+  auto unmap = [&map] {
+    std::visit([](auto& mp) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(mp)>, std::monostate>) mp.unmap();
+    }, map);
+  };
+  if (m.may_block) {
+    py::gil_scoped_release release;  // a PBO unmap runs on the GL thread; DMA-BUF: SYNC_END
+    unmap();
+  } else {
+    unmap();
+  }
 }
 
 const char* mode_name(et::MapMode mode) {
@@ -125,10 +134,12 @@ py::object make_map(const et::TensorDyn& tensor, et::MapMode mode) {
     m.strides[i] = static_cast<Py_ssize_t>(tensor.strides()[i]);
   }
   m.element_count = tensor.element_count();
+  m.may_block = map_may_block(tensor.memory());
   et::Error error(et::ErrorCode::Internal, "");
   bool ok = false;
   {
-    py::gil_scoped_release release;  // a PBO map waits on the GL thread; a DMA-BUF map may sync
+    std::optional<py::gil_scoped_release> release;  // a PBO map waits on the GL thread; DMA-BUF syncs
+    if (m.may_block) release.emplace();
     auto take = [&](auto result) {
       if (!result) {
         error = result.error();

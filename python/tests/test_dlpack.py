@@ -308,20 +308,27 @@ def test_from_dlpack_refusals_are_named():
 
 
 def test_foreign_deleter_runs_with_the_gil_from_another_thread():
+    # numpy -> edgetensor -> a capsule whose deleter a C consumer calls on its own thread without the GIL
+    # (ctypes releases it around foreign calls): the last view goes there, so numpy's deleter must take
+    # the GIL itself (PyGILState_Ensure) before it drops the array.
     a = numpy.arange(8.0)
     ref = weakref.ref(a)
     t = et.from_dlpack(a)
     del a
-    m = t.map_read()
+    capsule = t.__dlpack__()
     del t
-    # The map is the last holder; closing it on another thread drops it with the GIL released there
-    # (Map.close unmaps without the GIL), so the producer's deleter must take the GIL itself.
-    thread = threading.Thread(target=m.close)
+    managed = api.PyCapsule_GetPointer(capsule, b"dltensor")
+    api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_SetName(capsule, b"used_dltensor")  # consumed: its destructor leaves it alone
+    deleter_address = ctypes.c_void_p.from_address(managed + 48 + 8).value  # DLManagedTensor.deleter (LP64)
+    deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(deleter_address)
+    thread = threading.Thread(target=deleter, args=(managed,))
     thread.start()
     thread.join(10)
-    del m
+    assert not thread.is_alive()
     settle()
     assert ref() is None
+    del capsule
 
 
 def test_deleter_skipped_while_the_interpreter_finalizes():

@@ -181,7 +181,8 @@ py::dict& legacy_only_types() {
 
 et::TensorDyn from_dlpack(const py::object& obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return adopt_capsule(obj);
-  py::object method = py::getattr(obj, "__dlpack__", py::none());
+  static PyObject* const name = PyUnicode_InternFromString("__dlpack__");  // lives as long as the process
+  py::object method = py::getattr(obj, py::handle(name), py::none());
   if (method.is_none())
     throw py::type_error("edgetensor.from_dlpack: " + py::str(py::type::of(obj).attr("__name__")).cast<std::string>() +
                          " has no __dlpack__ (not a DLPack producer)");

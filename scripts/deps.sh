@@ -27,7 +27,9 @@ packages=(
   # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
   libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   # Test-only: Debian's DLPack 0.6 header, an independent check of our legacy DLManagedTensor
-  # (tests/unit/dlpack; header-only, built only where <dlpack/dlpack.h> is found).
+  # (tests/unit/dlpack; built only where <dlpack/dlpack.h> is found). One plain C header with no
+  # architecture-specific content: the ARM cross builds use this host copy from /usr/include, as the
+  # cross gcc searches it (scripts/deps-arm.sh needs no :arm64/:armhf package).
   libdlpack-dev
   # The Python module (python/; built when these are present, required by CI) and its test tools.
   pybind11-dev python3-dev python3-pytest python3-mypy

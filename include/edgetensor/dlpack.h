@@ -198,15 +198,18 @@ struct ImportOptions {
 /// producer's deleter has run (once; not if null) before the call returns, so the caller must not call
 /// it again (Python: rename the capsule to "used_dltensor_versioned" either way). Exception: a null
 /// `managed` (InvalidArgument, nothing done).
-/// Checks, in order, each a named error: major version != 1 (Unsupported; only `version` and `deleter`
-/// are read, as the spec says); device other than kDLCPU, kDLCUDAHost, kDLROCMHost (Unsupported,
-/// naming it); ndim < 0 (InvalidArgument) or > kMaxRank (OutOfRange); null shape with ndim > 0, a
-/// negative dimension, null data with elements (InvalidArgument); dtype: lanes != 1, an unknown code,
-/// or a code/bits pair with no edgetensor dtype, e.g. kDLBool or complex (Unsupported, naming it);
-/// a negative stride (Unsupported), a zero stride on a dimension larger than 1 (a broadcast; InvalidArgument);
-/// data + byte_offset not aligned to the element size (InvalidArgument); any product or sum that
-/// overflows (OutOfRange). Null strides: compact row-major. kFlagReadOnly gives read-only storage
-/// (write maps: PermissionDenied); kFlagIsCopied changes nothing.
+/// Checks, each a named error (the version first, then the device, then the rest): major version != 1
+/// (Unsupported; only `version` and `deleter` are read, as the spec says); a device other than kDLCPU,
+/// kDLCUDAHost, kDLROCMHost (Unsupported, naming it: the CPU cannot reach kDLCUDA and the like);
+/// ndim < 0 (InvalidArgument) or > kMaxRank (OutOfRange); a null shape with ndim > 0 or a negative
+/// dimension (InvalidArgument); dtype lanes != 1, an unknown code, or a code/bits pair with no
+/// edgetensor dtype, e.g. kDLBool or kDLComplex (Unsupported, naming code, bits and lanes); a negative
+/// stride (Unsupported); a zero stride on a dimension larger than 1, i.e. a broadcast (InvalidArgument);
+/// any shape or stride product, extent or address sum that overflows (OutOfRange); null data with
+/// elements (InvalidArgument); data + byte_offset not aligned to the element size (InvalidArgument).
+/// Null strides mean compact row-major (the spec's meaning; DLPack >= 1.2 producers always fill them).
+/// kFlagReadOnly gives read-only storage (write maps: PermissionDenied); kFlagIsCopied changes nothing.
+/// Not checked (the pointer is the producer's word): that the memory exists. Metadata: none (preamble).
 [[nodiscard]] ET_API Result<TensorDyn> adopt_versioned(ManagedTensorVersioned* managed,
                                                        const ImportOptions& options = {});
 /// As adopt_versioned for a legacy tensor (no version to check; never read-only; a null deleter is

@@ -3,6 +3,8 @@ set(ET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/edgetensor)
 
 install(DIRECTORY include/edgetensor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${ET_GENERATED_INCLUDE_DIR}/edgetensor/abi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/edgetensor)
+# The headers cite these documents (the wire format of every IPC message, the test lanes).
+install(FILES README.md docs/WIRE.md docs/ARCHITECTURE.md docs/TESTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

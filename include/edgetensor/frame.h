@@ -8,6 +8,9 @@
 // recognises it) share one storage: it is imported, mapped and synced once. A single-buffer image
 // tensor (TensorDyn with an image_layout) converts to a one-buffer Frame without a copy.
 //
+// A Frame holds no quantization: it belongs to tensors (Frame::from_tensor leaves a tensor's behind; set
+// it on the plane views a model reads).
+//
 // Ownership: a Frame shares its storages as a TensorDyn does; copies are cheap. Thread rules as
 // TensorDyn. IPC: ipc::send_frame / ipc::receive_frame (ipc.h; docs/WIRE.md, "The frame message").
 #pragma once

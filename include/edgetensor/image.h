@@ -12,14 +12,24 @@
 //   allocation_bytes   what allocate_image allocates for a default layout: whole padded rows of every
 //                      plane (equal to GstVideoInfo.size for the same alignment).
 //
-// Metadata rule (one rule for every operation; tests/unit/image/metadata_rule_test.cpp):
-//   - The image layout describes bytes from the tensor's first element. An operation that keeps the
-//     first byte and the extent keeps it (copies, reshape, a view at offset 0 with the same extent);
-//     any other (batch, slice, another view) drops it.
+// Metadata rule (one rule for every operation; suite MetadataRule in the unit tests):
+//   - The image layout describes bytes from the tensor's first element, and the tensor's geometry
+//     with them. An operation that leaves the first byte, the shape and the strides unchanged keeps it
+//     (copies, a slice of a whole dimension, a reshape or view to the same shape); any other drops it
+//     (batch, a narrower slice, a reshape, unsqueeze or view that changes the shape: attach the layout
+//     again with set_image_layout if the new tensor still holds the image).
+//   - The pixel format follows the bytes: an operation that drops the layout but keeps the first byte
+//     and the extent (reshape [3, h, w] -> [1, 3, h, w]) keeps the format, with image_plane -1.
+//   - A tensor whose layout has a non-LINEAR DRM modifier has an opaque CPU layout: an operation that
+//     would drop its layout is refused (Unsupported), as are its maps and plane views.
 //   - A plane view (TensorDyn::plane, image_view) has no layout; it keeps the pixel format, says which
-//     plane it is (TensorDyn::image_plane), keeps colorimetry, and keeps per-tensor quantization when
-//     its dtype is the image tensor's (a P010 plane is u16: dropped); per-axis quantization is dropped.
-//     A view of a plane view keeps the format and plane index.
+//     plane it is (TensorDyn::image_plane; -1 for image_view) and keeps colorimetry. Quantization, when
+//     the view's dtype is the image tensor's (a P010 plane is u16): per-tensor is kept; per-axis is kept
+//     by an image_view in the tensor's own geometry, becomes channel i's per-tensor parameters in
+//     plane(i) when that plane is exactly the tensor's batch(i) (a planar [3, h, w] image quantized per
+//     channel on dimension 0), and is dropped otherwise. Any view, batch, slice or reshape of a plane
+//     view or of an image_view keeps the format and plane index: it still shows samples of that image
+//     (image_view(PlanarRgb) batch(0) is the R plane's samples, format PlanarRgb, image_plane -1).
 //   - Colorimetry follows the bytes: every view, batch, slice and reshape keeps it.
 //   - Quantization (quantization.h): per-tensor is kept by every view, batch, slice and reshape.
 //     Per-axis: batch along its axis leaves that channel's per-tensor parameters; batch before it
@@ -59,6 +69,9 @@ struct PlaneLayout {
 struct ImageAlignment {
   std::size_t row_bytes = 1;
   std::size_t height = 1;
+  /// GStreamer's default: rows to 4 bytes, no height padding (what gst_video_info_set_format gives;
+  /// checked against it by the GStreamer oracle tests). The struct's own default is tight rows.
+  static constexpr ImageAlignment gstreamer() noexcept { return {4, 1}; }
 };
 
 /// The layout of one image.
@@ -148,7 +161,9 @@ struct V4l2Colorimetry {
 /// V4L2_MAP_YCBCR_ENC_DEFAULT and V4L2_MAP_QUANTIZATION_DEFAULT do for the colorspace (`is_rgb`: an RGB
 /// format, full range), except under colorspace DEFAULT (the driver did not say), where they stay
 /// Unspecified. Lossy by V4L2's own definitions: ENC_SYCC is Bt601, and the extended-gamut ENC_XV601 /
-/// ENC_XV709 are Bt601 / Bt709 (their reading of values outside the limited range is not kept). Errors:
+/// ENC_XV709 are Bt601 / Bt709 (their reading of values outside the limited range is not kept). For an
+/// RGB format (`is_rgb`), a DEFAULT ycbcr_enc gives matrix Identity under any colorspace, DEFAULT
+/// included (RGB data has no YCbCr matrix; as GStreamer's v4l2src does). Errors:
 /// InvalidArgument naming the field and the value (outside its enum, the deprecated COLORSPACE_BT878,
 /// an HSV encoding in ycbcr_enc).
 [[nodiscard]] ET_API Result<Colorimetry> colorimetry_from_v4l2(const V4l2Colorimetry& v4l2, bool is_rgb);
@@ -156,8 +171,11 @@ struct V4l2Colorimetry {
 /// other field an explicit value, so colorimetry_from_v4l2 gives `colorimetry` back when no field is
 /// Unspecified. The colorspace follows the primaries: Bt709 gives SRGB with transfer Srgb, else REC709;
 /// Smpte170M gives SMPTE240M with transfer Smpte240M, else SMPTE170M (never JPEG, RAW or BT878).
-/// Errors: Unsupported naming the value V4L2 cannot express (primaries DisplayP3, transfer AribStdB67,
-/// matrix Identity); InvalidArgument for a value outside its enum.
+/// Matrix Identity (RGB data, as GStreamer's GST_VIDEO_COLOR_MATRIX_RGB) gives ycbcr_enc DEFAULT: V4L2
+/// has no identity encoding, and an RGB format's data does not use the field; colorimetry_from_v4l2 of
+/// an RGB format gives Identity back (of a YUV format, the colorspace's default matrix).
+/// Errors: Unsupported naming the value V4L2 cannot express (primaries DisplayP3, transfer AribStdB67);
+/// InvalidArgument for a value outside its enum.
 [[nodiscard]] ET_API Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry);
 
 }  // namespace edgetensor

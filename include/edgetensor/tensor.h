@@ -207,8 +207,11 @@ class ET_API TensorDyn {
   const Quantization& quantization() const noexcept { return quantization_; }
   /// Attaches an image layout (and its format; image_plane() becomes -1). The layout must validate
   /// against the tensor's extent: every plane ends within extent_bytes() from the first element, no
-  /// overlap (ImageLayout::validate(extent_bytes())). Errors: FailedPrecondition (no storage), the
-  /// validation's InvalidArgument / OutOfRange naming plane, numbers and limit.
+  /// overlap (ImageLayout::validate(extent_bytes())). The tensor must be contiguous, and u8 or i8 for
+  /// 8-bit formats (an int8 model input), u16 or u8 for formats whose samples are all 16-bit (Y16,
+  /// P010): plane views are views of its bytes in that dtype. Errors: FailedPrecondition (no storage, a
+  /// strided tensor), the validation's InvalidArgument / OutOfRange naming plane, numbers and limit,
+  /// InvalidArgument naming another dtype.
   [[nodiscard]] Result<void> set_image_layout(const ImageLayout& layout);
   /// Removes the layout and the pixel format.
   void clear_image_layout() noexcept;
@@ -237,13 +240,23 @@ class ET_API TensorDyn {
   /// Indices [begin, end) of dimension `dim`, same rank (numpy's t[..., begin:end, ...]). Errors:
   /// InvalidArgument (dim >= rank), OutOfRange (begin > end or end > shape[dim], naming them).
   [[nodiscard]] Result<TensorDyn> slice(std::size_t dim, std::size_t begin, std::size_t end) const;
+  /// A view with a new dimension of size 1 inserted before dimension `dim` (0 to rank; numpy's
+  /// expand_dims, torch's unsqueeze): CHW [3, h, w] -> NCHW [1, 3, h, w] with unsqueeze(0). Same bytes,
+  /// no copy, works on strided views. Per-axis quantization moves with its axis (axis >= dim: axis + 1);
+  /// other metadata as image.h's rule says (the geometry changes: an image layout is dropped, a plane
+  /// view keeps its format). Errors: FailedPrecondition (no storage), InvalidArgument (dim > rank, or
+  /// the tensor already has kMaxRank dimensions, naming them).
+  [[nodiscard]] Result<TensorDyn> unsqueeze(std::size_t dim) const;
   /// The view of image plane `index` with its natural shape and byte strides (rows row_stride apart):
-  /// 1-byte samples give U8, 16-bit samples U16 (P010: value in the top 10 bits of each u16).
+  /// 1-byte samples give the tensor's dtype (U8, or I8 for an int8 tensor), 16-bit samples U16 (P010: the
+  /// value is in the top 10 bits of each little-endian u16; pixel_format_info(format).planes[index]
+  /// .significant_bits says how many bits carry it).
   ///   one sample per pixel (Grey, Y planes, I420 U/V, planar R/G/B, Bayer)  [rows, cols]
   ///   interleaved (Rgb [h, w, 3], Rgba [h, w, 4], NV12 UV [ceil(h/2), ceil(w/2), 2])  [rows, cols, samples]
   ///   packed 4:2:2 (Yuyv: [h, ceil(w/2), 4], one group of 2 pixels per entry)  [rows, groups, 4]
   /// It keeps pixel_format() and colorimetry, sets image_plane(), and keeps quantization as image.h's
-  /// metadata rule says (per-tensor, when the dtype is unchanged). Errors:
+  /// metadata rule says (per-tensor when the dtype is unchanged; a planar image quantized per channel on
+  /// dimension 0 gives plane i channel i's parameters). Errors:
   /// FailedPrecondition (no image layout), OutOfRange (index >= plane count), Unsupported (a
   /// non-linear DRM modifier, naming it in hex).
   [[nodiscard]] Result<TensorDyn> plane(std::size_t index) const;

@@ -155,7 +155,10 @@ Result<Colorimetry> colorimetry_from_v4l2(const V4l2Colorimetry& v4l2, bool is_r
   std::uint32_t quant = v4l2.quantization;
   if (quant == kQuantDefault && resolve)  // V4L2_MAP_QUANTIZATION_DEFAULT
     quant = is_rgb || v4l2.colorspace == kCsJpeg ? kQuantFull : kQuantLim;
-  return Colorimetry{cs.primaries, kXfers[xfer].value, kEncs[enc].value, kQuants[quant].value};
+  // RGB data has no YCbCr matrix: a DEFAULT encoding of an RGB format is Identity whatever the colorspace
+  // (GStreamer's v4l2src gives GST_VIDEO_COLOR_MATRIX_RGB there); an explicit one is kept.
+  const YcbcrMatrix matrix = is_rgb && v4l2.ycbcr_enc == kEncDefault ? YcbcrMatrix::Identity : kEncs[enc].value;
+  return Colorimetry{cs.primaries, kXfers[xfer].value, matrix, kQuants[quant].value};
 }
 
 Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry) {
@@ -180,8 +183,13 @@ Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry) {
   }
   ET_TRY_ASSIGN(v4l2.xfer_func, v4l2_code(kXfers, colorimetry.transfer, "transfer",
                                           transfer_function_name(colorimetry.transfer), "xfer_func"));
-  ET_TRY_ASSIGN(v4l2.ycbcr_enc, v4l2_code(kEncs, colorimetry.matrix, "matrix", ycbcr_matrix_name(colorimetry.matrix),
-                                          "ycbcr_enc"));
+  // RGB data has no YCbCr matrix, and V4L2 no identity encoding: DEFAULT leaves the field to the colorspace.
+  if (colorimetry.matrix == YM::Identity) {
+    v4l2.ycbcr_enc = kEncDefault;
+  } else {
+    ET_TRY_ASSIGN(v4l2.ycbcr_enc, v4l2_code(kEncs, colorimetry.matrix, "matrix",
+                                            ycbcr_matrix_name(colorimetry.matrix), "ycbcr_enc"));
+  }
   ET_TRY_ASSIGN(v4l2.quantization, v4l2_code(kQuants, colorimetry.range, "range", color_range_name(colorimetry.range),
                                              "quantization"));
   return v4l2;

@@ -6,6 +6,7 @@
 
 #include "text/format.h"
 
+#include "core/backend.h"
 #include "core/frame_access.h"
 #include "core/tensor_access.h"
 
@@ -87,6 +88,16 @@ Result<Frame> Frame::import_planes_dup(std::span<const int> fds, const ImageLayo
   f.layout_ = layout;
   for (std::size_t i = 0; i < planes; ++i) {
     ET_TRY_ASSIGN(std::size_t end, layout.plane_end_bytes(i));
+    // A plane past its buffer's end is named with the layout's numbers (a probe that fails is left to
+    // import_fd_dup to report).
+    if (auto probe = detail::probe_fd(fds[i]); probe && end > probe->buffer_bytes)
+      return fail(ErrorCode::OutOfRange,
+                  text::format("Frame::import_planes_dup: {} plane {} ({}) ends at {} B (offset {} B, {} rows of "
+                               "stride {} B, last row {} B) but its fd {} holds {} B",
+                               pixel_format_name(layout.format), i, pixel_format_info(layout.format).planes[i].samples,
+                               end, layout.planes[i].offset_bytes, layout.plane_rows(i),
+                               layout.planes[i].row_stride_bytes, layout.plane_row_bytes(i), fds[i],
+                               probe->buffer_bytes));
     auto t = TensorDyn::import_fd_dup(fds[i], {end}, DType::U8, options);
     if (!t) {
       return fail(t.error().code(), text::format("plane {} (fd {}): {}", i, fds[i], t.error().message()),

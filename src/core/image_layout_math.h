@@ -44,6 +44,17 @@ std::string image_text(const L& l) {
   return text::format("{} {}x{}", name, l.width, l.height);
 }
 
+/// The error for a layout whose format has no table row: Unknown (the default) or a value outside the enum.
+template <class L>
+Unexpected unknown_format(const L& l) {
+  if (l.format == PixelFormat::Unknown)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}x{} image: the pixel format is unknown (the default); name one of pixel_format.h's",
+                             l.width, l.height));
+  return fail(ErrorCode::InvalidArgument, text::format("{}x{} image: pixel format {} is not a PixelFormat value",
+                                                       l.width, l.height, static_cast<unsigned>(l.format)));
+}
+
 /// "plane 1 (UV)".
 inline std::string plane_text(const PixelFormatInfo& info, std::size_t index) {
   if (index < info.plane_count) return text::format("plane {} ({})", index, info.planes[index].samples);
@@ -99,7 +110,7 @@ Result<LayoutSize<L>> min_buffer(const L& l) {
   using U = LayoutSize<L>;
   const auto& info = pixel_format_info(l.format);
   if (info.plane_count == 0)
-    return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format, no planes", image_text(l)));
+    return unknown_format(l);
   U most = 0;
   for (std::size_t i = 0; i < info.plane_count; ++i) {
     ET_TRY_ASSIGN(U end, plane_end(l, i));
@@ -113,7 +124,7 @@ template <class L>
 Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
   using U = LayoutSize<L>;
   const PixelFormatInfo* info = known_format(l.format);
-  if (!info) return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format", image_text(l)));
+  if (!info) return unknown_format(l);
   if (l.width == 0 || l.height == 0)
     return fail(ErrorCode::InvalidArgument, text::format("{}: width and height must be non-zero", image_text(l)));
   for (std::size_t i = info->plane_count; i < l.planes.size(); ++i)
@@ -131,6 +142,13 @@ Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
       return fail(ErrorCode::InvalidArgument,
                   text::format("{} {}: row stride {} B is below the plane's row bytes {} B", image_text(l),
                                plane_text(*info, i), l.planes[i].row_stride_bytes, *row_bytes));
+    // 16-bit samples (P010, Y16) are read as u16: every row must start on one.
+    const unsigned sample = info->planes[i].bits_per_sample / 8u;
+    if (sample > 1 && (l.planes[i].offset_bytes % sample != 0 || l.planes[i].row_stride_bytes % sample != 0))
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("{} {}: offset {} B and row stride {} B must be multiples of its {}-byte samples",
+                               image_text(l), plane_text(*info, i), l.planes[i].offset_bytes,
+                               l.planes[i].row_stride_bytes, sample));
     ET_TRY_ASSIGN(ends[i], plane_end(l, i));
   }
   if (!buffer_bytes) return {};
@@ -171,7 +189,7 @@ Result<L> default_layout(std::uint32_t width, std::uint32_t height, PixelFormat 
   l.width = width;
   l.height = height;
   const PixelFormatInfo* info = known_format(format);
-  if (!info) return fail(ErrorCode::InvalidArgument, text::format("{}: unknown pixel format", image_text(l)));
+  if (!info) return unknown_format(l);
   if (width == 0 || height == 0)
     return fail(ErrorCode::InvalidArgument, text::format("{}: width and height must be non-zero", image_text(l)));
   ET_TRY(check_alignment(row_align, "row_bytes"));

@@ -260,7 +260,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
   t.extent_bytes_ = layout->extent_bytes;
   // A zero-element batch keeps its offset, checked like any (a non-empty one lies inside its parent).
   if (t.element_count_ == 0) ET_TRY(detail::check_fits<std::size_t>(t.offset_bytes_, 0, buffer_bytes(), "batch"));
-  TensorAccess::carry_metadata(*this, t, {ViewOp::Batch, n});
+  ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Batch, n}));
   return t;
 }
 
@@ -269,7 +269,7 @@ Result<TensorDyn> TensorDyn::view(std::size_t offset, ArrayRef<std::size_t> shap
   auto abs = detail::checked_add<std::size_t>(offset_bytes_, offset);
   if (!abs) return fail(ErrorCode::OutOfRange, text::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, name_, "view"));
-  TensorAccess::carry_metadata(*this, t, {ViewOp::View});
+  ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::View}));
   return t;
 }
 
@@ -291,7 +291,7 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
                             text::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
                             text::join(shape, ", "), count));
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
-  TensorAccess::carry_metadata(*this, t, {ViewOp::Reshape});
+  ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Reshape}));
   return t;
 }
 

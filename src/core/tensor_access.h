@@ -15,10 +15,10 @@
 namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
 
 /// Which operation made a tensor from another (the metadata rule, image.h).
-enum class ViewOp { Reshape, View, Batch, Slice };
+enum class ViewOp { Reshape, View, Batch, Slice, Unsqueeze };
 struct ViewInfo {
   ViewOp op;
-  std::size_t index = 0;  // Batch: n; Slice: the dimension
+  std::size_t index = 0;  // Batch: n; Slice: the dimension; Unsqueeze: the new dimension
   std::size_t begin = 0;  // Slice: [begin, end)
   std::size_t end = 0;
 };
@@ -32,7 +32,9 @@ struct TensorAccess {
   static Result<TensorDyn> import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
                                   const ImportOptions& options);
   /// Gives `to`, made from `from` by `how`, the metadata image.h's rule says it keeps. Never allocates.
-  static void carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) noexcept;
+  /// Errors: Unsupported when `from` holds an image with a non-LINEAR modifier and `to` is not the whole
+  /// of it (an opaque CPU layout has no meaningful part).
+  static Result<void> carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how);
   /// The natural view of plane `index` of `layout` inside `base` (offsets count from base's first
   /// byte), with format, plane index, colorimetry and per-tensor quantization set (TensorDyn::plane).
   static Result<TensorDyn> plane_view(const TensorDyn& base, const ImageLayout& layout, std::size_t index,

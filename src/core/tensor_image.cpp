@@ -7,6 +7,7 @@
 
 #include "text/format.h"
 
+#include "core/backend.h"
 #include "core/layout.h"
 #include "core/tensor_access.h"
 
@@ -18,6 +19,17 @@ using detail::ViewOp;
 
 namespace detail {
 namespace {
+
+std::string_view view_op_name(ViewOp op) noexcept {
+  switch (op) {
+    case ViewOp::Reshape: return "reshape";
+    case ViewOp::View: return "view";
+    case ViewOp::Batch: return "batch";
+    case ViewOp::Slice: return "slice";
+    case ViewOp::Unsqueeze: return "unsqueeze";
+  }
+  return "view";
+}
 
 // Per-axis quantization through an operation (image.h's rule); per-tensor and none pass unchanged.
 Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, const ViewInfo& how) noexcept {
@@ -31,6 +43,10 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
         return one ? *one : Quantization{};
       }
       if (auto moved = q.with_axis(axis - 1)) return *moved;
+      return {};
+    case ViewOp::Unsqueeze:
+      if (axis < how.index) return q;
+      if (auto moved = q.with_axis(axis + 1)) return *moved;
       return {};
     case ViewOp::Slice:
       if (how.index != axis) return q;
@@ -49,21 +65,36 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
 
 }  // namespace
 
-void TensorAccess::carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) noexcept {
+Result<void> TensorAccess::carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) {
   to.colorimetry_ = from.colorimetry_;
   const bool same_bytes = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_;
-  if (from.image_layout_ && same_bytes) {
+  const bool same_geometry = same_bytes && std::ranges::equal(to.shape(), from.shape()) &&
+                             std::ranges::equal(to.strides(), from.strides());
+  if (from.image_layout_ && same_geometry) {
     to.image_layout_ = from.image_layout_;
     to.pixel_format_ = from.pixel_format_;
     to.image_plane_ = -1;
-  } else {
+  } else if (from.image_layout_) {
+    // The layout follows the geometry, the format the bytes: the same bytes in another shape still hold
+    // that image's samples.
+    if (from.image_layout_->modifier != kDrmFormatModLinear)
+      return fail(ErrorCode::Unsupported,
+                  text::format("{}: the tensor holds a {} image with DRM format modifier 0x{:016x} (not LINEAR): "
+                               "its CPU layout is opaque, so only views of the whole tensor are meaningful; export "
+                               "or send it instead",
+                               view_op_name(how.op), pixel_format_name(from.pixel_format_),
+                               from.image_layout_->modifier));
     to.image_layout_.reset();
-    // A view of a plane view still shows samples of that plane; a view of part of a whole image does not.
-    const bool plane = from.image_plane_ >= 0;
-    to.pixel_format_ = plane ? from.pixel_format_ : PixelFormat::Unknown;
-    to.image_plane_ = plane ? from.image_plane_ : std::int8_t{-1};
+    to.pixel_format_ = same_bytes ? from.pixel_format_ : PixelFormat::Unknown;
+    to.image_plane_ = -1;
+  } else {
+    // A view of a plane view or of an image_view (a format and no layout) still shows samples of that image.
+    to.image_layout_.reset();
+    to.pixel_format_ = from.pixel_format_;
+    to.image_plane_ = from.pixel_format_ != PixelFormat::Unknown ? from.image_plane_ : std::int8_t{-1};
   }
   to.quantization_ = carry_quantization(from, to, how);
+  return {};
 }
 
 Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLayout& layout, std::size_t index,
@@ -86,7 +117,7 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
   const auto stride = static_cast<std::int64_t>(layout.planes[index].row_stride_bytes);
   const auto group = static_cast<std::int64_t>(pf.bytes_per_group);
   const auto sample = static_cast<std::int64_t>(sample_bytes);
-  const DType dtype = sample_bytes == 2 ? DType::U16 : DType::U8;
+  const DType dtype = sample_bytes == 2 ? DType::U16 : base.dtype_ == DType::I8 ? DType::I8 : DType::U8;
   std::array<std::size_t, 3> shape{rows, groups, samples};
   std::array<std::int64_t, 3> strides{stride, group, sample};
   const std::size_t rank = samples == 1 ? 2 : 3;  // one sample per pixel: [rows, cols]
@@ -102,8 +133,18 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
   t.image_plane_ = static_cast<std::int8_t>(index);
   t.colorimetry_ = colorimetry;
   // Per-tensor parameters describe values of the base's dtype: kept when the plane has that dtype.
-  t.quantization_ = base.quantization_.kind() == QuantizationKind::PerTensor && base.dtype_ == dtype
-                       ? base.quantization_ : Quantization{};
+  // Per-axis parameters: when the plane is exactly the base's sub-tensor batch(index) (a planar image
+  // quantized per channel on dimension 0), that channel's per-tensor parameters, as batch gives them.
+  t.quantization_ = {};
+  if (base.dtype_ == dtype && base.quantization_.kind() == QuantizationKind::PerTensor) {
+    t.quantization_ = base.quantization_;
+  } else if (base.dtype_ == dtype && base.quantization_.kind() == QuantizationKind::PerAxis && base.rank_ > 0 &&
+             index < base.shape_[0]) {
+    if (auto b = base.batch(index); b && b->offset_bytes_ == t.offset_bytes_ &&
+                                    std::ranges::equal(b->shape(), t.shape()) &&
+                                    std::ranges::equal(b->strides(), t.strides()))
+      t.quantization_ = b->quantization_;
+  }
   return t;
 }
 
@@ -118,6 +159,22 @@ Result<TensorDyn> TensorAccess::whole_buffer(const TensorDyn& t) {
 Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image_layout: tensor has no storage");
   ET_TRY(layout.validate(extent_bytes_));
+  // Plane views are views of the bytes in the tensor's dtype: u8 or i8 samples, u16 for 16-bit formats.
+  const PixelFormatInfo& info = pixel_format_info(layout.format);
+  const bool wide = std::all_of(info.planes.begin(), info.planes.begin() + info.plane_count,
+                                [](const PlaneFormat& p) { return p.bits_per_sample == 16; });
+  if (wide ? dtype_ != DType::U16 && dtype_ != DType::U8 : dtype_ != DType::U8 && dtype_ != DType::I8)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("set_image_layout: a tensor of dtype {} cannot hold a {} image: its tensor must be {}",
+                             dtype_name(dtype_), info.name, wide ? "u16 or u8" : "u8 or i8"));
+  // The layout describes a contiguous run of bytes from the first element; a strided tensor's own rows
+  // would disagree with it.
+  if (!is_contiguous())
+    return fail(ErrorCode::FailedPrecondition,
+                text::format("set_image_layout: tensor [{}] with strides [{}] B is not contiguous; attach the layout "
+                             "to the contiguous tensor holding the image's bytes (import_image_dup, allocate_image "
+                             "or a contiguous view)",
+                             text::join(shape(), ", "), text::join(strides(), ", ")));
   image_layout_ = std::make_shared<const ImageLayout>(layout);
   pixel_format_ = layout.format;
   image_plane_ = -1;
@@ -149,8 +206,15 @@ Result<TensorDyn> TensorDyn::image_view() const {
   ET_TRY_ASSIGN(auto first, plane(0));
   const ImageLayout& layout = *image_layout_;
   const PixelFormatInfo& info = pixel_format_info(layout.format);
+  // The image in the tensor's own geometry (CHW over a [3, h, w] tensor) keeps all its quantization.
+  const auto keep_if_same_geometry = [this](TensorDyn& v) {
+    if (v.offset_bytes_ == offset_bytes_ && v.dtype_ == dtype_ && std::ranges::equal(v.shape(), shape()) &&
+        std::ranges::equal(v.strides(), strides()))
+      v.quantization_ = quantization_;
+  };
   if (info.plane_count == 1) {
     first.image_plane_ = -1;
+    keep_if_same_geometry(first);
     return first;
   }
   // Planar formats without subsampling (PlanarRgb, PlanarRgba): [planes, h, w] when evenly spaced.
@@ -181,7 +245,34 @@ Result<TensorDyn> TensorDyn::image_view() const {
                                            "image_view"));
   t.pixel_format_ = first.pixel_format_;
   t.colorimetry_ = first.colorimetry_;
-  t.quantization_ = first.quantization_;
+  t.quantization_ = first.quantization_.kind() == QuantizationKind::PerTensor ? first.quantization_ : Quantization{};
+  keep_if_same_geometry(t);
+  return t;
+}
+
+Result<TensorDyn> TensorDyn::unsqueeze(std::size_t dim) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "unsqueeze: tensor has no storage");
+  if (rank_ >= kMaxRank)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("unsqueeze: a rank-{} tensor cannot take another dimension (at most {})", rank_, kMaxRank));
+  if (dim > rank_)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("unsqueeze: dimension {} of a rank-{} tensor (0 to {})", dim, rank_, rank_));
+  TensorDyn t = *this;
+  for (std::size_t i = rank_; i > dim; --i) {
+    t.shape_[i] = shape_[i - 1];
+    t.strides_[i] = strides_[i - 1];
+  }
+  t.shape_[dim] = 1;
+  // A size-1 dimension's stride never moves a byte; give it the value a contiguous tensor would have.
+  // (Strides of zero-element tensors are unbounded: an overflowing product falls back to the element size.)
+  std::int64_t next = static_cast<std::int64_t>(element_size());
+  if (std::int64_t p = 0;
+      dim < rank_ && !__builtin_mul_overflow(strides_[dim], static_cast<std::int64_t>(shape_[dim]), &p))
+    next = p;
+  t.strides_[dim] = next;
+  t.rank_ = rank_ + 1;
+  ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Unsqueeze, dim}));
   return t;
 }
 
@@ -202,7 +293,7 @@ Result<TensorDyn> TensorDyn::slice(std::size_t dim, std::size_t begin, std::size
   shape[dim] = end - begin;
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, ArrayRef<std::size_t>(shape.data(), rank_), dtype_,
                                            ArrayRef<std::int64_t>(strides_.data(), rank_), *offset, name_, "slice"));
-  TensorAccess::carry_metadata(*this, t, {ViewOp::Slice, dim, begin, end});
+  ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Slice, dim, begin, end}));
   return t;
 }
 
@@ -230,6 +321,19 @@ Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout
                             "from its layout (leave it empty)", options.strides_bytes.size()));
   ET_TRY(layout.validate());
   ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  // Name the plane that does not fit (import_fd_dup would only say the whole extent is too long). A
+  // probe that fails, or an offset past the end, is left to import_fd_dup to report.
+  if (auto probe = detail::probe_fd(borrowed_fd); probe && options.offset_bytes <= probe->buffer_bytes) {
+    if (auto fits = layout.validate(probe->buffer_bytes - options.offset_bytes); !fits)
+      return fail(fits.error().code(),
+                  options.offset_bytes == 0
+                      ? text::format("import_image_dup of fd {} ({} B buffer): {}", borrowed_fd, probe->buffer_bytes,
+                                     fits.error().message())
+                      : text::format("import_image_dup of fd {} ({} B buffer; the image at offset {} B has the {} B "
+                                     "after it): {}",
+                                     borrowed_fd, probe->buffer_bytes, options.offset_bytes,
+                                     probe->buffer_bytes - options.offset_bytes, fits.error().message()));
+  }
   ET_TRY_ASSIGN(auto t, import_fd_dup(borrowed_fd, {bytes}, DType::U8, options));
   ET_TRY(t.set_image_layout(layout));
   return t;

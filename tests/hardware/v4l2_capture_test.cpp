@@ -3,13 +3,13 @@
 // edgetensor. For single-planar YUYV and NV12 and multi-planar NV12M (NM12) at 640x360 (vivid's webcam
 // input), each test sets the format (VIDIOC_S_FMT, asking for padded rows), streams MMAP buffers,
 // exports each buffer plane with VIDIOC_EXPBUF and checks every dequeued frame:
-//   - V4l2Capture.Expbuf*: the exported DMA-BUF, mapped on its own, holds the same bytes as V4L2's mmap
+//   - V4l2CaptureHardware.Expbuf*: the exported DMA-BUF, mapped on its own, holds the same bytes as V4L2's mmap
 //     of the buffer (V4L2 only; no edgetensor).
-//   - V4l2Capture.Import*: the DMA-BUF imported with exactly the layout V4L2 reports (bytesperline,
+//   - V4l2CaptureHardware.Import*: the DMA-BUF imported with exactly the layout V4L2 reports (bytesperline,
 //     plane offsets, data_offset; TensorDyn::import_image_dup for one-buffer formats,
 //     Frame::import_planes_dup for NM12) gives plane views whose bytes, walked through the views' own
 //     shapes and strides, equal V4L2's mmap of the same frame row by row.
-//   - V4l2Capture.FormatsAndColorimetry: pixel_format_from_v4l2 and colorimetry_from_v4l2 on what
+//   - V4l2CaptureHardware.FormatsAndColorimetry: pixel_format_from_v4l2 and colorimetry_from_v4l2 on what
 //     vivid reports.
 // Each test skips with the reason where no vivid capture node exists; ET_V4L2_REQUIRE_DEVICES=1 (set by
 // tests/kernel/v4l2_lane.sh, which loads vivid with n_devs=2 multiplanar=1,2) makes that a failure.
@@ -140,7 +140,7 @@ void check_expbuf(const V4l2Format& f, const V4l2Frame& frame) {
   }
 }
 
-TEST(V4l2Capture, VividNodes) {
+TEST(V4l2CaptureHardware, VividNodes) {
   const auto nodes = find_vivid_capture_nodes();
   for (const auto& n : nodes)
     std::cout << "[          ] " << n.path << ": " << n.card << (n.multiplanar ? " (multi-planar)" : " (single-planar)")
@@ -149,17 +149,17 @@ TEST(V4l2Capture, VividNodes) {
   NEED_VIVID(multi, true);
 }
 
-TEST(V4l2Capture, ExpbufMatchesMmapYuyv) {
+TEST(V4l2CaptureHardware, ExpbufMatchesMmapYuyv) {
   NEED_VIVID(node, false);
   capture(*node, kYuyv, check_expbuf);
 }
 
-TEST(V4l2Capture, ExpbufMatchesMmapNv12) {
+TEST(V4l2CaptureHardware, ExpbufMatchesMmapNv12) {
   NEED_VIVID(node, false);
   capture(*node, kNv12, check_expbuf);
 }
 
-TEST(V4l2Capture, ExpbufMatchesMmapNv12m) {
+TEST(V4l2CaptureHardware, ExpbufMatchesMmapNv12m) {
   NEED_VIVID(node, true);
   capture(*node, kNv12m, check_expbuf);
 }
@@ -313,17 +313,17 @@ void check_import(const V4l2Format& f, const V4l2Frame& frame) {
   }
 }
 
-TEST(V4l2Capture, ImportYuyv) {
+TEST(V4l2CaptureHardware, ImportYuyv) {
   NEED_VIVID(node, false);
   capture(*node, kYuyv, check_import);
 }
 
-TEST(V4l2Capture, ImportNv12) {
+TEST(V4l2CaptureHardware, ImportNv12) {
   NEED_VIVID(node, false);
   capture(*node, kNv12, check_import);
 }
 
-TEST(V4l2Capture, ImportNv12m) {
+TEST(V4l2CaptureHardware, ImportNv12m) {
   NEED_VIVID(node, true);
   capture(*node, kNv12m, check_import);
 }
@@ -332,7 +332,7 @@ TEST(V4l2Capture, ImportNv12m) {
 // buffers), and its colorimetry. The webcam input starts in sRGB (vivid.rst); sRGB has BT.709
 // primaries, the sRGB transfer function and, for Y'CbCr, BT.601 encoding in limited range by default
 // (V4L2 specification, "Detailed Colorspace Descriptions", sRGB).
-TEST(V4l2Capture, FormatsAndColorimetry) {
+TEST(V4l2CaptureHardware, FormatsAndColorimetry) {
   NEED_VIVID(single, false);
   NEED_VIVID(multi, true);
   for (const Case& c : {kYuyv, kNv12, kNv12m}) {

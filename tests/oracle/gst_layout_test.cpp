@@ -240,10 +240,10 @@ TEST(Oracle, DefaultLayoutEqualsGstVideoInfo) {
       GstVideoInfo info;
       gst_video_info_init(&info);
       ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
-      auto l = ImageLayout::make(s.w, s.h, ours(name), {.row_bytes = 4});
+      auto l = ImageLayout::make(s.w, s.h, ours(name), ImageAlignment::gstreamer());
       ASSERT_TRUE(l.has_value()) << l.error().to_string();
       expect_equal(*l, info);
-      auto alloc = ImageLayout::allocation_bytes(s.w, s.h, ours(name), {.row_bytes = 4});
+      auto alloc = ImageLayout::allocation_bytes(s.w, s.h, ours(name), ImageAlignment::gstreamer());
       ASSERT_TRUE(alloc.has_value());
       EXPECT_EQ(*alloc, info.size) << "allocation_bytes vs GstVideoInfo.size";
       EXPECT_TRUE(l->validate(info.size).has_value());
@@ -323,6 +323,126 @@ TEST(Oracle, GstPaddedLayoutsValidateAgainstGstSize) {
               "validate against GstVideoInfo.size\n",
               gst_version_text().c_str(), kFormatCount, kSizeCount, std::size(paddings), checked);
   EXPECT_EQ(static_cast<std::size_t>(checked), kFormatCount * kSizeCount * std::size(paddings));
+}
+
+// GStreamer 1.22's VYUY unpack reads the last pixel of an odd-width row with U and V swapped (its full
+// groups are right: the same bytes as our table, and as UnpackReadsTheBytesOurTableNames shows); the
+// defect is checked to be exactly that swap, not tolerated as any difference.
+bool known_gst_vyuy_tail_defect(const char* name, std::uint32_t width, std::size_t x, int c) {
+  return std::string(name) == "VYUY" && width % 2 == 1 && x + 1 == width && (c == 1 || c == 2);
+}
+
+// A layout padded by gst_video_info_align, over a buffer of GstVideoInfo.size filled with a pattern: for
+// every pixel of every row and every component, GStreamer's unpack function (reading the buffer through
+// GstVideoInfo's offsets and strides) and our plane views (TensorDyn::plane, mapped, rows stepped by the
+// view's own stride) give the same sample. The padding is real bytes of the pattern, so a view that
+// started in the padding or stepped by the wrong stride would read other values.
+TEST(Oracle, GstPaddedFramesReadTheSameSamplesThroughPlaneViews) {
+  const Size sizes[] = {{3, 3}, {641, 481}};
+  struct Padding {
+    guint top, bottom, left, right, stride_align;
+  };
+  const Padding paddings[] = {{0, 8, 0, 32, 0}, {2, 6, 16, 16, 63}, {16, 0, 0, 64, 255}};
+  long long samples = 0, tolerated = 0;
+  int frames = 0;
+  for (const char* name : kFormats)
+    for (Size s : sizes)
+      for (const Padding& pad : paddings) {
+        SCOPED_TRACE(trace(name, s) + " padding " + std::to_string(pad.top) + "/" + std::to_string(pad.bottom) + "/" +
+                     std::to_string(pad.left) + "/" + std::to_string(pad.right));
+        GstVideoInfo info;
+        gst_video_info_init(&info);
+        ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
+        GstVideoAlignment align;
+        gst_video_alignment_reset(&align);
+        align.padding_top = pad.top;
+        align.padding_bottom = pad.bottom;
+        align.padding_left = pad.left;
+        align.padding_right = pad.right;
+        for (guint p = 0; p < GST_VIDEO_MAX_PLANES; ++p) align.stride_align[p] = pad.stride_align;
+        ASSERT_TRUE(gst_video_info_align(&info, &align));
+        auto t = TensorDyn::allocate({info.size}, DType::U8);
+        ASSERT_TRUE(t.has_value()) << t.error().to_string();
+        std::vector<guint8> bytes(info.size);
+        for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<guint8>((i * 2654435761u) >> 13);
+        {
+          auto m = t->map_write();
+          ASSERT_TRUE(m.has_value());
+          std::copy(bytes.begin(), bytes.end(), reinterpret_cast<guint8*>(m->bytes().data()));
+        }
+        const PixelFormatInfo& table = pixel_format_info(ours(name));
+        auto set = t->set_image_layout(from_gst(info, ours(name), s));
+        ASSERT_TRUE(set.has_value()) << set.error().to_string();
+        // Our side: each plane view's mapped bytes and its row stride (the view's strides[0]).
+        std::vector<TensorDyn> views;
+        std::vector<ReadMap> maps;
+        for (std::size_t p = 0; p < table.plane_count; ++p) {
+          auto v = t->plane(p);
+          ASSERT_TRUE(v.has_value()) << v.error().to_string();
+          auto m = v->map_read();
+          ASSERT_TRUE(m.has_value()) << m.error().to_string();
+          views.push_back(*v);
+          maps.push_back(std::move(*m));
+        }
+        // GStreamer's side: its unpack function over the same bytes at its own offsets and strides.
+        const GstVideoFormatInfo* g = info.finfo;
+        const bool wide = GST_VIDEO_FORMAT_INFO_BITS(g) > 8;
+        gpointer data[GST_VIDEO_MAX_PLANES] = {};
+        gint strides[GST_VIDEO_MAX_PLANES] = {};
+        for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&info); ++p) {
+          data[p] = bytes.data() + info.offset[p];
+          strides[p] = info.stride[p];
+        }
+        std::vector<guint16> row16(s.w * 4 + 8);
+        std::vector<guint8> row8(s.w * 4 + 8);
+        std::string first_mismatch;
+        long long mismatches = 0;
+        for (std::uint32_t y = 0; y < s.h; ++y) {
+          g->unpack_func(g, GST_VIDEO_PACK_FLAG_NONE, wide ? static_cast<gpointer>(row16.data()) : row8.data(), data,
+                         strides, 0, static_cast<gint>(y), static_cast<gint>(s.w));
+          for (std::size_t x = 0; x < s.w; ++x)
+            for (int c = 0; c < static_cast<int>(g->n_components); ++c) {
+              SamplePlace at{};
+              ASSERT_TRUE(place_of(table, c, x, &at));
+              const std::size_t row = y / at.format->v_subsampling;
+              const auto& view = views[at.plane];
+              ASSERT_LT(row, view.shape()[0]);
+              const auto* ours_row =
+                  reinterpret_cast<const guint8*>(maps[at.plane].bytes().data()) + row * view.strides()[0];
+              const std::size_t out = x * 4 + (c == 3 ? 0 : c + 1);
+              unsigned mine = 0, theirs_value = 0;
+              if (!wide) {
+                mine = ours_row[at.byte];
+                theirs_value = row8[out];
+              } else {
+                const unsigned bits = at.format->significant_bits;
+                mine = (ours_row[at.byte] | (ours_row[at.byte + 1] << 8)) >> (at.format->bits_per_sample - bits);
+                theirs_value = row16[out] >> (16 - bits);
+              }
+              ++samples;
+              if (mine != theirs_value && known_gst_vyuy_tail_defect(name, s.w, x, c)) {
+                // Tolerated only as exactly that defect: GStreamer read the other chroma sample.
+                SamplePlace other{};
+                ASSERT_TRUE(place_of(table, c == 1 ? 2 : 1, x, &other));
+                if (ours_row[other.byte] == theirs_value) {
+                  ++tolerated;
+                  continue;
+                }
+              }
+              if (mine != theirs_value && mismatches++ == 0)
+                first_mismatch = "pixel " + std::to_string(x) + "," + std::to_string(y) + " component " +
+                                 std::to_string(c) + ": plane view " + std::to_string(mine) + ", GStreamer " +
+                                 std::to_string(theirs_value);
+            }
+        }
+        EXPECT_EQ(mismatches, 0) << first_mismatch;
+        ++frames;
+      }
+  if (!::testing::Test::HasFailure())
+    std::printf("gst oracle (GStreamer %s): %d gst_video_info_align-padded frames (%zu formats x 2 sizes x 3 "
+                "paddings): plane views read the same %lld samples as GStreamer's unpack functions (%lld VYUY "
+                "odd-width tail chroma samples excepted: GStreamer swaps U and V there)\n",
+                gst_version_text().c_str(), frames, kFormatCount, samples - tolerated, tolerated);
 }
 
 }  // namespace

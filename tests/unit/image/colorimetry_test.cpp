@@ -158,7 +158,9 @@ TEST(Colorimetry, ExplicitV4l2ValuesComeBackExactly) {
   }
   // The all-DEFAULT fields and the empty colorimetry are each other's image.
   EXPECT_EQ(*colorimetry_from_v4l2(V4l2Colorimetry{}, false), Colorimetry{});
-  EXPECT_EQ(*colorimetry_from_v4l2(V4l2Colorimetry{}, true), Colorimetry{});
+  EXPECT_EQ(*colorimetry_from_v4l2(V4l2Colorimetry{}, true),
+            (Colorimetry{CP::Unspecified, TF::Unspecified, YM::Identity, CR::Unspecified}))
+      << "RGB data has no YCbCr matrix, whatever the driver left unsaid";
   EXPECT_EQ(*colorimetry_to_v4l2(Colorimetry{}), V4l2Colorimetry{});
 }
 
@@ -171,8 +173,15 @@ TEST(Colorimetry, EveryExpressibleColorimetryRoundTrips) {
         for (int r = 1; r <= static_cast<int>(CR::Limited); ++r) {
           const Colorimetry c{static_cast<CP>(p), static_cast<TF>(t), static_cast<YM>(m), static_cast<CR>(r)};
           auto v = colorimetry_to_v4l2(c);
-          if (c.primaries == CP::DisplayP3 || c.transfer == TF::AribStdB67 || c.matrix == YM::Identity) {
+          if (c.primaries == CP::DisplayP3 || c.transfer == TF::AribStdB67) {
             EXPECT_FALSE(v.has_value());
+            continue;
+          }
+          if (c.matrix == YM::Identity) {  // RGB: no V4L2 encoding, DEFAULT; an RGB format reads it back
+            ASSERT_OK(v);
+            EXPECT_EQ(v->ycbcr_enc, static_cast<std::uint32_t>(V4L2_YCBCR_ENC_DEFAULT));
+            EXPECT_EQ(*colorimetry_from_v4l2(*v, true), c);
+            ++checked;
             continue;
           }
           ASSERT_OK(v);
@@ -184,7 +193,7 @@ TEST(Colorimetry, EveryExpressibleColorimetryRoundTrips) {
           for (bool is_rgb : {false, true}) EXPECT_EQ(*colorimetry_from_v4l2(*v, is_rgb), c);
           ++checked;
         }
-  EXPECT_EQ(checked, 7 * 7 * 5 * 2);  // without DisplayP3, AribStdB67, Identity
+  EXPECT_EQ(checked, 7 * 7 * 6 * 2);  // without DisplayP3, AribStdB67
 }
 
 TEST(Colorimetry, DefaultsResolveAsTheKernelMacrosSay) {
@@ -196,7 +205,8 @@ TEST(Colorimetry, DefaultsResolveAsTheKernelMacrosSay) {
       ASSERT_OK(c);
       EXPECT_EQ(c->primaries, cs.primaries);
       EXPECT_EQ(c->transfer, transfer_of(V4L2_MAP_XFER_FUNC_DEFAULT(cs.v4l2)));
-      EXPECT_EQ(c->matrix, matrix_of(V4L2_MAP_YCBCR_ENC_DEFAULT(cs.v4l2)));
+      // An RGB format's DEFAULT encoding is Identity (no YCbCr matrix), as GStreamer's v4l2src says.
+      EXPECT_EQ(c->matrix, is_rgb ? YM::Identity : matrix_of(V4L2_MAP_YCBCR_ENC_DEFAULT(cs.v4l2)));
       EXPECT_EQ(c->range, range_of(V4L2_MAP_QUANTIZATION_DEFAULT(is_rgb, cs.v4l2, 0)));
     }
   }
@@ -206,11 +216,13 @@ TEST(Colorimetry, DefaultsResolveAsTheKernelMacrosSay) {
   EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_SRGB, 0, 0, 0}, false),
             (Colorimetry{CP::Bt709, TF::Srgb, YM::Bt601, CR::Limited}));
   EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_SRGB, 0, 0, 0}, true),
-            (Colorimetry{CP::Bt709, TF::Srgb, YM::Bt601, CR::Full}));
+            (Colorimetry{CP::Bt709, TF::Srgb, YM::Identity, CR::Full}));
   EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_REC709, 0, 0, 0}, false),
             (Colorimetry{CP::Bt709, TF::Bt709, YM::Bt709, CR::Limited}));
   EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_RAW, 0, 0, 0}, true),
-            (Colorimetry{CP::Unspecified, TF::Linear, YM::Bt601, CR::Full}));
+            (Colorimetry{CP::Unspecified, TF::Linear, YM::Identity, CR::Full}));
+  // An explicit encoding on an RGB format is kept.
+  EXPECT_EQ(colorimetry_from_v4l2({V4L2_COLORSPACE_SRGB, V4L2_YCBCR_ENC_709, 0, 0}, true)->matrix, YM::Bt709);
   // Explicit fields override the colorspace's defaults.
   EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_JPEG, V4L2_YCBCR_ENC_709, V4L2_QUANTIZATION_LIM_RANGE,
                                     V4L2_XFER_FUNC_709},
@@ -219,9 +231,12 @@ TEST(Colorimetry, DefaultsResolveAsTheKernelMacrosSay) {
 }
 
 TEST(Colorimetry, ColorspaceDefaultLeavesDefaultFieldsUnspecified) {
-  // The driver did not say: nothing to resolve from, even for RGB. Explicit fields are kept.
+  // The driver did not say: nothing to resolve from (an RGB format still has no YCbCr matrix).
+  // Explicit fields are kept.
   for (bool is_rgb : {false, true}) {
-    EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_DEFAULT, 0, 0, 0}, is_rgb), Colorimetry{});
+    EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_DEFAULT, 0, 0, 0}, is_rgb),
+              (Colorimetry{CP::Unspecified, TF::Unspecified, is_rgb ? YM::Identity : YM::Unspecified,
+                           CR::Unspecified}));
     EXPECT_EQ(*colorimetry_from_v4l2({V4L2_COLORSPACE_DEFAULT, V4L2_YCBCR_ENC_BT2020, V4L2_QUANTIZATION_FULL_RANGE,
                                       V4L2_XFER_FUNC_SMPTE2084},
                                      is_rgb),
@@ -254,8 +269,11 @@ TEST(Colorimetry, ToV4l2RefusesWhatV4l2CannotExpress) {
                "colorimetry primaries display_p3: V4L2 has no colorspace for them");
   EXPECT_ERROR(colorimetry_to_v4l2({CP::Bt2020, TF::AribStdB67, YM::Bt2020, CR::Limited}), ErrorCode::Unsupported,
                "colorimetry transfer arib_std_b67: V4L2 has no xfer_func value for it");
-  EXPECT_ERROR(colorimetry_to_v4l2({CP::Bt709, TF::Srgb, YM::Identity, CR::Full}), ErrorCode::Unsupported,
-               "colorimetry matrix identity: V4L2 has no ycbcr_enc value for it");
+  // RGB's Identity matrix has no V4L2 encoding: DEFAULT (the sRGB of GStreamer's RGB formats converts).
+  auto rgb = colorimetry_to_v4l2({CP::Bt709, TF::Srgb, YM::Identity, CR::Full});
+  ASSERT_OK(rgb);
+  EXPECT_EQ(*rgb, (V4l2Colorimetry{V4L2_COLORSPACE_SRGB, V4L2_YCBCR_ENC_DEFAULT, V4L2_QUANTIZATION_FULL_RANGE,
+                                   V4L2_XFER_FUNC_SRGB}));
   // Values outside our enums are a broken contract.
   const auto bad = [](auto e) { return static_cast<decltype(e)>(200); };
   EXPECT_ERROR(colorimetry_to_v4l2({bad(CP{}), TF::Bt709, YM::Bt709, CR::Full}), ErrorCode::InvalidArgument,

@@ -145,9 +145,9 @@ TEST(ImageLayoutMake, EveryFormatAndAlignmentGivesAValidLayoutThatFitsItsAllocat
 
 TEST(ImageLayoutMake, BadArgumentsAreNamed) {
   EXPECT_ERROR(ImageLayout::make(640, 480, PixelFormat::Unknown), ErrorCode::InvalidArgument,
-               "unknown 640x480: unknown pixel format");
+               "640x480 image: the pixel format is unknown (the default); name one of pixel_format.h's");
   EXPECT_ERROR(ImageLayout::make(640, 480, static_cast<PixelFormat>(99)), ErrorCode::InvalidArgument,
-               "pixel format 99 (invalid) 640x480");
+               "640x480 image: pixel format 99 is not a PixelFormat value");
   EXPECT_ERROR(ImageLayout::make(0, 480, PixelFormat::Nv12), ErrorCode::InvalidArgument, "nv12 0x480");
   EXPECT_ERROR(ImageLayout::make(640, 0, PixelFormat::Nv12), ErrorCode::InvalidArgument, "non-zero");
   for (std::size_t bad : {std::size_t{0}, std::size_t{3}, std::size_t{48}, std::size_t{8192}}) {
@@ -218,7 +218,7 @@ TEST(ImageLayoutSizes, PlaneRowsAndRowBytesPastThePlanesAreZero) {
   const ImageLayout unknown;
   EXPECT_EQ(unknown.plane_count(), 0u);
   EXPECT_EQ(unknown.plane_rows(0), 0u);
-  EXPECT_ERROR(unknown.min_buffer_bytes(), ErrorCode::InvalidArgument, "unknown pixel format");
+  EXPECT_ERROR(unknown.min_buffer_bytes(), ErrorCode::InvalidArgument, "the pixel format is unknown");
 }
 
 TEST(ImageLayoutSizes, PlaneEndOverflowIsOutOfRange) {
@@ -280,9 +280,9 @@ TEST(ImageLayoutValidate, PlanePastTheEndIsOutOfRange) {
 
 TEST(ImageLayoutValidate, UnknownFormatZeroSizeAndUnusedPlanes) {
   auto unknown = layout(PixelFormat::Unknown, 4, 4, {{0, 4}});
-  EXPECT_ERROR(unknown.validate(), ErrorCode::InvalidArgument, "unknown 4x4: unknown pixel format");
+  EXPECT_ERROR(unknown.validate(), ErrorCode::InvalidArgument, "4x4 image: the pixel format is unknown");
   auto invalid = layout(static_cast<PixelFormat>(kPixelFormatCount), 4, 4, {{0, 4}});
-  EXPECT_ERROR(invalid.validate(64), ErrorCode::InvalidArgument, "pixel format 29 (invalid) 4x4");
+  EXPECT_ERROR(invalid.validate(64), ErrorCode::InvalidArgument, "4x4 image: pixel format 29 is not a PixelFormat value");
   EXPECT_ERROR(layout(PixelFormat::Grey, 0, 4, {{0, 4}}).validate(), ErrorCode::InvalidArgument,
                "grey 0x4: width and height must be non-zero");
   EXPECT_ERROR(layout(PixelFormat::Grey, 4, 0, {{0, 4}}).validate(16), ErrorCode::InvalidArgument, "non-zero");

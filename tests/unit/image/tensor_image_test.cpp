@@ -111,6 +111,16 @@ TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
   auto t = TensorDyn::import_image_dup(short_fd.get(), l);
   EXPECT_ERROR(t, ErrorCode::OutOfRange, std::to_string(tight));
   EXPECT_NE(t.error().message().find(std::to_string(tight - 1)), std::string::npos) << t.error().message();
+  // The plane that does not fit is named (the UV plane: the Y plane still fits).
+  EXPECT_NE(t.error().message().find("plane 1"), std::string::npos) << t.error().message();
+  EXPECT_EQ(t.error().message().find("plane 0"), std::string::npos) << t.error().message();
+  // An image at an offset: the offset is said too.
+  UniqueFd fd = sealed_memfd(tight + 64);
+  ImportOptions at;
+  at.offset_bytes = 128;
+  auto o = TensorDyn::import_image_dup(fd.get(), l, at);
+  EXPECT_ERROR(o, ErrorCode::OutOfRange, "plane 1");
+  EXPECT_NE(o.error().message().find("offset 128 B"), std::string::npos) << o.error().message();
 }
 
 TEST(TensorImage, PlaneViewsHaveTheNaturalShapes) {
@@ -215,8 +225,12 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   ASSERT_NE(layout, nullptr);
   auto r = t->reshape({2, 4, 3});
   ASSERT_OK(r);
-  EXPECT_EQ(r->image_layout(), layout) << "same bytes: shared, not copied";
-  EXPECT_EQ(r->pixel_format(), PixelFormat::Rgb);
+  EXPECT_EQ(r->image_layout(), nullptr) << "a reshape that changes the geometry drops the layout";
+  EXPECT_EQ(r->pixel_format(), PixelFormat::Rgb) << "the format follows the bytes";
+  EXPECT_EQ(r->image_plane(), -1);
+  auto same_shape = t->reshape({24});
+  ASSERT_OK(same_shape);
+  EXPECT_EQ(same_shape->image_layout(), layout) << "same geometry: shared, not copied";
   auto same = t->view(0, {24});
   ASSERT_OK(same);
   EXPECT_EQ(same->image_layout(), layout);
@@ -225,12 +239,15 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   EXPECT_EQ(part->image_layout(), nullptr);
   EXPECT_EQ(part->pixel_format(), PixelFormat::Unknown);
   EXPECT_EQ(part->colorimetry(), t->colorimetry()) << "colorimetry follows the bytes";
-  auto b = r->batch(1);
+  auto b = t->batch(1);
   ASSERT_OK(b);
   EXPECT_EQ(b->image_layout(), nullptr);
-  auto s = r->slice(1, 0, 4);  // the whole dimension: same bytes
+  auto s = t->slice(0, 0, 24);  // the whole dimension: same geometry
   ASSERT_OK(s);
   EXPECT_EQ(s->image_layout(), layout);
+  auto narrower = t->slice(0, 0, 23);
+  ASSERT_OK(narrower);
+  EXPECT_EQ(narrower->image_layout(), nullptr);
   auto p = t->plane(0);
   ASSERT_OK(p);
   auto pv = p->batch(1);  // a row of a plane view is still that plane's samples
@@ -240,7 +257,137 @@ TEST(MetadataRule, LayoutFollowsTheSameBytesOnly) {
   EXPECT_EQ(pv->colorimetry(), t->colorimetry());
   t->clear_image_layout();
   EXPECT_EQ(t->image_layout(), nullptr);
-  EXPECT_EQ(r->image_layout(), layout) << "other tensors keep their shared layout";
+  EXPECT_EQ(same_shape->image_layout(), layout) << "other tensors keep their shared layout";
+}
+
+TEST(MetadataRule, ViewsOfAnImageViewKeepTheFormat) {
+  auto t = TensorDyn::allocate_image(4, 2, PixelFormat::PlanarRgb);
+  ASSERT_OK(t);
+  auto chw = t->image_view();
+  ASSERT_OK(chw);
+  ASSERT_EQ(chw->rank(), 3u);
+  for (auto v : {chw->batch(0), chw->slice(1, 0, 1), chw->reshape({3, 8}), chw->view(0, {4})}) {
+    ASSERT_OK(v);
+    EXPECT_EQ(v->pixel_format(), PixelFormat::PlanarRgb);
+    EXPECT_EQ(v->image_plane(), -1);
+    EXPECT_EQ(v->image_layout(), nullptr);
+  }
+}
+
+TEST(MetadataRule, PlanarImageQuantizedPerChannelGivesEachPlaneItsChannel) {
+  auto t = TensorDyn::allocate({3, 2, 4}, DType::U8);
+  ASSERT_OK(t);
+  ImageLayout l{.format = PixelFormat::PlanarRgb, .width = 4, .height = 2, .planes = {{{0, 4}, {8, 4}, {16, 4}}}};
+  ASSERT_OK(t->set_image_layout(l));
+  const std::vector<float> scales = {0.1f, 0.2f, 0.3f};
+  const std::vector<std::int32_t> zps = {1, 2, 3};
+  auto q = Quantization::per_axis(0, scales, zps);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  auto g = t->plane(1);
+  ASSERT_OK(g);
+  EXPECT_EQ(g->pixel_format(), PixelFormat::PlanarRgb);
+  EXPECT_EQ(g->image_plane(), 1);
+  ASSERT_EQ(g->quantization().kind(), QuantizationKind::PerTensor);
+  EXPECT_EQ(g->quantization().scales()[0], 0.2f);
+  EXPECT_EQ(g->quantization().zero_points()[0], 2);
+  auto chw = t->image_view();  // the tensor's own geometry: per-axis kept
+  ASSERT_OK(chw);
+  EXPECT_EQ(chw->quantization(), *q);
+  auto nchw = chw->unsqueeze(0);
+  ASSERT_OK(nchw);
+  EXPECT_EQ(nchw->pixel_format(), PixelFormat::PlanarRgb);
+  EXPECT_EQ(nchw->quantization().axis(), 1u);
+  auto n2 = t->unsqueeze(0);  // from the image tensor itself: layout dropped, format kept (same bytes)
+  ASSERT_OK(n2);
+  EXPECT_EQ(n2->image_layout(), nullptr);
+  EXPECT_EQ(n2->pixel_format(), PixelFormat::PlanarRgb);
+  // Planes with padding between them are not the tensor's batch(i): per-axis dropped there.
+  auto padded = TensorDyn::allocate({3, 16}, DType::U8);
+  ASSERT_OK(padded);
+  ImageLayout lp{.format = PixelFormat::PlanarRgb, .width = 2, .height = 2, .planes = {{{0, 4}, {16, 4}, {32, 4}}}};
+  ASSERT_OK(padded->set_image_layout(lp));
+  ASSERT_OK(padded->set_quantization(*q));
+  auto r = padded->plane(1);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->quantization().kind(), QuantizationKind::None);
+}
+
+TEST(TensorImage, Int8TensorsHoldImagesAndGiveInt8PlaneViews) {
+  auto t = TensorDyn::allocate({2, 4, 3}, DType::I8);
+  ASSERT_OK(t);
+  auto l = ImageLayout::make(4, 2, PixelFormat::Rgb);
+  ASSERT_OK(l);
+  ASSERT_OK(t->set_image_layout(*l));
+  auto q = Quantization::per_tensor(0.5f, -3);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  auto v = t->image_view();
+  ASSERT_OK(v);
+  EXPECT_EQ(v->dtype(), DType::I8);
+  EXPECT_EQ(v->quantization(), *q);
+  EXPECT_EQ(v->pixel_format(), PixelFormat::Rgb);
+}
+
+TEST(TensorImage, StridedTensorsCannotTakeALayout) {
+  auto t = TensorDyn::allocate({48 * 384}, DType::U8);
+  ASSERT_OK(t);
+  auto v = t->view(0, {48, 64, 3}, {384, 3, 1});
+  ASSERT_OK(v);
+  ImageLayout l{.format = PixelFormat::Rgb, .width = 64, .height = 48, .planes = {{{0, 192}}}};
+  auto r = v->set_image_layout(l);
+  EXPECT_ERROR(r, ErrorCode::FailedPrecondition, "not contiguous");
+  EXPECT_NE(r.error().message().find("[384, 3, 1]"), std::string::npos) << r.error().message();
+}
+
+TEST(TensorImage, TiledImagesGiveNoPartialViews) {
+  auto t = TensorDyn::allocate({64 * 48}, DType::U8);
+  ASSERT_OK(t);
+  ImageLayout l{.format = PixelFormat::Nv12, .width = 64, .height = 32, .planes = {{{0, 64}, {64 * 32, 64}}}};
+  l.modifier = 0x0100000000000001ULL;  // I915_FORMAT_MOD_X_TILED (drm_fourcc.h)
+  ASSERT_OK(t->set_image_layout(l));
+  EXPECT_ERROR(t->view(0, {16}), ErrorCode::Unsupported, "view: the tensor holds a nv12 image with DRM format modifier 0x0100000000000001");
+  EXPECT_ERROR(t->batch(0), ErrorCode::Unsupported, "batch:");
+  EXPECT_ERROR(t->slice(0, 0, 16), ErrorCode::Unsupported, "slice:");
+  EXPECT_ERROR(t->reshape({48, 64}), ErrorCode::Unsupported, "reshape:");
+  EXPECT_ERROR(t->unsqueeze(0), ErrorCode::Unsupported, "unsqueeze:");
+  auto whole = t->view(0, {64 * 48});  // the whole tensor keeps the layout (and stays opaque)
+  ASSERT_OK(whole);
+  EXPECT_EQ(whole->image_layout()->modifier, l.modifier);
+  EXPECT_ERROR(whole->map_read(), ErrorCode::Unsupported, "not LINEAR");
+}
+
+TEST(ImageLayoutValidate, SixteenBitPlanesStartOnASample) {
+  auto p010 = ImageLayout::make(64, 8, PixelFormat::P010);
+  ASSERT_OK(p010);
+  ImageLayout odd = *p010;
+  odd.planes[0].row_stride_bytes += 1;
+  odd.planes[1].offset_bytes = odd.planes[0].row_stride_bytes * 8;
+  odd.planes[1].row_stride_bytes += 2;
+  EXPECT_ERROR(odd.validate(), ErrorCode::InvalidArgument, "plane 0 (Y): offset 0 B and row stride 129 B must be multiples of its 2-byte samples");
+  ImageLayout shifted = *p010;
+  shifted.planes[1].offset_bytes += 1;
+  EXPECT_ERROR(shifted.validate(), ErrorCode::InvalidArgument, "plane 1 (UV): offset 1025 B");
+}
+
+TEST(TensorImage, SetImageLayoutTakesU8OrU16ForSixteenBitFormats) {
+  auto f = TensorDyn::allocate({16}, DType::F32);
+  ASSERT_OK(f);
+  auto grey = ImageLayout::make(8, 8, PixelFormat::Grey);
+  ASSERT_OK(grey);
+  auto r = f->set_image_layout(*grey);
+  EXPECT_ERROR(r, ErrorCode::InvalidArgument, "a tensor of dtype f32 cannot hold a grey image: its tensor must be u8 or i8");
+  EXPECT_NE(r.error().message().find("grey"), std::string::npos) << r.error().message();
+  EXPECT_EQ(f->image_layout(), nullptr);
+  auto w = TensorDyn::allocate({64}, DType::U16);
+  ASSERT_OK(w);
+  auto y16 = ImageLayout::make(8, 8, PixelFormat::Y16);
+  ASSERT_OK(y16);
+  ASSERT_OK(w->set_image_layout(*y16));
+  auto p = w->plane(0);
+  ASSERT_OK(p);
+  EXPECT_EQ(p->dtype(), DType::U16);
+  EXPECT_ERROR(w->set_image_layout(*grey), ErrorCode::InvalidArgument, "dtype u16 cannot hold a grey image");
 }
 
 TEST(MetadataRule, PerTensorQuantizationIsKeptEverywhere) {
@@ -316,4 +463,61 @@ TEST(TensorSlice, BoundsAndZeroLength) {
   EXPECT_ERROR(t->slice(0, 3, 2), ErrorCode::OutOfRange, "[3, 2)");
   EXPECT_ERROR(t->slice(1, 0, 6), ErrorCode::OutOfRange, "its size is 5");
   EXPECT_ERROR(TensorDyn{}.slice(0, 0, 0), ErrorCode::FailedPrecondition, "no storage");
+}
+
+TEST(TensorUnsqueeze, ChwToNchwKeepsPerAxisQuantizationOnItsChannels) {
+  auto t = TensorDyn::allocate({3, 2, 4}, DType::U8);
+  ASSERT_OK(t);
+  const std::vector<float> scales = {0.1f, 0.2f, 0.3f};
+  const std::vector<std::int32_t> zps = {1, 2, 3};
+  auto q = Quantization::per_axis(0, scales, zps);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  auto n = t->unsqueeze(0);
+  ASSERT_OK(n);
+  ASSERT_EQ(n->rank(), 4u);
+  EXPECT_EQ(n->shape()[0], 1u);
+  EXPECT_EQ(n->shape()[1], 3u);
+  EXPECT_EQ(n->strides()[0], 24);
+  EXPECT_TRUE(n->is_contiguous());
+  EXPECT_EQ(n->offset_bytes(), t->offset_bytes());
+  ASSERT_EQ(n->quantization().kind(), QuantizationKind::PerAxis);
+  EXPECT_EQ(n->quantization().axis(), 1u);
+  EXPECT_EQ(n->quantization().scales().data(), t->quantization().scales().data()) << "shared, not copied";
+  auto last = t->unsqueeze(3);  // after the axis: it stays
+  ASSERT_OK(last);
+  EXPECT_EQ(last->shape()[3], 1u);
+  EXPECT_EQ(last->strides()[3], 1);
+  EXPECT_EQ(last->quantization().axis(), 0u);
+  // Strided views keep their strides around the new dimension.
+  auto s = t->slice(2, 1, 3);
+  ASSERT_OK(s);
+  auto su = s->unsqueeze(1);
+  ASSERT_OK(su);
+  EXPECT_EQ(su->strides()[0], 8);
+  EXPECT_EQ(su->strides()[1], 8);
+  EXPECT_EQ(su->strides()[2], 4);
+  EXPECT_EQ(su->strides()[3], 1);
+}
+
+TEST(TensorUnsqueeze, BadDimensionsAreNamed) {
+  auto t = TensorDyn::allocate({2, 3}, DType::U8);
+  ASSERT_OK(t);
+  EXPECT_ERROR(t->unsqueeze(3), ErrorCode::InvalidArgument, "dimension 3 of a rank-2 tensor (0 to 2)");
+  auto full = TensorDyn::allocate({1, 1, 1, 1, 1, 1, 1, 2}, DType::U8);
+  ASSERT_OK(full);
+  EXPECT_ERROR(full->unsqueeze(0), ErrorCode::InvalidArgument, "at most 8");
+  EXPECT_ERROR(TensorDyn().unsqueeze(0), ErrorCode::FailedPrecondition, "no storage");
+  // An image tensor loses its layout (the geometry changes); a plane view keeps its format.
+  auto img = TensorDyn::allocate_image(4, 2, PixelFormat::Nv12);
+  ASSERT_OK(img);
+  auto u = img->unsqueeze(0);
+  ASSERT_OK(u);
+  EXPECT_EQ(u->image_layout(), nullptr);
+  auto y = img->plane(0);
+  ASSERT_OK(y);
+  auto yu = y->unsqueeze(0);
+  ASSERT_OK(yu);
+  EXPECT_EQ(yu->pixel_format(), PixelFormat::Nv12);
+  EXPECT_EQ(yu->image_plane(), 0);
 }

@@ -39,8 +39,8 @@ TEST(IpcTensor, ShmTensorRoundTripsWithViewImageAndName) {
     auto v = t->batch(2);
     ASSERT_OK(v);
     v->set_name("frame-0/batch-2");
-    // The view's 48 bytes as an RGB image 8 x 2 (rows 24 B apart), with colorimetry and quantization.
-    ImageLayout layout{.format = PixelFormat::Rgb, .width = 8, .height = 2, .planes = {{{0, 24}}}};
+    // The view's 48 bytes as a 16-bit grey image 8 x 3 (rows 16 B apart), with colorimetry and quantization.
+    ImageLayout layout{.format = PixelFormat::Y16, .width = 8, .height = 3, .planes = {{{0, 16}}}};
     ASSERT_OK(v->set_image_layout(layout));
     const Colorimetry colour{ColorPrimaries::Bt709, TransferFunction::Srgb, YcbcrMatrix::Identity, ColorRange::Full};
     v->set_colorimetry(colour);
@@ -58,7 +58,7 @@ TEST(IpcTensor, ShmTensorRoundTripsWithViewImageAndName) {
     EXPECT_EQ(r->name(), "frame-0/batch-2");
     ASSERT_NE(r->image_layout(), nullptr);
     EXPECT_EQ(*r->image_layout(), layout);
-    EXPECT_EQ(r->pixel_format(), PixelFormat::Rgb);
+    EXPECT_EQ(r->pixel_format(), PixelFormat::Y16);
     EXPECT_EQ(r->image_plane(), -1);
     EXPECT_EQ(r->colorimetry(), colour);
     EXPECT_EQ(r->quantization(), *q);

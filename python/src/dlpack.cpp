@@ -49,17 +49,26 @@ void capsule_destructor(PyObject* capsule) {
   if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
 }
 
-// Copies `src`'s elements into the C-contiguous `dst` (same shape and dtype) through CPU maps.
+// Copies `src`'s elements into the C-contiguous `dst` (same shape and dtype) through CPU maps, one
+// memcpy per run of `src` that is contiguous in memory (the innermost dims whose byte strides are those of
+// a C-contiguous tensor; a dim of size 1 never breaks a run).
 void copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
+  if (src.element_count() == 0) return;
   auto in = unwrap(src.map_read());
   auto out = unwrap(dst.map_write());
-  const std::size_t itemsize = src.element_size();
+  std::size_t outer = src.rank();  // dims [outer, rank) form one contiguous run of `run` bytes
+  std::size_t run = src.element_size();
+  while (outer > 0 && (src.shape()[outer - 1] == 1 || static_cast<std::size_t>(src.strides()[outer - 1]) == run)) {
+    run *= src.shape()[outer - 1];
+    --outer;
+  }
   std::array<std::size_t, et::kMaxRank> index{};
-  for (std::size_t k = 0; k < src.element_count(); ++k) {
+  const std::size_t runs = src.element_count() * src.element_size() / run;
+  for (std::size_t k = 0; k < runs; ++k) {
     std::size_t offset = 0;
-    for (std::size_t d = 0; d < src.rank(); ++d) offset += index[d] * static_cast<std::size_t>(src.strides()[d]);
-    std::memcpy(out.data() + k * itemsize, in.data() + offset, itemsize);
-    for (std::size_t d = src.rank(); d-- > 0;) {
+    for (std::size_t d = 0; d < outer; ++d) offset += index[d] * static_cast<std::size_t>(src.strides()[d]);
+    std::memcpy(out.data() + k * run, in.data() + offset, run);
+    for (std::size_t d = outer; d-- > 0;) {
       if (++index[d] < src.shape()[d]) break;
       index[d] = 0;
     }
@@ -189,15 +198,34 @@ et::TensorDyn from_dlpack(const py::object& obj) {
   py::handle type = py::type::of(obj);
   py::object capsule;
   if (!legacy_only_types().contains(type)) {
-    try {
-      capsule = method(py::arg("max_version") = py::make_tuple(dl::kVersion.major, dl::kVersion.minor));
-    } catch (py::error_already_set& e) {
-      if (!e.matches(PyExc_TypeError)) throw;
+    // method(max_version=(1, 1)) through vectorcall: no kwargs dict per call. Both objects live as long
+    // as the process.
+    static PyObject* const kwnames = Py_BuildValue("(s)", "max_version");
+    static PyObject* const version = Py_BuildValue("(ii)", dl::kVersion.major, dl::kVersion.minor);
+    PyObject* const args[] = {version};
+    capsule = py::reinterpret_steal<py::object>(PyObject_Vectorcall(method.ptr(), args, 0, kwnames));
+    if (!capsule) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+      PyErr_Clear();
       legacy_only_types()[type] = true;
     }
   }
-  if (!capsule) capsule = method();
+  if (!capsule) capsule = py::reinterpret_steal<py::object>(PyObject_CallNoArgs(method.ptr()));
+  if (!capsule) throw py::error_already_set();
   return adopt_capsule(capsule);
+}
+
+// from_dlpack's result as a Python Tensor. pybind11's default return conversion looks the C++ type up
+// by std::type_index (hashing and comparing its mangled name) on every call, about a tenth of a
+// from_dlpack here; the type's pybind11 record is looked up once instead, and the tensor is moved into
+// the new Python object exactly as the default conversion (return_value_policy::move) would.
+py::object to_python(et::TensorDyn&& tensor) {
+  static const py::detail::type_info* const type = py::detail::get_type_info(typeid(et::TensorDyn));
+  auto move_construct = [](const void* p) -> void* {
+    return new et::TensorDyn(std::move(*static_cast<et::TensorDyn*>(const_cast<void*>(p))));
+  };
+  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
+      &tensor, py::return_value_policy::move, py::handle(), type, nullptr, move_construct));
 }
 
 }  // namespace
@@ -216,7 +244,8 @@ void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor) {
       "__dlpack_device__", [](const et::TensorDyn&) { return py::make_tuple(kDLCPU, 0); },
       "(1, 0): kDLCPU, device 0. Every edgetensor tensor is CPU-reachable (DMA-BUF, PBO and foreign memory "
       "through a CPU map); a kDLCUDA view is asked for with __dlpack__(dl_device=(2, n)).");
-  m.def("from_dlpack", &from_dlpack, py::arg("obj"),
+  m.def(
+      "from_dlpack", [](const py::object& obj) { return to_python(from_dlpack(obj)); }, py::arg("obj"),
         "A Tensor over the memory of any DLPack producer (numpy array, torch tensor, an object with "
         "__dlpack__, or an unconsumed capsule), without a copy. Asks for max_version=(1, 1) first and calls "
         "__dlpack__() again on TypeError. The producer stays alive until the last view, map or export of "

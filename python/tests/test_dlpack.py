@@ -205,6 +205,29 @@ def test_dl_device_stream_and_copy():
     assert versioned_head(copy_false).flags == 0
 
 
+@pytest.mark.parametrize(
+    "make, expect",
+    [
+        (lambda t: t.slice(0, 1, 4), lambda r: r[1:4]),  # one contiguous run
+        (lambda t: t.slice(1, 1, 4), lambda r: r[:, 1:4]),  # runs of 3x4 elements
+        (lambda t: t.slice(2, 1, 3), lambda r: r[:, :, 1:3]),  # runs of 2 elements
+        (lambda t: t.slice(2, 1, 2), lambda r: r[:, :, 1:2]),  # runs of one element
+        (lambda t: t.slice(0, 2, 3).slice(2, 0, 3), lambda r: r[2:3, :, 0:3]),  # a size-1 dim inside a run
+        (lambda t: t.slice(1, 2, 2), lambda r: r[:, 2:2]),  # zero elements
+        (lambda t: t.view(4, (3, 2), (40, 8)),  # byte strides: no dim is contiguous
+         lambda r: numpy.lib.stride_tricks.as_strided(r.reshape(-1)[1:], (3, 2), (40, 8))),
+    ],
+    ids=["outer", "middle", "inner", "single", "size1", "empty", "view"],
+)
+def test_copy_true_of_strided_views(make, expect):
+    t = filled("float32")
+    view = make(t)
+    copied = numpy.from_dlpack(_Producer(view, copy=True))
+    want = expect(reference((6, 5, 4), "float32"))
+    assert copied.shape == want.shape and copied.flags.c_contiguous
+    assert (copied == want).all()
+
+
 def test_cuda_device_request_without_cuda():
     t = filled("float32")
     if et.cuda.available():

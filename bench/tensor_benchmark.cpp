@@ -4,6 +4,8 @@
 // fixed baselines measured in the same run: malloc+memset | mmap+munmap of the same memfd without
 // touching pages | memcpy into a prefaulted buffer | memset of a warm (prefaulted, reused) buffer.
 // After the run a ratio table is printed with each target; a missed target reads "NOT MET" (exit 0).
+// DLPack (dlpack.h): versioned export + import + deleter of one 1080p tensor, target < 1 us, printed
+// beside same-run baselines (a shared_ptr copy; a TensorDyn view, which builds a tensor too).
 //
 // Usage: edgetensor_bench [--quick] [Google Benchmark flags]
 //   --quick   a smoke run in seconds (same as --benchmark_min_time=0.01); the ratios are then rough.
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -123,6 +126,45 @@ void write_through_map(benchmark::State& state, FrameSize f, MemoryKind kind) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
 }
 
+// ---- DLPack --------------------------------------------------------------------------------------
+void baseline_shared_ptr_copy(benchmark::State& state) {
+  auto p = std::make_shared<int>(1);
+  for (auto _ : state) {
+    std::shared_ptr<int> q = p;
+    benchmark::DoNotOptimize(q);
+  }
+}
+
+void baseline_tensor_view(benchmark::State& state) {
+  TensorDyn t = must_allocate(kFrames[2], MemoryKind::Heap);
+  for (auto _ : state) {
+    auto v = t.batch(0);
+    benchmark::DoNotOptimize(v);
+  }
+}
+
+// export_versioned + adopt_versioned + dropping the import (which runs our export's deleter).
+void dlpack_round_trip(benchmark::State& state) {
+  TensorDyn t = must_allocate(kFrames[2], MemoryKind::Heap);
+  (void)t.map_read();  // the persistent mapping is made once
+  for (auto _ : state) {
+    auto e = dlpack::export_versioned(t);
+    auto back = dlpack::adopt_versioned(*e);
+    benchmark::DoNotOptimize(back);
+  }
+  if (dlpack::live_export_count() != 0) state.SkipWithError("an export was not deleted");
+}
+
+void dlpack_export_delete(benchmark::State& state) {
+  TensorDyn t = must_allocate(kFrames[2], MemoryKind::Heap);
+  (void)t.map_read();
+  for (auto _ : state) {
+    auto e = dlpack::export_versioned(t);
+    benchmark::DoNotOptimize(*e);
+    (*e)->deleter(*e);
+  }
+}
+
 // ---- ratio table ---------------------------------------------------------------------------------
 // Captures the mean CPU and real time per iteration (ns) of every run, then prints what the console
 // shows. Targets are judged on CPU time (user + system time of the benchmark thread, so page faults
@@ -200,7 +242,33 @@ int print_ratios(const CapturingReporter& rep) {
   return missed;
 }
 
+int print_dlpack(const CapturingReporter& rep) {
+  std::printf("\nDLPack (one 1080p u8 heap tensor; the cost does not depend on its size), same run:\n");
+  std::printf("%-48s %10s %10s  %s\n", "measured", "cpu ns", "wall ns", "target");
+  int missed = 0;
+  const auto round_trip = rep.times("dlpack/export+import+deleter");
+  for (const char* name : {"baseline/shared_ptr-copy", "baseline/tensor-view", "dlpack/export+deleter",
+                           "dlpack/export+import+deleter"}) {
+    const auto t = rep.times(name);
+    if (t.cpu_ns < 0) continue;
+    char target[48] = "";
+    if (std::strcmp(name, "dlpack/export+import+deleter") == 0) {
+      const bool met = t.cpu_ns < 1000.0;
+      missed += met ? 0 : 1;
+      std::snprintf(target, sizeof target, "< 1000 ns %s", met ? "met" : "NOT MET");
+    } else if (round_trip.cpu_ns > 0) {
+      std::snprintf(target, sizeof target, "round trip = %.1fx this", round_trip.cpu_ns / t.cpu_ns);
+    }
+    std::printf("%-48s %10.0f %10.0f  %s\n", name, t.cpu_ns, t.real_ns, target);
+  }
+  return missed;
+}
+
 void register_all() {
+  benchmark::RegisterBenchmark("baseline/shared_ptr-copy", baseline_shared_ptr_copy);
+  benchmark::RegisterBenchmark("baseline/tensor-view", baseline_tensor_view);
+  benchmark::RegisterBenchmark("dlpack/export+deleter", dlpack_export_delete);
+  benchmark::RegisterBenchmark("dlpack/export+import+deleter", dlpack_round_trip);
   for (const FrameSize& f : kFrames) {
     const std::string s = f.name;
     benchmark::RegisterBenchmark(("baseline/malloc+memset/" + s).c_str(), baseline_malloc_memset, f);
@@ -239,5 +307,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   print_ratios(reporter);
+  print_dlpack(reporter);
   return 0;  // a missed target is reported, never a failure
 }

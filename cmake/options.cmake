@@ -13,6 +13,15 @@ option(ET_WITH_EGL "Build the GL PBO backend (EGL/GLES loaded at run time; needs
 option(ET_BUILD_TESTS "Build the tests" ${ET_MASTER_PROJECT})
 option(ET_BUILD_TOOLS "Build the edgetensor CLI" ${ET_MASTER_PROJECT})
 option(ET_BUILD_BENCH "Build the benchmarks" ${ET_MASTER_PROJECT})
+# The Python module (python/): built when pybind11 and the Python 3 headers are found (Debian:
+# pybind11-dev, python3-dev). Off by default in cross builds: the build machine's Python headers are
+# for the build machine's architecture.
+set(ET_PYTHON_DEFAULT ${ET_MASTER_PROJECT})
+if(CMAKE_CROSSCOMPILING)
+  set(ET_PYTHON_DEFAULT OFF)
+endif()
+option(ET_BUILD_PYTHON "Build the Python module when pybind11 and the Python 3 headers are found" ${ET_PYTHON_DEFAULT})
+option(ET_REQUIRE_PYTHON "Fail the configure when the Python module or its test tools are missing (CI)" OFF)
 option(ET_WERROR "Treat warnings as errors" OFF)
 set(ET_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
 # libFuzzer targets (tests/fuzz): clang only; everything is compiled with coverage for libFuzzer

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs what edgetensor needs to build and test on Debian 12 (as root, or with sudo). Idempotent:
 # apt runs only when a package is missing. Every package comes from Debian's own archive.
+#   scripts/deps.sh          build (README command 1), the C++ tests, the Python module and its stub check
+#   scripts/deps.sh --test   also numpy and torch (about 180 MB), the consumers the Python tests need
+#                            (README command 2, CI)
 set -euo pipefail
+with_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_test=1 ;;
+    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -16,9 +26,20 @@ packages=(
   # Test-only: DRM_FORMAT_* macros for the pixel format table test; GStreamer as the image layout oracle
   # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
   libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  # Test-only: Debian's DLPack 0.6 header, an independent check of our legacy DLManagedTensor
+  # (tests/unit/dlpack; built only where <dlpack/dlpack.h> is found). One plain C header with no
+  # architecture-specific content: the ARM cross builds use this host copy from /usr/include, as the
+  # cross gcc searches it (scripts/deps-arm.sh needs no :arm64/:armhf package).
+  libdlpack-dev
+  # The Python module (python/; built when these are present, required by CI) and its test tools.
+  pybind11-dev python3-dev python3-pytest python3-mypy
   # The clang build and the libFuzzer targets (tests/fuzz): clang-15 and its runtimes (libFuzzer, ASan, UBSan).
   clang-15 libclang-common-15-dev
 )
+if ((with_test)); then
+  # The Python tests' DLPack consumers (numpy 1.24, torch 1.13 CPU).
+  packages+=(python3-numpy python3-torch)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edgetensor/cuda.h>
+#include <edgetensor/dlpack.h>
 #include <edgetensor/dtype.h>
 #include <edgetensor/error.h>
 #include <edgetensor/dmabuf.h>

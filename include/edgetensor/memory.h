@@ -21,9 +21,11 @@ enum class MemoryKind : std::uint8_t {
               ///< sealable).
   DmaBuf = 3, ///< dma-heap, udmabuf, or an imported DMA-BUF fd.
   GlPbo = 4,  ///< OpenGL ES pixel-buffer object on a gl::Context.
+  Foreign = 5,  ///< Memory another library owns, imported through DLPack (dlpack.h); never allocated, never
+                ///< shareable by fd (export_fd, ipc::send and the channel refuse it).
 };
 
-/// "auto", "heap", "shm", "dmabuf", "gl_pbo".
+/// "auto", "heap", "shm", "dmabuf", "gl_pbo", "foreign".
 ET_API std::string_view memory_kind_name(MemoryKind kind) noexcept;
 ET_API std::optional<MemoryKind> memory_kind_from_name(std::string_view name) noexcept;
 

@@ -11,7 +11,7 @@ namespace {
 constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64"};
 constexpr std::array<std::size_t, kDTypeCount> kDTypeSizes = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8};
-constexpr std::array<std::string_view, 5> kMemoryNames = {"auto", "heap", "shm", "dmabuf", "gl_pbo"};
+constexpr std::array<std::string_view, 6> kMemoryNames = {"auto", "heap", "shm", "dmabuf", "gl_pbo", "foreign"};
 // One table lookup for every enum <-> name pair below.
 template <class E, std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, E value) noexcept {

@@ -63,15 +63,21 @@ Result<TensorDyn> TensorAccess::make(std::shared_ptr<Storage> storage, ArrayRef<
   t.dtype_ = dtype;
   t.rank_ = shape.size();
   std::copy(shape.begin(), shape.end(), t.shape_.begin());
-  std::string label = text::format("{} {}", what, dtype_name(dtype));
-  if (strides.empty()) {
-    ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
-  } else {
-    std::copy(strides.begin(), strides.end(), t.strides_.begin());
-  }
-  ET_TRY_ASSIGN(auto layout, detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
-  // Zero elements: extent 0, so this checks offset <= buffer_bytes (the offset is kept, never reset).
-  ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
+  if (!strides.empty()) std::copy(strides.begin(), strides.end(), t.strides_.begin());
+  // The checks are pure: they run with the bare `what` and, only when one fails, again with the label
+  // that names the dtype, so a successful make() (every view, every import) formats no text.
+  auto check = [&](std::string_view label) -> Result<LayoutT<std::size_t>> {
+    if (strides.empty())
+      ET_TRY(detail::contiguous_strides<std::size_t>(shape.span(), esize, {t.strides_.data(), t.rank_}, label));
+    ET_TRY_ASSIGN(auto layout,
+                  detail::compute_layout<std::size_t>(shape.span(), {t.strides_.data(), t.rank_}, esize, label));
+    // Zero elements: extent 0, so this checks offset <= buffer_bytes (the offset is kept, never reset).
+    ET_TRY(detail::check_fits<std::size_t>(offset, layout.extent_bytes, storage->buffer_bytes(), label));
+    return layout;
+  };
+  auto checked = check(what);
+  if (!checked) checked = check(text::format("{} {}", what, dtype_name(dtype)));
+  ET_TRY_ASSIGN(auto layout, std::move(checked));
   t.element_count_ = layout.element_count;
   t.extent_bytes_ = layout.extent_bytes;
   t.offset_bytes_ = offset;
@@ -135,6 +141,9 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   if (options.memory == MemoryKind::GlPbo && !options.gl_context)
     return fail(ErrorCode::InvalidArgument,
                 "allocate with memory gl_pbo: AllocateOptions::gl_context is null; create one with gl::Context::create()");
+  if (options.memory == MemoryKind::Foreign)
+    return fail(ErrorCode::InvalidArgument, "allocate: memory foreign cannot be allocated (foreign memory is "
+                                            "imported from another library with dlpack::adopt_versioned)");
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
@@ -367,6 +376,8 @@ BackendStatus backend_status(MemoryKind kind) {
     }
     return {MemoryKind::Auto, true, true, force_heap() ? "heap (EDGETENSOR_FORCE_MEM=1)" : "heap"};
   }
+  if (kind == MemoryKind::Foreign)
+    return {MemoryKind::Foreign, true, false, "foreign memory is imported through DLPack, never allocated"};
   return detail::backend_ops(kind).status();
 }
 

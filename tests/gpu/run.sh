@@ -35,6 +35,21 @@ set +e
 "$build/gpu_check"
 rc=$?
 set -e
+
+# The Python module's kDLCUDA exports (Tensor.__dlpack__(dl_device=(2, n))), read and written with the
+# real libcudart. Needs python3-dev and pybind11-dev (scripts/deps.sh); without them the step says so
+# and does not count.
+echo "== Python: kDLCUDA DLPack exports"
+if cmake --build "$build" -j"$jobs" --target _edgetensor >/dev/null 2>&1; then
+  set +e
+  PYTHONPATH="$build/python" /usr/bin/python3 "$root/tests/gpu/python_cuda_check.py"
+  prc=$?
+  set -e
+  if [ $prc -ne 0 ] && [ $prc -ne 77 ]; then rc=1; fi
+  if [ $prc -eq 77 ] && [ $rc -eq 0 ]; then rc=77; fi
+else
+  echo "NOT RUN python kDLCUDA step: the module _edgetensor is not built here (python3-dev, pybind11-dev: scripts/deps.sh)"
+fi
 if [ $rc -eq 77 ]; then
   if [ "$gpu_visible" = 1 ]; then
     echo "lane 4: FAILED: a GPU is visible but GPU steps were skipped"

@@ -282,29 +282,40 @@ TEST(Oracle, HeightAlignmentEqualsGstBottomPadding) {
   EXPECT_EQ(static_cast<std::size_t>(checked), kFormatCount * kSizeCount);
 }
 
+// Padding for gst_video_info_align; stride_align is a mask (63 = 64-byte strides).
+struct Padding {
+  guint top, bottom, left, right, stride_align;
+};
+
+std::string trace(const char* name, Size s, const Padding& pad) {
+  return trace(name, s) + " padding " + std::to_string(pad.top) + "/" + std::to_string(pad.bottom) + "/" +
+         std::to_string(pad.left) + "/" + std::to_string(pad.right) + " stride mask " +
+         std::to_string(pad.stride_align);
+}
+
+// GStreamer's info for `name` at `s`, padded by gst_video_info_align with `pad` on every plane.
+bool padded_info(const char* name, Size s, const Padding& pad, GstVideoInfo* info) {
+  gst_video_info_init(info);
+  if (!gst_video_info_set_format(info, theirs(name), s.w, s.h)) return false;
+  GstVideoAlignment align;
+  gst_video_alignment_reset(&align);
+  align.padding_top = pad.top;
+  align.padding_bottom = pad.bottom;
+  align.padding_left = pad.left;
+  align.padding_right = pad.right;
+  for (guint p = 0; p < GST_VIDEO_MAX_PLANES; ++p) align.stride_align[p] = pad.stride_align;
+  return gst_video_info_align(info, &align);
+}
+
 TEST(Oracle, GstPaddedLayoutsValidateAgainstGstSize) {
-  struct Padding {
-    guint top, bottom, left, right, stride_align;  // stride_align: a mask, 63 = 64-byte strides
-  };
   const Padding paddings[] = {{0, 0, 0, 32, 0}, {0, 8, 0, 0, 0}, {0, 0, 0, 0, 63}, {2, 6, 16, 16, 63}, {16, 0, 0, 64, 255}};
   int checked = 0;
   for (const char* name : kFormats)
     for (Size s : kSizes)
       for (const Padding& pad : paddings) {
-        SCOPED_TRACE(trace(name, s) + " padding " + std::to_string(pad.top) + "/" + std::to_string(pad.bottom) + "/" +
-                     std::to_string(pad.left) + "/" + std::to_string(pad.right) + " stride mask " +
-                     std::to_string(pad.stride_align));
+        SCOPED_TRACE(trace(name, s, pad));
         GstVideoInfo info;
-        gst_video_info_init(&info);
-        ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
-        GstVideoAlignment align;
-        gst_video_alignment_reset(&align);
-        align.padding_top = pad.top;
-        align.padding_bottom = pad.bottom;
-        align.padding_left = pad.left;
-        align.padding_right = pad.right;
-        for (guint p = 0; p < GST_VIDEO_MAX_PLANES; ++p) align.stride_align[p] = pad.stride_align;
-        ASSERT_TRUE(gst_video_info_align(&info, &align));
+        ASSERT_TRUE(padded_info(name, s, pad, &info));
         ASSERT_EQ(static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(&info)), s.w);
         ASSERT_EQ(static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(&info)), s.h);
         const ImageLayout l = from_gst(info, ours(name), s);
@@ -339,28 +350,15 @@ bool known_gst_vyuy_tail_defect(const char* name, std::uint32_t width, std::size
 // started in the padding or stepped by the wrong stride would read other values.
 TEST(Oracle, GstPaddedFramesReadTheSameSamplesThroughPlaneViews) {
   const Size sizes[] = {{3, 3}, {641, 481}};
-  struct Padding {
-    guint top, bottom, left, right, stride_align;
-  };
   const Padding paddings[] = {{0, 8, 0, 32, 0}, {2, 6, 16, 16, 63}, {16, 0, 0, 64, 255}};
   long long samples = 0, tolerated = 0;
   int frames = 0;
   for (const char* name : kFormats)
     for (Size s : sizes)
       for (const Padding& pad : paddings) {
-        SCOPED_TRACE(trace(name, s) + " padding " + std::to_string(pad.top) + "/" + std::to_string(pad.bottom) + "/" +
-                     std::to_string(pad.left) + "/" + std::to_string(pad.right));
+        SCOPED_TRACE(trace(name, s, pad));
         GstVideoInfo info;
-        gst_video_info_init(&info);
-        ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
-        GstVideoAlignment align;
-        gst_video_alignment_reset(&align);
-        align.padding_top = pad.top;
-        align.padding_bottom = pad.bottom;
-        align.padding_left = pad.left;
-        align.padding_right = pad.right;
-        for (guint p = 0; p < GST_VIDEO_MAX_PLANES; ++p) align.stride_align[p] = pad.stride_align;
-        ASSERT_TRUE(gst_video_info_align(&info, &align));
+        ASSERT_TRUE(padded_info(name, s, pad, &info));
         auto t = TensorDyn::allocate({info.size}, DType::U8);
         ASSERT_TRUE(t.has_value()) << t.error().to_string();
         std::vector<guint8> bytes(info.size);

@@ -68,7 +68,8 @@ TEST(MemoryKindNames, RoundTrip) {
                                                      {MemoryKind::Heap, "heap"},
                                                      {MemoryKind::Shm, "shm"},
                                                      {MemoryKind::DmaBuf, "dmabuf"},
-                                                     {MemoryKind::GlPbo, "gl_pbo"}};
+                                                     {MemoryKind::GlPbo, "gl_pbo"},
+                                                     {MemoryKind::Foreign, "foreign"}};
   for (auto [kind, name] : rows) {
     EXPECT_EQ(memory_kind_name(kind), name);
     auto parsed = memory_kind_from_name(name);

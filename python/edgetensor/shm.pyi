@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
+from . import _DTypeLike, _ShapeLike, Tensor
+
+def open(name: str, shape: _ShapeLike, dtype: _DTypeLike, read_only: bool = ..., *,
+         allow_shrinkable: bool = ...) -> Tensor: ...
+def remove(name: str) -> None: ...

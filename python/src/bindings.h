@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared declarations of the native module edgetensor._edgetensor (python/src/*.cpp).
+//
+// The binding layer only binds: it converts Python values to C++ ones (convert.cpp), calls the public
+// C++ API, and turns an Error into the matching Python exception (errors.cpp). GIL rules: a call that
+// may block (IPC, waits on the GL thread, CUDA synchronisation, map creation, which may wait on the GL
+// thread) runs with the GIL released, and touches no Python object meanwhile.
+#pragma once
+
+#include <edgetensor/edgetensor.h>
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace etpy {
+
+namespace py = pybind11;
+namespace et = edgetensor;
+
+// ---- errors.cpp ---------------------------------------------------------------------------------
+/// Creates edgetensor.Error and its subclasses, and edgetensor.ErrorCode, in `m`.
+void bind_errors(py::module_& m);
+/// Raises the Python exception for `error` (its code's class; message = the library's message).
+[[noreturn]] void raise(const et::Error& error);
+/// Raises edgetensor.DLPackError (also a BufferError) carrying `error`'s code, errno and message: the
+/// exception the DLPack protocol asks for.
+[[noreturn]] void raise_dlpack(const et::Error& error);
+
+template <class T>
+T unwrap(et::Result<T>&& result) {
+  if (!result) raise(result.error());
+  return std::move(*result);
+}
+inline void unwrap(et::Result<void>&& result) {
+  if (!result) raise(result.error());
+}
+
+// ---- convert.cpp --------------------------------------------------------------------------------
+/// A dtype from a numpy name ("float32"), our name ("f32"), a numpy.dtype, a numpy scalar type or
+/// anything numpy.dtype() accepts, or an edgetensor.DType. ValueError / TypeError naming the value.
+et::DType to_dtype(const py::handle& obj);
+/// numpy's name of `dtype` ("float32"; "bfloat16" for BF16).
+const char* numpy_name(et::DType dtype);
+/// The PEP 3118 format of one element ("B", "f", ...; BF16: "T{H:bf16:}", a struct of one uint16).
+const char* buffer_format(et::DType dtype);
+/// The numpy.dtype of `dtype` (imports numpy; BF16: the struct dtype matching buffer_format).
+py::object numpy_dtype(et::DType dtype);
+/// A MemoryKind from an edgetensor.MemoryKind or its name ("shm", "dmabuf", ...).
+et::MemoryKind to_memory_kind(const py::handle& obj);
+/// A PixelFormat from an edgetensor.PixelFormat or its name ("nv12").
+et::PixelFormat to_pixel_format(const py::handle& obj);
+/// A shape from an int or a sequence of ints (anything with __index__). ValueError for a negative one.
+std::vector<std::size_t> to_shape(const py::handle& obj, const char* what = "shape");
+/// Byte strides from a sequence of ints (negative allowed here; the library refuses them by name).
+std::vector<std::int64_t> to_strides(const py::handle& obj);
+/// An fd from an int or an object with fileno() (socket.socket, a file): borrowed.
+int to_fd(const py::handle& obj);
+py::tuple to_tuple(const auto& values) {
+  py::tuple t(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) t[i] = py::int_(values[i]);
+  return t;
+}
+
+// ---- the other binding units --------------------------------------------------------------------
+void bind_enums(py::module_& m);     // convert.cpp: DType, MemoryKind
+void bind_image(py::module_& m);     // image.cpp: PixelFormat, ImageLayout, Colorimetry, Quantization
+void bind_tensor(py::module_& m);    // tensor.cpp: Tensor, allocate, import_fd, ...
+void bind_map(py::module_& m);       // map.cpp: Map (context manager, buffer protocol)
+void bind_frame(py::module_& m);     // frame.cpp: Frame
+void bind_ipc(py::module_& ipc);     // ipc.cpp: edgetensor.ipc
+void bind_system(py::module_& m);    // system.cpp: edgetensor.shm, edgetensor.cuda, edgetensor.gl, versions
+/// dlpack.cpp: Tensor.__dlpack__, Tensor.__dlpack_device__, edgetensor.from_dlpack.
+void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor);
+
+/// Whether a CPU map (or its end) of `kind` may wait: on the GL thread (PBO) or on DMA-BUF fences
+/// (DMA_BUF_IOCTL_SYNC). Those run with the GIL released; heap, shm and foreign maps make no call
+/// that can block, and skip the release (it costs more than the map).
+inline bool map_may_block(et::MemoryKind kind) {
+  return kind == et::MemoryKind::DmaBuf || kind == et::MemoryKind::GlPbo;
+}
+
+/// Map.__new__ for Tensor.map_read/map_write/map_read_write (map.cpp): maps with the GIL released
+/// where map_may_block.
+py::object make_map(const et::TensorDyn& tensor, et::MapMode mode);
+
+}  // namespace etpy

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// Python values -> C++ values: dtypes (numpy names and numpy.dtype), memory kinds, pixel formats,
+// shapes, fds. numpy is imported only when a numpy object must be read or made, so the module works
+// without it (names and edgetensor enums need none).
+#include "bindings.h"
+
+#include <cctype>
+#include <climits>
+#include <string_view>
+
+namespace etpy {
+namespace {
+
+struct DTypeNames {
+  et::DType dtype;
+  const char* numpy;   // numpy's name
+  const char* format;  // PEP 3118 (struct module) format of one element
+  char kind;           // numpy dtype.kind
+};
+// bfloat16 has no numpy dtype and no struct format: it is a struct of one uint16 field named "bf16",
+// holding the bit pattern as the library stores it (dtype.h BFloat16), distinct from uint16.
+constexpr DTypeNames kDTypes[] = {
+    {et::DType::U8, "uint8", "B", 'u'},      {et::DType::I8, "int8", "b", 'i'},
+    {et::DType::U16, "uint16", "H", 'u'},    {et::DType::I16, "int16", "h", 'i'},
+    {et::DType::U32, "uint32", "I", 'u'},    {et::DType::I32, "int32", "i", 'i'},
+    {et::DType::U64, "uint64", "Q", 'u'},    {et::DType::I64, "int64", "q", 'i'},
+    {et::DType::F16, "float16", "e", 'f'},   {et::DType::BF16, "bfloat16", "T{H:bf16:}", 'V'},
+    {et::DType::F32, "float32", "f", 'f'},   {et::DType::F64, "float64", "d", 'f'},
+};
+
+const DTypeNames& names_of(et::DType dtype) {
+  for (const auto& n : kDTypes)
+    if (n.dtype == dtype) return n;
+  throw py::value_error("invalid edgetensor dtype value " + std::to_string(static_cast<int>(dtype)));
+}
+
+std::string known_dtype_names() {
+  std::string s;
+  for (const auto& n : kDTypes) s += std::string(s.empty() ? "" : ", ") + n.numpy;
+  return s;
+}
+
+et::DType from_numpy_dtype(const py::handle& dt) {
+  std::string repr = py::str(dt);
+  if (!dt.attr("fields").is_none()) {
+    py::tuple names = dt.attr("names");
+    if (names.size() == 1 && py::str(names[0]).cast<std::string>() == "bf16") {
+      py::tuple field = dt.attr("fields")["bf16"];  // (dtype, offset)
+      if (py::str(field[0].attr("str")).cast<std::string>() == "<u2") return et::DType::BF16;
+    }
+    throw py::value_error("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
+  }
+  std::string byteorder = py::str(dt.attr("byteorder"));
+  if (byteorder == ">")
+    throw py::value_error("numpy dtype " + repr + " is big-endian: edgetensor tensors hold native (little-endian) "
+                          "elements");
+  auto kind = py::str(dt.attr("kind")).cast<std::string>();
+  auto itemsize = dt.attr("itemsize").cast<std::size_t>();
+  for (const auto& n : kDTypes)
+    if (kind.size() == 1 && kind[0] == n.kind && itemsize == et::dtype_size(n.dtype)) return n.dtype;
+  throw py::value_error("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
+}
+
+}  // namespace
+
+const char* numpy_name(et::DType dtype) { return names_of(dtype).numpy; }
+const char* buffer_format(et::DType dtype) { return names_of(dtype).format; }
+
+py::object numpy_dtype(et::DType dtype) {
+  py::module_ np = py::module_::import("numpy");
+  if (dtype == et::DType::BF16) {
+    py::list fields;
+    fields.append(py::make_tuple("bf16", "<u2"));
+    return np.attr("dtype")(fields);
+  }
+  return np.attr("dtype")(names_of(dtype).numpy);
+}
+
+et::DType to_dtype(const py::handle& obj) {
+  if (py::isinstance<et::DType>(obj)) return obj.cast<et::DType>();
+  if (py::isinstance<py::str>(obj)) {
+    auto text = obj.cast<std::string>();
+    if (auto ours = et::dtype_from_name(text)) return *ours;
+    for (const auto& n : kDTypes)
+      if (text == n.numpy) return n.dtype;
+  }
+  py::module_ np;
+  try {
+    np = py::module_::import("numpy");
+  } catch (py::error_already_set&) {
+    throw py::value_error("unknown dtype " + py::repr(obj).cast<std::string>() + " (known: " + known_dtype_names() +
+                          "; numpy is not installed, so numpy dtypes cannot be read)");
+  }
+  py::object dt;
+  try {
+    dt = np.attr("dtype")(obj);
+  } catch (py::error_already_set& e) {
+    throw py::type_error("not a dtype: " + py::repr(obj).cast<std::string>() + " (numpy.dtype says: " + e.what() +
+                         ")");
+  }
+  return from_numpy_dtype(dt);
+}
+
+void bind_enums(py::module_& m) {
+  py::enum_<et::DType> dtype(m, "DType", "Element types; names as numpy's (edgetensor/dtype.h).");
+  for (const auto& n : kDTypes) {
+    std::string upper = n.numpy;
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    dtype.value(upper.c_str(), n.dtype);
+  }
+  py::enum_<et::MemoryKind>(m, "MemoryKind", "Which backend holds a tensor's bytes (edgetensor/memory.h).")
+      .value("AUTO", et::MemoryKind::Auto)
+      .value("HEAP", et::MemoryKind::Heap)
+      .value("SHM", et::MemoryKind::Shm)
+      .value("DMABUF", et::MemoryKind::DmaBuf)
+      .value("GL_PBO", et::MemoryKind::GlPbo)
+      .value("FOREIGN", et::MemoryKind::Foreign);
+}
+
+et::MemoryKind to_memory_kind(const py::handle& obj) {
+  if (py::isinstance<et::MemoryKind>(obj)) return obj.cast<et::MemoryKind>();
+  if (py::isinstance<py::str>(obj)) {
+    auto text = obj.cast<std::string>();
+    if (auto kind = et::memory_kind_from_name(text)) return *kind;
+    throw py::value_error("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo, foreign)");
+  }
+  throw py::type_error("memory must be an edgetensor.MemoryKind or its name, not " +
+                       py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+}
+
+et::PixelFormat to_pixel_format(const py::handle& obj) {
+  if (py::isinstance<et::PixelFormat>(obj)) return obj.cast<et::PixelFormat>();
+  if (py::isinstance<py::str>(obj)) return unwrap(et::pixel_format_from_name(obj.cast<std::string>()));
+  throw py::type_error("format must be an edgetensor.PixelFormat or its name, not " +
+                       py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+}
+
+std::vector<std::size_t> to_shape(const py::handle& obj, const char* what) {
+  std::vector<std::size_t> shape;
+  auto one = [&](const py::handle& v, std::size_t index) {
+    if (!PyIndex_Check(v.ptr()))
+      throw py::type_error(std::string(what) + "[" + std::to_string(index) + "] must be an int, not " +
+                           py::str(py::type::of(v).attr("__name__")).cast<std::string>());
+    auto value = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+    if (!value) throw py::error_already_set();
+    if (value < py::int_(0))
+      throw py::value_error(std::string(what) + "[" + std::to_string(index) + "] = " +
+                            py::str(value).cast<std::string>() + " is negative");
+    shape.push_back(value.cast<std::size_t>());
+  };
+  // A sequence first: a numpy array is both a sequence and an __index__ holder (one that fails).
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    if (!PyIndex_Check(obj.ptr()) || py::isinstance<py::str>(obj))
+      throw py::type_error(std::string(what) + " must be an int or a sequence of ints");
+    one(obj, 0);
+    return shape;
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  for (std::size_t i = 0; i < seq.size(); ++i) one(seq[i], i);
+  return shape;
+}
+
+std::vector<std::int64_t> to_strides(const py::handle& obj) {
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
+    throw py::type_error("strides must be a sequence of ints (bytes)");
+  std::vector<std::int64_t> strides;
+  for (const auto& v : py::reinterpret_borrow<py::sequence>(obj)) {
+    if (!PyIndex_Check(v.ptr())) throw py::type_error("strides must be ints (bytes)");
+    strides.push_back(py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr())).cast<std::int64_t>());
+  }
+  return strides;
+}
+
+int to_fd(const py::handle& obj) {
+  py::object value = py::reinterpret_borrow<py::object>(obj);
+  if (!PyIndex_Check(obj.ptr())) {
+    if (!py::hasattr(obj, "fileno"))
+      throw py::type_error("an fd must be an int or have fileno() (socket.socket, a file), not " +
+                           py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+    value = obj.attr("fileno")();
+  }
+  auto fd = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+  if (!fd) throw py::error_already_set();
+  if (fd < py::int_(INT_MIN) || fd > py::int_(INT_MAX))
+    throw py::value_error("fd " + py::str(fd).cast<std::string>() + " is not an int fd");
+  return fd.cast<int>();
+}
+
+}  // namespace etpy

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+// edgetensor.Tensor (TensorDyn) and the functions that make one: allocate, allocate_image, import_fd,
+// import_image. numpy conventions: shape and strides are tuples, strides in bytes, dtype a numpy.dtype,
+// size the element count, nbytes the packed bytes.
+#include "bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+
+namespace etpy {
+namespace {
+
+et::AllocateOptions allocate_options(const py::handle& memory, std::string name, std::string shm_name,
+                                     std::string dma_heap, std::shared_ptr<et::gl::Context> gl_context) {
+  et::AllocateOptions o;
+  o.memory = to_memory_kind(memory);
+  o.name = std::move(name);
+  o.shm_name = std::move(shm_name);
+  o.dma_heap = std::move(dma_heap);
+  o.gl_context = std::move(gl_context);
+  return o;
+}
+
+et::ImportOptions import_options(std::size_t offset_bytes, const py::handle& strides, std::string name,
+                                 bool allow_shrinkable) {
+  et::ImportOptions o;
+  o.offset_bytes = offset_bytes;
+  if (!strides.is_none()) o.strides_bytes = to_strides(strides);
+  o.name = std::move(name);
+  o.allow_shrinkable = allow_shrinkable;
+  return o;
+}
+
+// Runs `fn` (a call returning Result<TensorDyn>) with the GIL released: allocation may wait on the GL
+// thread (PBO) or a device ioctl.
+template <class Fn>
+et::TensorDyn released(Fn&& fn) {
+  std::optional<et::Result<et::TensorDyn>> result;
+  {
+    py::gil_scoped_release release;
+    result.emplace(fn());
+  }
+  return unwrap(std::move(*result));
+}
+
+std::string repr(const et::TensorDyn& t) {
+  if (t.is_empty_handle()) return "<edgetensor.Tensor (empty handle)>";
+  std::string shape = "(";
+  for (std::size_t i = 0; i < t.rank(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  if (t.rank() == 1) shape += ",";
+  shape += ")";
+  std::string s = "<edgetensor.Tensor shape=" + shape + " dtype=" + numpy_name(t.dtype()) +
+                  " memory=" + std::string(et::memory_kind_name(t.memory())) + " (" + t.memory_detail() + ")";
+  if (!t.name().empty()) s += " name='" + t.name() + "'";
+  if (t.pixel_format() != et::PixelFormat::Unknown) s += " format=" + std::string(et::pixel_format_name(t.pixel_format()));
+  return s + ">";
+}
+
+const char* kAllocateDoc =
+    "Allocates a C-contiguous tensor (contents read as zeros). shape: elements per dimension; dtype: a numpy "
+    "name ('float32'), numpy.dtype, numpy scalar type or edgetensor.DType; memory: edgetensor.MemoryKind or its "
+    "name ('auto', 'heap', 'shm', 'dmabuf', 'gl_pbo'); Auto takes DMA-BUF, then shared memory, then the heap. "
+    "shm_name (with memory='shm'): a named POSIX shm object created exclusively, left in /dev/shm until "
+    "edgetensor.shm.remove(name). gl_context: the edgetensor.gl.Context of a 'gl_pbo' tensor. Errors as "
+    "TensorDyn::allocate (InvalidArgumentError, OutOfRangeError, UnavailableError, AlreadyExistsError, ...). "
+    "Releases the GIL while allocating.";
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<et::BufferIdentity>(m, "BufferIdentity",
+                                 "A process-unique id per allocation or import, plus a weak liveness token "
+                                 "(keeps nothing alive).")
+      .def_property_readonly("id", &et::BufferIdentity::id)
+      .def_property_readonly("alive", &et::BufferIdentity::alive,
+                             "False once every tensor, view, map and export of the storage is gone.")
+      .def("__eq__", [](const et::BufferIdentity& a, const et::BufferIdentity& b) { return a == b; },
+           py::is_operator())
+      .def("__hash__", [](const et::BufferIdentity& a) { return py::hash(py::int_(a.id())); })
+      .def("__repr__", [](const et::BufferIdentity& a) {
+        return "BufferIdentity(id=" + std::to_string(a.id()) + (a.alive() ? ", alive)" : ", gone)");
+      });
+
+  py::class_<et::TensorDyn> tensor(m, "Tensor",
+                                   "A tensor over edgetensor memory: storage + dtype + shape + strides (bytes) + "
+                                   "offset. Views, batches, maps and DLPack exports share the storage and keep it "
+                                   "alive. Make one with allocate(), allocate_image(), import_fd(), shm.open(), "
+                                   "ipc.receive() or from_dlpack().");
+  tensor
+      .def_property_readonly("shape", [](const et::TensorDyn& t) { return to_tuple(t.shape()); },
+                             "Elements per dimension.")
+      .def_property_readonly("strides", [](const et::TensorDyn& t) { return to_tuple(t.strides()); },
+                             "Bytes between neighbours along each dimension (as numpy).")
+      .def_property_readonly("ndim", &et::TensorDyn::rank)
+      .def_property_readonly("size", &et::TensorDyn::element_count, "Element count (1 for rank 0).")
+      .def_property_readonly("itemsize", &et::TensorDyn::element_size, "Bytes per element.")
+      .def_property_readonly("nbytes", &et::TensorDyn::packed_bytes, "size * itemsize: a packed copy's bytes.")
+      .def_property_readonly("extent_bytes", &et::TensorDyn::extent_bytes,
+                             "Bytes from the first element to one past the last reachable one (what a map covers).")
+      .def_property_readonly("buffer_bytes", &et::TensorDyn::buffer_bytes, "Bytes of the whole backing buffer.")
+      .def_property_readonly("offset_bytes", &et::TensorDyn::offset_bytes,
+                             "Byte offset of the first element in the backing buffer.")
+      .def_property_readonly("dtype", [](const et::TensorDyn& t) { return numpy_dtype(t.dtype()); },
+                             "The numpy.dtype (imports numpy); bfloat16 is the struct dtype [('bf16', '<u2')].")
+      .def_property_readonly("dtype_name", [](const et::TensorDyn& t) { return numpy_name(t.dtype()); },
+                             "numpy's name of the dtype ('float32', 'bfloat16'); needs no numpy.")
+      .def_property_readonly("is_contiguous", &et::TensorDyn::is_contiguous)
+      .def_property_readonly("memory", &et::TensorDyn::memory, "The backend that holds the bytes.")
+      .def_property_readonly("memory_detail", &et::TensorDyn::memory_detail,
+                             "What exactly serves: 'memfd', 'posix shm /cam0', 'dma-heap system', ...")
+      .def_property_readonly("read_only", &et::TensorDyn::read_only, "True when write maps are refused.")
+      .def_property("name", &et::TensorDyn::name, &et::TensorDyn::set_name)
+      .def_property_readonly("identity", &et::TensorDyn::identity)
+      .def("same_buffer", &et::TensorDyn::same_buffer, py::arg("other"),
+           "True when both reach the same buffer object, even through separate imports.")
+      // Image metadata (image.h's metadata rule says which operations keep what).
+      .def_property_readonly(
+          "image_layout",
+          [](const et::TensorDyn& t) -> std::optional<et::ImageLayout> {
+            if (t.image_layout() == nullptr) return std::nullopt;
+            return *t.image_layout();
+          },
+          "The layout of the whole image this tensor holds, or None.")
+      .def_property_readonly("pixel_format", &et::TensorDyn::pixel_format,
+                             "The image's format, or that of the image this tensor is a plane of; UNKNOWN otherwise.")
+      .def_property_readonly(
+          "image_plane",
+          [](const et::TensorDyn& t) -> std::optional<int> {
+            if (t.image_plane() < 0) return std::nullopt;
+            return t.image_plane();
+          },
+          "Which plane of pixel_format this tensor views, or None.")
+      .def("set_image_layout", [](et::TensorDyn& t, const et::ImageLayout& l) { unwrap(t.set_image_layout(l)); },
+           py::arg("layout"), "Attaches an image layout; it must fit the tensor's extent.")
+      .def("clear_image_layout", &et::TensorDyn::clear_image_layout)
+      .def_property("colorimetry", &et::TensorDyn::colorimetry, &et::TensorDyn::set_colorimetry)
+      .def_property(
+          "quantization", &et::TensorDyn::quantization,
+          [](et::TensorDyn& t, const et::Quantization& q) { unwrap(t.set_quantization(q)); },
+          "Assigning checks it against dtype and shape (InvalidArgumentError naming the field).")
+      .def_property_readonly("is_empty_handle", &et::TensorDyn::is_empty_handle)
+      // Views.
+      .def("batch", [](const et::TensorDyn& t, std::size_t n) { return unwrap(t.batch(n)); }, py::arg("n"),
+           "The n-th sub-tensor along dimension 0.")
+      .def(
+          "view",
+          [](const et::TensorDyn& t, std::size_t offset, const py::handle& shape, const py::handle& strides) {
+            auto s = to_shape(shape);
+            std::vector<std::int64_t> st;
+            if (!strides.is_none()) st = to_strides(strides);
+            return unwrap(t.view(offset, s, st));
+          },
+          py::arg("offset_bytes"), py::arg("shape"), py::arg("strides") = py::none(),
+          "A view at offset_bytes from this tensor's first element; strides in bytes (None = C-contiguous). "
+          "Out of bounds is OutOfRangeError, never a clamp.")
+      .def(
+          "reshape",
+          [](const et::TensorDyn& t, const py::args& args) {
+            auto shape = args.size() == 1 ? to_shape(args[0]) : to_shape(args);
+            return unwrap(t.reshape(shape));
+          },
+          "Same bytes, new shape: reshape(2, 3) or reshape((2, 3)). The tensor must be contiguous.")
+      .def("slice",
+           [](const et::TensorDyn& t, std::size_t dim, std::size_t begin, std::size_t end) {
+             return unwrap(t.slice(dim, begin, end));
+           },
+           py::arg("dim"), py::arg("begin"), py::arg("end"), "Indices [begin, end) of dimension dim.")
+      .def("plane", [](const et::TensorDyn& t, std::size_t i) { return unwrap(t.plane(i)); }, py::arg("index"),
+           "The view of image plane `index` with its natural shape (NV12 UV: [h/2, w/2, 2]).")
+      .def("image_view", [](const et::TensorDyn& t) { return unwrap(t.image_view()); },
+           "The whole image as one view (Rgb [h, w, 3]; PlanarRgb [3, h, w]).")
+      // Maps.
+      .def("map_read", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::Read); },
+           "A read-only Map (context manager, buffer protocol). Releases the GIL while mapping.")
+      .def("map_write", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::Write); },
+           "A writable Map. PermissionDeniedError on read-only storage.")
+      .def("map_read_write", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::ReadWrite); })
+      .def(
+          "export_fd", [](const et::TensorDyn& t) { return unwrap(t.export_fd()).release(); },
+          "A new CLOEXEC fd of the whole backing buffer: the caller owns it and closes it (os.close). Send "
+          "offset_bytes, shape, strides and dtype along so the receiver can import the same view.")
+      .def("__len__",
+           [](const et::TensorDyn& t) {
+             if (t.rank() == 0) throw py::type_error("len() of a rank-0 tensor");
+             return t.shape()[0];
+           })
+      .def("__repr__", &repr);
+  bind_dlpack(m, tensor);
+
+  m.def(
+      "allocate",
+      [](const py::handle& shape, const py::handle& dtype, const py::handle& memory, std::string name,
+         std::string shm_name, std::string dma_heap, std::shared_ptr<et::gl::Context> gl_context) {
+        auto s = to_shape(shape);
+        auto d = to_dtype(dtype);
+        auto o = allocate_options(memory, std::move(name), std::move(shm_name), std::move(dma_heap),
+                                  std::move(gl_context));
+        return released([&] { return et::TensorDyn::allocate(s, d, o); });
+      },
+      py::arg("shape"), py::arg("dtype"), py::arg("memory") = "auto", py::kw_only(), py::arg("name") = "",
+      py::arg("shm_name") = "", py::arg("dma_heap") = "", py::arg("gl_context") = py::none(), kAllocateDoc);
+
+  m.def(
+      "allocate_image",
+      [](std::uint32_t width, std::uint32_t height, const py::handle& format, std::size_t row_align,
+         std::size_t height_align, const py::handle& memory, std::string name, std::string shm_name,
+         std::shared_ptr<et::gl::Context> gl_context) {
+        auto f = to_pixel_format(format);
+        auto o = allocate_options(memory, std::move(name), std::move(shm_name), "", std::move(gl_context));
+        return released([&] { return et::TensorDyn::allocate_image(width, height, f, {row_align, height_align}, o); });
+      },
+      py::arg("width"), py::arg("height"), py::arg("format"), py::arg("row_align") = 1, py::arg("height_align") = 1,
+      py::kw_only(), py::arg("memory") = "auto", py::arg("name") = "", py::arg("shm_name") = "",
+      py::arg("gl_context") = py::none(),
+      "Allocates an image with all planes in one buffer: a uint8 tensor [bytes] with the default layout "
+      "(ImageLayout.make(width, height, format, row_align, height_align)) attached.");
+  m.def(
+      "allocate_image",
+      [](const et::ImageLayout& layout, const py::handle& memory, std::string name, std::string shm_name,
+         std::shared_ptr<et::gl::Context> gl_context) {
+        auto o = allocate_options(memory, std::move(name), std::move(shm_name), "", std::move(gl_context));
+        return released([&] { return et::TensorDyn::allocate_image(layout, o); });
+      },
+      py::arg("layout"), py::kw_only(), py::arg("memory") = "auto", py::arg("name") = "", py::arg("shm_name") = "",
+      py::arg("gl_context") = py::none(), "Allocates layout.min_buffer_bytes() for a layout of yours.");
+
+  m.def(
+      "import_fd",
+      [](const py::handle& fd, const py::handle& shape, const py::handle& dtype, std::size_t offset_bytes,
+         const py::handle& strides, std::string name, bool allow_shrinkable) {
+        int f = to_fd(fd);
+        auto s = to_shape(shape);
+        auto d = to_dtype(dtype);
+        auto o = import_options(offset_bytes, strides, std::move(name), allow_shrinkable);
+        return released([&] { return et::TensorDyn::import_fd_dup(f, s, d, o); });
+      },
+      py::arg("fd"), py::arg("shape"), py::arg("dtype"), py::kw_only(), py::arg("offset_bytes") = 0,
+      py::arg("strides") = py::none(), py::arg("name") = "", py::arg("allow_shrinkable") = false,
+      "Imports a borrowed fd (an int, or an object with fileno()): the library dups it, and the caller keeps "
+      "and closes its own. Shared memory (memfd, tmpfs) or a DMA-BUF; the real size is checked against "
+      "offset + extent. Shared memory must be sealed against shrinking unless allow_shrinkable (trusted peers "
+      "only: a truncation would kill this process with SIGBUS). strides in bytes (None = C-contiguous).");
+  m.def(
+      "import_image",
+      [](const py::handle& fd, const et::ImageLayout& layout, std::size_t offset_bytes, std::string name,
+         bool allow_shrinkable) {
+        int f = to_fd(fd);
+        auto o = import_options(offset_bytes, py::none(), std::move(name), allow_shrinkable);
+        return released([&] { return et::TensorDyn::import_image_dup(f, layout, o); });
+      },
+      py::arg("fd"), py::arg("layout"), py::kw_only(), py::arg("offset_bytes") = 0, py::arg("name") = "",
+      py::arg("allow_shrinkable") = false,
+      "Imports an image held in one buffer (a borrowed fd, dup'd as import_fd does): a uint8 tensor "
+      "[layout.min_buffer_bytes()] with the layout attached; every plane is checked to fit.");
+}
+
+}  // namespace etpy

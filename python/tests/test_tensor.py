@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor: allocation (dtype and memory spellings), description, views, identity, fds, named shm."""
+
+import os
+
+import numpy
+import pytest
+
+import edgetensor as et
+
+NUMPY_NAMES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16", "float32",
+               "float64"]
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_dtype_spellings_agree(name):
+    want = numpy.dtype(name)
+    for spelling in (name, want, want.type, getattr(et.DType, name.upper())):
+        t = et.allocate((2, 3), spelling, "heap")
+        assert t.dtype == want
+        assert t.dtype_name == name
+        assert t.itemsize == want.itemsize
+        assert t.nbytes == 6 * want.itemsize
+
+
+def test_dtype_our_names_and_numpy_strings():
+    assert et.allocate((1,), "f32").dtype == numpy.float32
+    assert et.allocate((1,), "bf16").dtype_name == "bfloat16"
+    assert et.allocate((1,), "<f4").dtype == numpy.float32
+    assert et.allocate((1,), float).dtype == numpy.float64
+
+
+def test_bfloat16_is_a_struct_of_its_bits():
+    t = et.allocate((2, 2), "bfloat16")
+    assert t.dtype == numpy.dtype([("bf16", "<u2")])
+    assert t.dtype != numpy.uint16
+    assert et.allocate((1,), t.dtype).dtype_name == "bfloat16"  # and back
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    ("float128", ValueError, "float128"),
+    (numpy.bool_, ValueError, "bool"),
+    (">f4", ValueError, "big-endian"),
+    (numpy.complex64, ValueError, "complex64"),
+    ("no such type", TypeError, "not a dtype"),
+])
+def test_bad_dtypes_are_named(bad, error, words):
+    with pytest.raises(error, match=words):
+        et.allocate((1,), bad)
+
+
+def test_memory_kind_by_name_or_enum():
+    assert et.allocate((4,), "u8", "heap").memory == et.MemoryKind.HEAP
+    assert et.allocate((4,), "u8", et.MemoryKind.SHM).memory == et.MemoryKind.SHM
+    assert et.allocate((4,), "u8", memory="shm").memory_detail == "memfd"
+    with pytest.raises(ValueError, match="unknown memory kind 'gpu'"):
+        et.allocate((4,), "u8", "gpu")
+    with pytest.raises(TypeError, match="memory must be"):
+        et.allocate((4,), "u8", 3)
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match=r"shape\[1\] = -2 is negative"):
+        et.allocate((3, -2), "u8")
+    with pytest.raises(TypeError, match=r"shape\[0\] must be an int"):
+        et.allocate((1.5,), "u8")
+    with pytest.raises(TypeError):
+        et.allocate("12", "u8")
+    with pytest.raises(et.InvalidArgumentError, match="rank"):
+        et.allocate((1,) * 9, "u8")
+    assert et.allocate(5, "u8").shape == (5,)  # an int is a rank-1 shape
+    assert et.allocate(numpy.array([2, 3]), "u8").shape == (2, 3)  # numpy ints index
+
+
+def test_description():
+    t = et.allocate((2, 3, 4), "float32", "shm", name="cube")
+    assert (t.shape, t.strides, t.ndim, t.size, len(t)) == ((2, 3, 4), (48, 16, 4), 3, 24, 2)
+    assert (t.nbytes, t.extent_bytes, t.offset_bytes) == (96, 96, 0)
+    assert t.buffer_bytes >= 96
+    assert t.is_contiguous and not t.read_only and not t.is_empty_handle
+    assert t.name == "cube"
+    t.name = "renamed"
+    assert t.name == "renamed"
+    assert "shape=(2, 3, 4)" in repr(t) and "float32" in repr(t)
+    scalar = et.allocate((), "f64")
+    assert scalar.shape == () and scalar.size == 1
+    with pytest.raises(TypeError):
+        len(scalar)
+
+
+def test_views_batch_reshape_slice():
+    t = et.allocate((4, 6), "int16", "shm")
+    b = t.batch(2)
+    assert (b.shape, b.offset_bytes, b.strides) == ((6,), 24, (2,))
+    s = t.slice(1, 2, 5)
+    assert (s.shape, s.strides, s.offset_bytes, s.is_contiguous) == ((4, 3), (12, 2), 4, False)
+    assert t.reshape(3, 8).shape == (3, 8) and t.reshape((24,)).shape == (24,)
+    v = t.view(12, (2, 2), (24, 4))
+    assert (v.shape, v.strides, v.offset_bytes) == ((2, 2), (24, 4), 12)
+    for view in (b, s, v):
+        assert view.identity == t.identity and view.same_buffer(t)
+    with pytest.raises(et.OutOfRangeError):
+        t.batch(4)
+    with pytest.raises(et.FailedPreconditionError):
+        s.reshape(12)
+    with pytest.raises(et.OutOfRangeError):
+        t.view(0, (5, 6))
+    with pytest.raises(et.InvalidArgumentError):
+        t.reshape(5, 5)
+
+
+def test_identity_is_weak():
+    t = et.allocate((8,), "u8", "heap")
+    ident = t.identity
+    assert ident.alive and ident.id != 0 and hash(ident) == hash(t.batch(0).identity)
+    other = et.allocate((8,), "u8", "heap")
+    assert other.identity != ident and not other.same_buffer(t)
+    del t
+    assert not ident.alive
+
+
+def test_export_and_import_fd_ownership(pattern):
+    t = et.allocate((16, 16), "uint8", "shm")
+    with t.map_write() as m:
+        numpy.asarray(m)[:] = pattern(256).reshape(16, 16)
+    fd = t.export_fd()  # ours to close
+    try:
+        view = et.import_fd(fd, (4, 16), "uint8", offset_bytes=32, name="imported")
+        assert view.same_buffer(t) and view.identity != t.identity
+        assert view.name == "imported" and view.offset_bytes == 32
+        with view.map_read() as m:
+            assert (numpy.asarray(m).ravel() == pattern(256)[32:96]).all()
+        strided = et.import_fd(fd, (4,), "uint8", strides=(16,))
+        with strided.map_read() as m:
+            assert list(numpy.asarray(m)) == list(pattern(256)[0:64:16])
+    finally:
+        os.close(fd)
+    # The import holds its own dup: closing ours changed nothing.
+    with view.map_read() as m:
+        assert numpy.asarray(m)[0, 0] == pattern(256)[32]
+    with pytest.raises(et.InvalidArgumentError):
+        et.import_fd(fd, (1,), "uint8")  # closed now
+    with pytest.raises(et.OutOfRangeError):
+        fd2 = t.export_fd()
+        try:
+            et.import_fd(fd2, (1024,), "uint8")
+        finally:
+            os.close(fd2)
+
+
+def test_import_fd_accepts_objects_with_fileno():
+    t = et.allocate((64,), "uint8", "shm")
+    fd = t.export_fd()
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        assert et.import_fd(f, (64,), "u8").same_buffer(t)
+    with pytest.raises(TypeError, match="fileno"):
+        et.import_fd("3", (1,), "u8")
+
+
+def test_export_fd_errors():
+    with pytest.raises(et.UnsupportedError, match="heap"):
+        et.allocate((4,), "u8", "heap").export_fd()
+    with pytest.raises(et.FailedPreconditionError, match="zero elements"):
+        et.allocate((0, 3), "u8", "shm").export_fd()
+
+
+def test_named_shm_lifecycle():
+    name = "/et-pytest-%d" % os.getpid()
+    t = et.allocate((8,), "uint32", "shm", shm_name=name)
+    try:
+        assert name[1:] in os.listdir("/dev/shm")
+        assert t.memory_detail == "posix shm " + name
+        with pytest.raises(et.AlreadyExistsError) as e:
+            et.allocate((8,), "uint32", "shm", shm_name=name)
+        assert isinstance(e.value, FileExistsError)
+        with pytest.raises(et.InvalidArgumentError, match="allow_shrinkable"):
+            et.shm.open(name, (8,), "uint32")
+        with t.map_write() as m:
+            numpy.asarray(m)[:] = numpy.arange(8)
+        other = et.shm.open(name, (8,), "uint32", allow_shrinkable=True)
+        with other.map_read() as m:
+            assert list(numpy.asarray(m)) == list(range(8))
+        ro = et.shm.open(name, (8,), "uint32", True, allow_shrinkable=True)
+        assert ro.read_only
+        with pytest.raises(et.PermissionDeniedError):
+            ro.map_write()
+    finally:
+        et.shm.remove(name)
+    assert name[1:] not in os.listdir("/dev/shm")
+    with pytest.raises(et.NotFoundError) as e:
+        et.shm.remove(name)
+    assert isinstance(e.value, FileNotFoundError) and e.value.errno == 2
+
+
+def test_backend_status():
+    s = et.backend_status("heap")
+    assert s.kind == et.MemoryKind.HEAP and s.built and s.available
+    assert et.backend_status(et.MemoryKind.SHM).available

@@ -357,6 +357,60 @@ TEST(DmaBufHardware, ImportExportRoundTrips) {
   EXPECT_FALSE(other->same_buffer(*t));
 }
 
+// The frame channel over real dma-heap buffers (issue 14): a pool of two DMA-BUFs, twenty frames. Each
+// buffer's fd crosses once; afterwards a frame carries no fd, the receiver opens no fd and maps nothing
+// new, and every frame's bytes (written by the sender through its own map) are what the receiver reads.
+TEST(DmaBufHardware, ChannelAnnouncesEachBufferOnceThenFramesCarryNoFd) {
+  NEED_DEVICE(kSystemHeap);
+  PoolOptions po;
+  po.name = "hw-channel";
+  po.max_buffers = 2;
+  po.allocate.memory = MemoryKind::DmaBuf;
+  po.allocate.dma_heap = "system";
+  auto pool = Pool::create({2 * page_size()}, DType::U8, po);
+  ASSERT_OK(pool);
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  auto sender = channel::Sender::create(std::move(sp->first));
+  auto receiver = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(sender);
+  ASSERT_OK(receiver);
+  // Warm-up: both buffers out at once, so both are announced before the counted frames.
+  {
+    auto a = sender->acquire(*pool, std::chrono::seconds(1));
+    auto b = sender->acquire(*pool, std::chrono::seconds(1));
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    ASSERT_OK(sender->send(*a));
+    ASSERT_OK(sender->send(*b));
+    ASSERT_OK(receiver->receive(std::chrono::seconds(1)));
+    ASSERT_OK(receiver->receive(std::chrono::seconds(1)));
+  }
+  ASSERT_OK(sender->drain(std::chrono::seconds(1)));
+  const int fds = et_test::open_fd_count();
+  const std::uint64_t mmaps = sys::call_count(sys::Call::Mmap);
+  for (int i = 0; i < 20; ++i) {
+    auto t = sender->acquire(*pool, std::chrono::seconds(1));
+    ASSERT_OK(t);
+    fill(*t, static_cast<std::uint8_t>(i + 1));
+    ASSERT_OK(sender->send(*t));
+    t = TensorDyn();
+    auto d = receiver->receive(std::chrono::seconds(1));
+    ASSERT_OK(d);
+    EXPECT_EQ(d->tensor.memory(), MemoryKind::DmaBuf);
+    expect_all(d->tensor, static_cast<std::uint8_t>(i + 1));
+    d->tensor = TensorDyn();  // the release goes back; the pool may hand the buffer out again
+    EXPECT_EQ(et_test::open_fd_count(), fds) << "frame " << i << ": no fd after the announce";
+    EXPECT_EQ(sys::call_count(sys::Call::Mmap), mmaps) << "frame " << i << ": no new mapping";
+  }
+  ASSERT_OK(sender->drain(std::chrono::seconds(1)));
+  EXPECT_EQ(sender->stats().frames_sent, 22u);
+  EXPECT_EQ(sender->stats().releases, 22u);
+  EXPECT_EQ(sender->stats().announces, 2u) << "two pool buffers, each announced once";
+  EXPECT_EQ(receiver->stats().announces, 2u);
+  EXPECT_EQ(pool->stats().in_use, 0u);
+}
+
 TEST(DmaBufHardware, ReadOnlyFdMapsReadOnly) {
   NEED_DEVICE(kSystemHeap);
   UniqueFd heap(::open(kSystemHeap, O_RDWR | O_CLOEXEC));

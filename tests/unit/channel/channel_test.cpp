@@ -243,6 +243,12 @@ TEST(Channel, RefusesWhatCannotTravelAndStaysOpen) {
   ASSERT_OK(empty);
   EXPECT_ERROR(ends->sender.send(*empty), ErrorCode::FailedPrecondition, "zero elements");
   EXPECT_ERROR(ends->sender.send_frame(Frame()), ErrorCode::FailedPrecondition, "empty");
+  // Foreign memory (a DLPack import, here of the shm tensor's own export) has no fd to announce.
+  auto managed = dlpack::export_versioned(*shm);
+  ASSERT_OK(managed);
+  auto foreign = dlpack::adopt_versioned(*managed);
+  ASSERT_OK(foreign);
+  EXPECT_ERROR(ends->sender.send(*foreign), ErrorCode::Unsupported, "foreign");
   ASSERT_OK(ends->sender.status());
   ASSERT_OK(ends->sender.send(*shm));
   ASSERT_OK(ends->receiver.receive(1s));

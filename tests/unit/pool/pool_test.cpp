@@ -114,6 +114,35 @@ TEST_P(PoolKinds, BufferComesBackWhenItsLastHolderIsGoneAndKeepsItsMapping) {
   EXPECT_EQ(pool->stats().allocated, 1u) << "nothing new allocated";
 }
 
+// A DLPack export is a holder too (dlpack.h: the capsule keeps a map and a storage reference): the
+// buffer comes back only when the consumer calls the deleter, whichever form was exported.
+TEST_P(PoolKinds, DlpackExportsKeepTheBufferOutUntilTheirDeleterRuns) {
+  auto pool = Pool::create({64}, DType::F32, options("dlpack", GetParam(), 1));
+  ASSERT_OK(pool);
+  auto t = pool->acquire(0ms);
+  ASSERT_OK(t);
+  const BufferKey key = t->buffer_key();
+  auto versioned = dlpack::export_versioned(*t);
+  ASSERT_OK(versioned);
+  auto legacy = dlpack::export_legacy(*t);
+  ASSERT_OK(legacy);
+  *t = TensorDyn();
+  EXPECT_EQ(pool->stats().in_use, 1u) << "two exports still hold it";
+  EXPECT_ERROR(pool->acquire(0ms), ErrorCode::Busy, "dlpack");
+  (*versioned)->deleter(*versioned);
+  EXPECT_EQ(pool->stats().in_use, 1u) << "the legacy export still holds it";
+  // A consumer that imports the export (a Foreign tensor) holds it until its last view goes.
+  auto imported = dlpack::adopt_legacy(*legacy);
+  ASSERT_OK(imported);
+  EXPECT_EQ(imported->memory(), MemoryKind::Foreign);
+  EXPECT_EQ(pool->stats().in_use, 1u);
+  *imported = TensorDyn();
+  EXPECT_EQ(pool->stats().in_use, 0u);
+  auto again = pool->acquire(0ms);
+  ASSERT_OK(again);
+  EXPECT_EQ(again->buffer_key(), key);
+}
+
 TEST_P(PoolKinds, ReusedBufferKeepsItsBytesUnlessZeroOnReuse) {
   for (bool zero : {false, true}) {
     PoolOptions o = options("reuse", GetParam(), 1);

@@ -375,16 +375,23 @@ TEST(DmaBufHardware, ChannelAnnouncesEachBufferOnceThenFramesCarryNoFd) {
   auto receiver = channel::Receiver::create(std::move(sp->second));
   ASSERT_OK(sender);
   ASSERT_OK(receiver);
-  // Warm-up: both buffers out at once, so both are announced before the counted frames.
+  // Warm-up: both buffers out at once, so both are announced, and each mapped once on either side (a
+  // DMA-BUF is mapped on its first CPU access and the mapping is kept), before the counted frames.
   {
     auto a = sender->acquire(*pool, std::chrono::seconds(1));
     auto b = sender->acquire(*pool, std::chrono::seconds(1));
     ASSERT_OK(a);
     ASSERT_OK(b);
+    fill(*a, 0xA0);
+    fill(*b, 0xB0);
     ASSERT_OK(sender->send(*a));
     ASSERT_OK(sender->send(*b));
-    ASSERT_OK(receiver->receive(std::chrono::seconds(1)));
-    ASSERT_OK(receiver->receive(std::chrono::seconds(1)));
+    auto da = receiver->receive(std::chrono::seconds(1));
+    auto db = receiver->receive(std::chrono::seconds(1));
+    ASSERT_OK(da);
+    ASSERT_OK(db);
+    expect_all(da->tensor, 0xA0);
+    expect_all(db->tensor, 0xB0);
   }
   ASSERT_OK(sender->drain(std::chrono::seconds(1)));
   const int fds = et_test::open_fd_count();

@@ -25,7 +25,8 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::shm {
 /// A named object can never be sealed, so any process that can open it can truncate it, and this
 /// process would then die of SIGBUS touching the lost pages: open refuses unless
 /// `options.allow_shrinkable` (ImportOptions{.allow_shrinkable = true}, for trusted writers only;
-/// else share a sealed memfd with ipc::send). The refusal comes before the object is opened.
+/// else share a sealed memfd with ipc::send). The object is opened first, so a missing name is
+/// NotFound whatever the options; a refused one is closed again, never touched.
 /// Errors: InvalidArgument (bad name; allow_shrinkable not set), NotFound, PermissionDenied,
 /// OutOfRange (object too small).
 [[nodiscard]] ET_API Result<TensorDyn> open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype,

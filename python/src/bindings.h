@@ -31,6 +31,11 @@ void bind_errors(py::module_& m);
 /// Raises edgetensor.DLPackError (also a BufferError) carrying `error`'s code, errno and message: the
 /// exception the DLPack protocol asks for.
 [[noreturn]] void raise_dlpack(const et::Error& error);
+/// A bad argument found by the binding itself (unknown dtype or memory name, negative dimension):
+/// edgetensor.InvalidArgumentError, an edgetensor.Error and a ValueError, as the library's own are.
+[[noreturn]] inline void raise_invalid(const std::string& message) {
+  raise(et::Error(et::ErrorCode::InvalidArgument, message));
+}
 
 template <class T>
 T unwrap(et::Result<T>&& result) {

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <climits>
+#include <cstdint>
 #include <string_view>
 
 namespace etpy {
@@ -31,7 +32,7 @@ constexpr DTypeNames kDTypes[] = {
 const DTypeNames& names_of(et::DType dtype) {
   for (const auto& n : kDTypes)
     if (n.dtype == dtype) return n;
-  throw py::value_error("invalid edgetensor dtype value " + std::to_string(static_cast<int>(dtype)));
+  raise_invalid("invalid edgetensor dtype value " + std::to_string(static_cast<int>(dtype)));
 }
 
 std::string known_dtype_names() {
@@ -48,17 +49,17 @@ et::DType from_numpy_dtype(const py::handle& dt) {
       py::tuple field = dt.attr("fields")["bf16"];  // (dtype, offset)
       if (py::str(field[0].attr("str")).cast<std::string>() == "<u2") return et::DType::BF16;
     }
-    throw py::value_error("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
+    raise_invalid("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
   }
   std::string byteorder = py::str(dt.attr("byteorder"));
   if (byteorder == ">")
-    throw py::value_error("numpy dtype " + repr + " is big-endian: edgetensor tensors hold native (little-endian) "
+    raise_invalid("numpy dtype " + repr + " is big-endian: edgetensor tensors hold native (little-endian) "
                           "elements");
   auto kind = py::str(dt.attr("kind")).cast<std::string>();
   auto itemsize = dt.attr("itemsize").cast<std::size_t>();
   for (const auto& n : kDTypes)
     if (kind.size() == 1 && kind[0] == n.kind && itemsize == et::dtype_size(n.dtype)) return n.dtype;
-  throw py::value_error("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
+  raise_invalid("numpy dtype " + repr + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
 }
 
 }  // namespace
@@ -84,17 +85,32 @@ et::DType to_dtype(const py::handle& obj) {
     for (const auto& n : kDTypes)
       if (text == n.numpy) return n.dtype;
   }
+  // A torch dtype (torch.float32, torch.bfloat16): its name without "torch." is ours or numpy's.
+  if (!py::isinstance<py::str>(obj)) {
+    const std::string module = py::str(py::type::of(obj).attr("__module__")).cast<std::string>();
+    const std::string text = py::str(obj).cast<std::string>();
+    if (module == "torch" && text.rfind("torch.", 0) == 0) {
+      const std::string name = text.substr(6);
+      if (auto ours = et::dtype_from_name(name)) return *ours;
+      for (const auto& n : kDTypes)
+        if (name == n.numpy) return n.dtype;
+      raise_invalid("torch dtype " + text + " has no edgetensor dtype (known: " + known_dtype_names() + ")");
+    }
+  }
   py::module_ np;
   try {
     np = py::module_::import("numpy");
   } catch (py::error_already_set&) {
-    throw py::value_error("unknown dtype " + py::repr(obj).cast<std::string>() + " (known: " + known_dtype_names() +
+    raise_invalid("unknown dtype " + py::repr(obj).cast<std::string>() + " (known: " + known_dtype_names() +
                           "; numpy is not installed, so numpy dtypes cannot be read)");
   }
   py::object dt;
   try {
     dt = np.attr("dtype")(obj);
   } catch (py::error_already_set& e) {
+    if (py::isinstance<py::str>(obj))
+      raise_invalid("unknown dtype " + py::repr(obj).cast<std::string>() + " (known: " + known_dtype_names() +
+                    ", or any name numpy.dtype reads)");
     throw py::type_error("not a dtype: " + py::repr(obj).cast<std::string>() + " (numpy.dtype says: " + e.what() +
                          ")");
   }
@@ -122,7 +138,7 @@ et::MemoryKind to_memory_kind(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) {
     auto text = obj.cast<std::string>();
     if (auto kind = et::memory_kind_from_name(text)) return *kind;
-    throw py::value_error("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo, foreign)");
+    raise_invalid("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo, foreign)");
   }
   throw py::type_error("memory must be an edgetensor.MemoryKind or its name, not " +
                        py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
@@ -144,9 +160,18 @@ std::vector<std::size_t> to_shape(const py::handle& obj, const char* what) {
     auto value = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
     if (!value) throw py::error_already_set();
     if (value < py::int_(0))
-      throw py::value_error(std::string(what) + "[" + std::to_string(index) + "] = " +
+      raise_invalid(std::string(what) + "[" + std::to_string(index) + "] = " +
                             py::str(value).cast<std::string>() + " is negative");
-    shape.push_back(value.cast<std::size_t>());
+    const std::size_t n = PyLong_AsSize_t(value.ptr());
+    if (n == static_cast<std::size_t>(-1) && PyErr_Occurred()) {
+      PyErr_Clear();
+      PyErr_SetString(PyExc_OverflowError, (std::string(what) + "[" + std::to_string(index) + "] = " +
+                                            py::str(value).cast<std::string>() + " does not fit in size_t (at most " +
+                                            std::to_string(SIZE_MAX) + ")")
+                                               .c_str());
+      throw py::error_already_set();
+    }
+    shape.push_back(n);
   };
   // A sequence first: a numpy array is both a sequence and an __index__ holder (one that fails).
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
@@ -182,7 +207,7 @@ int to_fd(const py::handle& obj) {
   auto fd = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
   if (!fd) throw py::error_already_set();
   if (fd < py::int_(INT_MIN) || fd > py::int_(INT_MAX))
-    throw py::value_error("fd " + py::str(fd).cast<std::string>() + " is not an int fd");
+    raise_invalid("fd " + py::str(fd).cast<std::string>() + " is not an int fd");
   return fd.cast<int>();
 }
 

@@ -16,6 +16,7 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -39,6 +40,8 @@ bool interpreter_finalizing() {
   return _Py_IsFinalizing() != 0;
 #endif
 }
+
+std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
 
 // An unconsumed capsule frees its export when collected; a renamed (consumed) one belongs to its consumer.
 template <class Managed>
@@ -75,41 +78,61 @@ void copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
   }
 }
 
+// The array API's argument types, checked by hand: a wrong type is a TypeError naming the parameter
+// (pybind11's own cast would say "Unable to cast Python instance", a RuntimeError).
+
+std::pair<long long, long long> int_pair(const py::object& obj, const char* what) {
+  if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 2 || !PyIndex_Check(PyTuple_GET_ITEM(obj.ptr(), 0)) ||
+      !PyIndex_Check(PyTuple_GET_ITEM(obj.ptr(), 1)))
+    throw py::type_error(std::string("edgetensor.Tensor.__dlpack__: ") + what + " must be a tuple of two ints, not " +
+                         py::repr(obj).cast<std::string>());
+  long long a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj.ptr(), 0));
+  long long b = a == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyTuple_GET_ITEM(obj.ptr(), 1));
+  if (PyErr_Occurred()) throw py::error_already_set();
+  return {a, b};
+}
+
+[[noreturn]] void refuse(et::ErrorCode code, const std::string& message) {
+  raise_dlpack(et::Error(code, "edgetensor.Tensor.__dlpack__: " + message));
+}
+
 py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py::object& max_version,
                   const py::object& dl_device, const py::object& copy) {
   bool versioned = false;
-  if (!max_version.is_none()) {
-    auto v = max_version.cast<std::pair<int, int>>();
-    versioned = v.first >= 1;
-  }
+  if (!max_version.is_none()) versioned = int_pair(max_version, "max_version").first >= 1;
   dl::ExportOptions options;
   if (!dl_device.is_none()) {
-    auto d = dl_device.cast<std::pair<int, int>>();
-    if (d.first == kDLCUDA && d.second >= 0) {
+    auto d = int_pair(dl_device, "dl_device");
+    if (d.first == kDLCUDA && d.second >= 0 && d.second <= INT_MAX) {
       options.device = dl::ExportDevice::Cuda;
-      options.cuda.device = d.second;
+      options.cuda.device = static_cast<int>(d.second);
     } else if (!(d.first == kDLCPU && d.second == 0)) {
-      throw py::buffer_error("edgetensor.Tensor.__dlpack__: dl_device (" + std::to_string(d.first) + ", " +
-                             std::to_string(d.second) + ") cannot be served: a tensor exports to kDLCPU (1, 0), or "
-                             "to kDLCUDA (2, n) through a CUDA device view");
+      refuse(et::ErrorCode::Unsupported, "dl_device (" + std::to_string(d.first) + ", " + std::to_string(d.second) +
+                                             ") cannot be served: a tensor exports to kDLCPU (1, 0), or to kDLCUDA "
+                                             "(2, n) through a CUDA device view");
     }
   }
   // stream (array API standard): None or -1 on the CPU; on CUDA an int >= -1 where 0 is ambiguous and
   // refused. No export here leaves producer work pending on any stream (CPU writes end with their map;
   // cuda::map's registration and GL map are complete when it returns), so no wait is needed.
   if (!stream.is_none()) {
-    auto s = stream.cast<long long>();
+    if (!PyIndex_Check(stream.ptr()))
+      throw py::type_error("edgetensor.Tensor.__dlpack__: stream must be None or an int, not " + type_name(stream));
+    const long long s = PyLong_AsLongLong(stream.ptr());
+    if (s == -1 && PyErr_Occurred()) throw py::error_already_set();
     if (options.device == dl::ExportDevice::Cpu && s != -1)
-      throw py::value_error("edgetensor.Tensor.__dlpack__: stream " + std::to_string(s) +
-                            " for a kDLCPU export: only None (or -1) is accepted");
+      raise(et::Error(et::ErrorCode::InvalidArgument, "edgetensor.Tensor.__dlpack__: stream " + std::to_string(s) +
+                                                          " for a kDLCPU export: only None (or -1) is accepted"));
     if (options.device == dl::ExportDevice::Cuda && (s == 0 || s < -1))
-      throw py::value_error("edgetensor.Tensor.__dlpack__: stream " + std::to_string(s) +
-                            " is not a CUDA stream (0 is ambiguous; use None, -1, 1, 2 or a cudaStream_t)");
+      raise(et::Error(et::ErrorCode::InvalidArgument,
+                      "edgetensor.Tensor.__dlpack__: stream " + std::to_string(s) +
+                          " is not a CUDA stream (0 is ambiguous; use None, -1, 1, 2 or a cudaStream_t)"));
   }
-  const bool make_copy = !copy.is_none() && copy.cast<bool>();
+  if (!copy.is_none() && !PyBool_Check(copy.ptr()))
+    throw py::type_error("edgetensor.Tensor.__dlpack__: copy must be None, True or False, not " + type_name(copy));
+  const bool make_copy = copy.ptr() == Py_True;
   if (make_copy && options.device == dl::ExportDevice::Cuda)
-    throw py::buffer_error("edgetensor.Tensor.__dlpack__: copy=True to kDLCUDA is not supported (copy on the CPU, "
-                           "then export the copy)");
+    refuse(et::ErrorCode::Unsupported, "copy=True to kDLCUDA is not supported (copy on the CPU, then export the copy)");
   et::TensorDyn source = self;
   if (make_copy) {
     source = unwrap(et::TensorDyn::allocate(self.shape(), self.dtype(), {.memory = et::MemoryKind::Heap}));
@@ -138,7 +161,13 @@ py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py:
     }
     return py::reinterpret_steal<py::object>(capsule);
   }
-  if (!*l) raise_dlpack(l->error());
+  if (!*l) {
+    const et::Error& e = l->error();
+    if (e.code() != et::ErrorCode::PermissionDenied) raise_dlpack(e);
+    // The C++ message names export_versioned; a Python caller asks for the versioned form by max_version.
+    raise_dlpack(et::Error(e.code(), e.message() + " (from Python: __dlpack__(max_version=(1, 0)) or newer, as "
+                                                   "numpy >= 2.1 and torch >= 2.9 ask by themselves)", e.sys_errno()));
+  }
   dl::ManagedTensor* managed = **l;
   PyObject* capsule = PyCapsule_New(managed, kLegacyName, &capsule_destructor<dl::ManagedTensor>);
   if (capsule == nullptr) {
@@ -174,6 +203,9 @@ et::TensorDyn adopt_capsule(const py::handle& capsule) {
     if (!t) raise_dlpack(t.error());
     return std::move(*t);
   }
+  if (!PyCapsule_CheckExact(capsule.ptr()))
+    throw py::type_error("edgetensor.from_dlpack: __dlpack__() returned " + type_name(capsule) +
+                         ", not a DLPack capsule (PyCapsule)");
   const char* name = PyCapsule_GetName(capsule.ptr());
   PyErr_Clear();
   throw py::buffer_error(std::string("edgetensor.from_dlpack: capsule named '") + (name ? name : "(null)") +
@@ -215,6 +247,13 @@ et::TensorDyn from_dlpack(const py::object& obj) {
   return adopt_capsule(capsule);
 }
 
+bool is_cpu_device(const py::object& device) {
+  if (py::isinstance<py::str>(device)) return device.cast<std::string>() == "cpu";
+  if (PyTuple_Check(device.ptr()) && PyTuple_GET_SIZE(device.ptr()) == 2)
+    return device.equal(py::make_tuple(kDLCPU, 0));
+  return false;
+}
+
 // from_dlpack's result as a Python Tensor. pybind11's default return conversion looks the C++ type up
 // by std::type_index (hashing and comparing its mangled name) on every call, about a tenth of a
 // from_dlpack here; the type's pybind11 record is looked up once instead, and the tensor is moved into
@@ -227,6 +266,69 @@ py::object to_python(et::TensorDyn&& tensor) {
   return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
       &tensor, py::return_value_policy::move, py::handle(), type, nullptr, move_construct));
 }
+
+// edgetensor.from_dlpack(obj, /, *, device=None, copy=None), a vectorcall function of its own: the call is
+// on every frame's path, and pybind11's dispatcher (argument records, keyword matching) cost about a fifth
+// of it. C++ exceptions become Python ones here, as pybind11 would translate them.
+et::TensorDyn from_dlpack_with(const py::object& obj, const py::object& device, const py::object& copy) {
+  if (!device.is_none() && !is_cpu_device(device))
+    raise_dlpack(et::Error(et::ErrorCode::Unsupported,
+                           "edgetensor.from_dlpack: device " + py::repr(device).cast<std::string>() +
+                               ": an edgetensor tensor lives in CPU-reachable memory; only None, \"cpu\" or (1, 0) "
+                               "(kDLCPU) can be served"));
+  if (!copy.is_none() && !PyBool_Check(copy.ptr()))
+    throw py::type_error("edgetensor.from_dlpack: copy must be None, True or False, not " + type_name(copy));
+  et::TensorDyn t = from_dlpack(obj);
+  if (copy.ptr() == Py_True) {
+    et::TensorDyn owned = unwrap(et::TensorDyn::allocate(t.shape(), t.dtype(), {.memory = et::MemoryKind::Heap}));
+    copy_elements(t, owned);
+    t = std::move(owned);  // the producer is released with the import
+  }
+  return t;
+}
+
+PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  try {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1)
+      throw py::type_error("edgetensor.from_dlpack() takes 1 positional argument (obj), " + std::to_string(nargs) +
+                           " given");
+    py::object device = py::none();
+    py::object copy = py::none();
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+      const std::string key = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(kwnames, i)).cast<std::string>();
+      py::object value = py::reinterpret_borrow<py::object>(args[nargs + i]);
+      if (key == "device")
+        device = value;
+      else if (key == "copy")
+        copy = value;
+      else
+        throw py::type_error("edgetensor.from_dlpack() got an unexpected keyword argument '" + key + "'");
+    }
+    return to_python(from_dlpack_with(py::reinterpret_borrow<py::object>(args[0]), device, copy)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+constexpr const char* kFromDlpackDoc =
+    "from_dlpack(obj, /, *, device=None, copy=None)\n--\n\n"
+    "A Tensor over the memory of any DLPack producer (numpy array, torch tensor, an object with "
+    "__dlpack__, or an unconsumed capsule), without a copy. Asks for max_version=(1, 1) first and calls "
+    "__dlpack__() again on TypeError. The producer stays alive until the last view, map or export of "
+    "the result is gone; its deleter then runs with the GIL held (skipped once the interpreter is "
+    "finalizing). Refusals (device the CPU cannot reach, lanes, unknown dtypes such as bool or complex, "
+    "negative strides, misaligned data) raise DLPackError naming them. Array API keywords: device None, "
+    "'cpu' or (1, 0) (anything else: DLPackError); copy=True copies into a new heap tensor (the producer "
+    "is released at once), copy=False or None never copies.";
 
 }  // namespace
 
@@ -244,14 +346,11 @@ void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor) {
       "__dlpack_device__", [](const et::TensorDyn&) { return py::make_tuple(kDLCPU, 0); },
       "(1, 0): kDLCPU, device 0. Every edgetensor tensor is CPU-reachable (DMA-BUF, PBO and foreign memory "
       "through a CPU map); a kDLCUDA view is asked for with __dlpack__(dl_device=(2, n)).");
-  m.def(
-      "from_dlpack", [](const py::object& obj) { return to_python(from_dlpack(obj)); }, py::arg("obj"),
-        "A Tensor over the memory of any DLPack producer (numpy array, torch tensor, an object with "
-        "__dlpack__, or an unconsumed capsule), without a copy. Asks for max_version=(1, 1) first and calls "
-        "__dlpack__() again on TypeError. The producer stays alive until the last view, map or export of "
-        "the result is gone; its deleter then runs with the GIL held (skipped once the interpreter is "
-        "finalizing). Refusals (device the CPU cannot reach, lanes, unknown dtypes such as bool or complex, "
-        "negative strides, misaligned data) raise DLPackError naming them.");
+  static PyMethodDef from_dlpack_def = {"from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&from_dlpack_entry)),
+                                        METH_FASTCALL | METH_KEYWORDS, kFromDlpackDoc};
+  py::object fn = py::reinterpret_steal<py::object>(PyCFunction_NewEx(&from_dlpack_def, nullptr, m.attr("__name__").ptr()));
+  if (!fn) throw py::error_already_set();
+  m.add_object("from_dlpack", fn);
   m.def("_live_export_count", &dl::live_export_count, "Exports whose deleter has not run (tests).");
   m.def("_live_import_count", &dl::live_import_count, "Imports whose producer deleter has not run (tests).");
 }

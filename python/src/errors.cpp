@@ -62,6 +62,7 @@ PyObject* new_class(py::module_& m, const char* name, const char* doc, py::tuple
 [[noreturn]] void raise_as(PyObject* cls, const et::Error& error) {
   py::object exc = py::reinterpret_borrow<py::object>(cls)(error.message());
   exc.attr("code") = py::cast(error.code());
+  // errno only: with strerror set too, OSError's str() would prefix "[Errno N] " to the library's message.
   if (error.sys_errno() != 0) exc.attr("errno") = error.sys_errno();
   PyErr_SetObject(cls, exc.ptr());
   throw py::error_already_set();
@@ -110,6 +111,12 @@ void raise(const et::Error& error) {
   raise_as(cls, error);
 }
 
-void raise_dlpack(const et::Error& error) { raise_as(g_dlpack_error, error); }
+// A refusal (the export or import cannot be made) is a DLPackError, a BufferError as the DLPack protocol
+// asks; a resource condition keeps the class it has everywhere else (a PBO already mapped is a BusyError,
+// memory that cannot be mapped an OutOfMemoryError), whichever call met it.
+void raise_dlpack(const et::Error& error) {
+  if (error.code() == et::ErrorCode::Busy || error.code() == et::ErrorCode::OutOfMemory) raise(error);
+  raise_as(g_dlpack_error, error);
+}
 
 }  // namespace etpy

@@ -44,7 +44,7 @@ et::ImageLayout make_layout(const py::handle& format, std::uint32_t width, std::
   layout.height = height;
   layout.modifier = modifier;
   if (planes.size() > et::kMaxPlanes)
-    throw py::value_error(std::to_string(planes.size()) + " planes: an image has at most 4");
+    raise_invalid(std::to_string(planes.size()) + " planes: an image has at most 4");
   for (std::size_t i = 0; i < planes.size(); ++i) {
     py::handle p = planes[i];
     if (py::isinstance<et::PlaneLayout>(p)) {

@@ -66,6 +66,61 @@ const char* kAllocateDoc =
     "TensorDyn::allocate (InvalidArgumentError, OutOfRangeError, UnavailableError, AlreadyExistsError, ...). "
     "Releases the GIL while allocating.";
 
+
+// numpy's negative axis: dim < 0 counts from the last dimension.
+std::size_t axis_in(const et::TensorDyn& t, long long dim) {
+  const auto rank = static_cast<long long>(t.rank());
+  const long long d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank)
+    raise(et::Error(et::ErrorCode::OutOfRange,
+                    "dim " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank)));
+  return static_cast<std::size_t>(d);
+}
+
+// An index into dimension `dim`, negative counting from the end (numpy's a[-1]).
+std::size_t index_in(const et::TensorDyn& t, std::size_t dim, long long i, const char* what) {
+  if (t.rank() == 0) raise(et::Error(et::ErrorCode::OutOfRange, "a rank-0 tensor has no dimension to index"));
+  const auto size = static_cast<long long>(t.shape()[dim]);
+  const long long j = i < 0 ? i + size : i;
+  if (j < 0 || j >= size)
+    raise(et::Error(et::ErrorCode::OutOfRange, std::string(what) + " " + std::to_string(i) +
+                                                   " is out of range for dim " + std::to_string(dim) + " of size " +
+                                                   std::to_string(size)));
+  return static_cast<std::size_t>(j);
+}
+
+// reshape's shape: ints, at most one -1, which takes what the others leave of the element count.
+std::vector<std::size_t> reshape_shape(const et::TensorDyn& t, const py::object& obj) {
+  py::object items = obj;
+  if (PyIndex_Check(obj.ptr())) items = py::make_tuple(obj);
+  if (!py::isinstance<py::sequence>(items) || py::isinstance<py::str>(items))
+    throw py::type_error("reshape: shape must be ints or a sequence of ints");
+  py::list cleaned;
+  long long inferred = -1;
+  std::size_t known = 1;
+  std::size_t i = 0;
+  for (const auto& v : py::reinterpret_borrow<py::sequence>(items)) {
+    if (PyIndex_Check(v.ptr()) && py::int_(py::reinterpret_borrow<py::object>(v)).equal(py::int_(-1))) {
+      if (inferred >= 0) raise_invalid("reshape: more than one dimension is -1 (dims " + std::to_string(inferred) +
+                                       " and " + std::to_string(i) + ")");
+      inferred = static_cast<long long>(i);
+      cleaned.append(py::int_(1));
+    } else {
+      cleaned.append(v);
+    }
+    ++i;
+  }
+  auto shape = to_shape(cleaned);
+  if (inferred < 0) return shape;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (static_cast<long long>(k) != inferred) known *= shape[k];
+  if (known == 0 || t.element_count() % known != 0)
+    raise_invalid("reshape: cannot infer dim " + std::to_string(inferred) + ": " + std::to_string(t.element_count()) +
+                  " elements are not a multiple of the other dims' product " + std::to_string(known));
+  shape[static_cast<std::size_t>(inferred)] = t.element_count() / known;
+  return shape;
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -141,8 +196,9 @@ void bind_tensor(py::module_& m) {
           "Assigning checks it against dtype and shape (InvalidArgumentError naming the field).")
       .def_property_readonly("is_empty_handle", &et::TensorDyn::is_empty_handle)
       // Views.
-      .def("batch", [](const et::TensorDyn& t, std::size_t n) { return unwrap(t.batch(n)); }, py::arg("n"),
-           "The n-th sub-tensor along dimension 0.")
+      .def("batch", [](const et::TensorDyn& t, long long n) { return unwrap(t.batch(index_in(t, 0, n, "n"))); },
+           py::arg("n"),
+           "The n-th sub-tensor along dimension 0 (t.batch(n) is numpy's a[n]; n < 0 counts from the end).")
       .def(
           "view",
           [](const et::TensorDyn& t, std::size_t offset, const py::handle& shape, const py::handle& strides) {
@@ -157,15 +213,30 @@ void bind_tensor(py::module_& m) {
       .def(
           "reshape",
           [](const et::TensorDyn& t, const py::args& args) {
-            auto shape = args.size() == 1 ? to_shape(args[0]) : to_shape(args);
-            return unwrap(t.reshape(shape));
+            return unwrap(t.reshape(reshape_shape(t, args.size() == 1 ? py::object(args[0]) : py::object(args))));
           },
-          "Same bytes, new shape: reshape(2, 3) or reshape((2, 3)). The tensor must be contiguous.")
+          "Same bytes, new shape: reshape(2, 3) or reshape((2, 3)); one dimension may be -1 (inferred, as "
+          "numpy). The tensor must be contiguous.")
       .def("slice",
-           [](const et::TensorDyn& t, std::size_t dim, std::size_t begin, std::size_t end) {
-             return unwrap(t.slice(dim, begin, end));
+           [](const et::TensorDyn& t, long long dim, long long begin, long long end) {
+             const std::size_t d = axis_in(t, dim);
+             const std::size_t size = t.shape()[d];
+             auto bound = [&](long long v, const char* what) -> std::size_t {
+               // numpy's rule for a negative bound (size + v); past either end stays out of range and is
+               // refused by the library, naming it, rather than clamped.
+               if (v < 0) v += static_cast<long long>(size);
+               if (v < 0)
+                 raise(et::Error(et::ErrorCode::OutOfRange, "slice: " + std::string(what) + " " +
+                                                                std::to_string(v - static_cast<long long>(size)) +
+                                                                " is before the start of dim " + std::to_string(d) +
+                                                                " of size " + std::to_string(size)));
+               return static_cast<std::size_t>(v);
+             };
+             return unwrap(t.slice(d, bound(begin, "begin"), bound(end, "end")));
            },
-           py::arg("dim"), py::arg("begin"), py::arg("end"), "Indices [begin, end) of dimension dim.")
+           py::arg("dim"), py::arg("begin"), py::arg("end"),
+           "Indices [begin, end) of dimension dim (numpy's a[..., begin:end]); negative dim, begin and end count "
+           "from the end. Out of range is OutOfRangeError, never a clamp.")
       .def("plane", [](const et::TensorDyn& t, std::size_t i) { return unwrap(t.plane(i)); }, py::arg("index"),
            "The view of image plane `index` with its natural shape (NV12 UV: [h/2, w/2, 2]).")
       .def("image_view", [](const et::TensorDyn& t) { return unwrap(t.image_view()); },

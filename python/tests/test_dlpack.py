@@ -367,3 +367,49 @@ def test_round_trip_keeps_metadata_out_and_values_in():
     t = et.from_dlpack(im.image_view())
     assert t.shape == (8, 16, 3) and t.pixel_format == et.PixelFormat.UNKNOWN  # DLPack carries no metadata
     gc.collect()
+
+
+def test_wrong_argument_types_are_type_errors_naming_the_parameter():
+    t = filled("float32")
+    for kw, words in [(dict(max_version=1), "max_version must be a tuple of two ints"),
+                      (dict(max_version=(1,)), "max_version must be a tuple of two ints"),
+                      (dict(copy="yes"), "copy must be None, True or False"),
+                      (dict(dl_device=1), "dl_device must be a tuple of two ints"),
+                      (dict(stream=object()), "stream must be None or an int")]:
+        with pytest.raises(TypeError, match=words):
+            t.__dlpack__(**kw)
+    with pytest.raises(et.InvalidArgumentError, match="stream 5 for a kDLCPU export"):
+        t.__dlpack__(stream=5)
+
+
+def test_from_dlpack_array_api_keywords():
+    a = numpy.arange(12, dtype=numpy.int32).reshape(3, 4)
+    for device in (None, "cpu", (1, 0)):
+        assert et.from_dlpack(a, device=device).memory == et.MemoryKind.FOREIGN
+    with pytest.raises(et.DLPackError, match="device 'cuda'"):
+        et.from_dlpack(a, device="cuda")
+    copied = et.from_dlpack(a[:, 1:3], copy=True)
+    assert copied.memory == et.MemoryKind.HEAP
+    with copied.map_read() as m:
+        assert (numpy.asarray(m) == a[:, 1:3]).all()
+    assert et.from_dlpack(a, copy=False).memory == et.MemoryKind.FOREIGN
+    with pytest.raises(TypeError, match="copy must be None, True or False"):
+        et.from_dlpack(a, copy=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stream'"):
+        et.from_dlpack(a, stream=1)
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        et.from_dlpack()
+
+
+def test_from_dlpack_names_a_producer_that_returns_no_capsule():
+    class Bad:
+        def __dlpack__(self, **kw):
+            return 5
+
+    with pytest.raises(TypeError, match="__dlpack__\\(\\) returned int, not a DLPack capsule"):
+        et.from_dlpack(Bad())
+
+
+def test_legacy_refusal_of_read_only_storage_says_how_to_ask_from_python():
+    with pytest.raises(et.DLPackError, match=r"from Python: __dlpack__\(max_version=\(1, 0\)\)"):
+        read_only_tensor().__dlpack__()

@@ -3,6 +3,7 @@
 blocked; two processes: Python producer -> C++ consumer (tests/ipc_peer.cpp) and the reverse."""
 
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -167,3 +168,49 @@ def test_cpp_frame_to_python(peer):
     assert f.layout == et.ImageLayout.make(50, 30, "nv12", row_align=64)
     for i in range(f.plane_count):
         assert (packed_bytes(f.plane(i)) == pattern(f.plane(i).nbytes, 13, 5)).all()
+
+
+def test_receive_timeouts_follow_the_socket_and_the_keyword():
+    p, q = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with p, q:
+        q.settimeout(0.2)  # socket's own timeout: TimeoutError when it passes, as q.recv would
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match="timed out after 0.2 s"):
+            et.ipc.receive(q)
+        assert 0.15 <= time.monotonic() - start < 5
+        q.settimeout(0.0)  # non-blocking: BlockingIOError (BusyError) at once
+        with pytest.raises(BlockingIOError) as e:
+            et.ipc.receive(q)
+        assert isinstance(e.value, et.BusyError) and "timeout is 0" in str(e.value)
+        q.settimeout(None)
+        with pytest.raises(TimeoutError):
+            et.ipc.receive_frame(q.fileno(), timeout=0.05)  # an int fd with timeout=
+        with pytest.raises(et.InvalidArgumentError, match="negative"):
+            et.ipc.receive(q, timeout=-1)
+        with pytest.raises(TypeError, match="timeout"):
+            et.ipc.receive(q, timeout="1")
+        t = et.allocate((3,), "uint8", "shm")
+        et.ipc.send(p, t, timeout=1)
+        assert et.ipc.receive(q, timeout=1).same_buffer(t)
+
+
+def test_a_signal_interrupts_a_blocking_receive():
+    """Ctrl-C (SIGINT) in a receive with nothing coming: KeyboardInterrupt, as socket.recv gives."""
+    p, q = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with p, q:
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            et.ipc.receive(q)
+        timer.join()
+        assert time.monotonic() - start < 5
+        # A handler that does not raise: the wait goes on, and the message sent later arrives.
+        old = signal.signal(signal.SIGUSR1, lambda *a: None)
+        try:
+            t = et.allocate((2,), "uint8", "shm")
+            threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+            threading.Timer(0.3, et.ipc.send, (p, t)).start()
+            assert et.ipc.receive(q, timeout=5).same_buffer(t)
+        finally:
+            signal.signal(signal.SIGUSR1, old)

@@ -42,7 +42,7 @@ def test_bfloat16_is_a_struct_of_its_bits():
     (numpy.bool_, ValueError, "bool"),
     (">f4", ValueError, "big-endian"),
     (numpy.complex64, ValueError, "complex64"),
-    ("no such type", TypeError, "not a dtype"),
+    ("no such type", et.InvalidArgumentError, "unknown dtype 'no such type'"),
 ])
 def test_bad_dtypes_are_named(bad, error, words):
     with pytest.raises(error, match=words):
@@ -196,3 +196,31 @@ def test_backend_status():
     s = et.backend_status("heap")
     assert s.kind == et.MemoryKind.HEAP and s.built and s.available
     assert et.backend_status(et.MemoryKind.SHM).available
+
+
+def test_numpy_style_indices_and_reshape_inference():
+    t = et.allocate((4, 6), "float32", "shm")
+    assert t.reshape(-1, 3).shape == (8, 3) and t.reshape((2, -1)).shape == (2, 12)
+    assert t.slice(1, -2, 6).shape == (4, 2) and t.slice(-1, 0, 2).shape == (4, 2)
+    assert t.batch(-1).offset_bytes == t.batch(3).offset_bytes
+    with pytest.raises(et.InvalidArgumentError, match="more than one dimension is -1"):
+        t.reshape(-1, -1)
+    with pytest.raises(et.InvalidArgumentError, match="24 elements are not a multiple of .* 5"):
+        t.reshape(-1, 5)
+    with pytest.raises(et.OutOfRangeError, match="begin -9 is before the start of dim 1 of size 6"):
+        t.slice(1, -9, 2)
+    with pytest.raises(et.OutOfRangeError, match="n 4 is out of range for dim 0 of size 4"):
+        t.batch(4)
+    with pytest.raises(et.OutOfRangeError, match="dim 2 is out of range for rank 2"):
+        t.slice(2, 0, 1)
+    with pytest.raises(OverflowError, match=r"shape\[0\] = 18446744073709551616 does not fit"):
+        et.allocate((2**64,), "uint8")
+
+
+def test_torch_dtypes_are_accepted():
+    torch = pytest.importorskip("torch")
+    for d, name in [(torch.float32, "float32"), (torch.bfloat16, "bfloat16"), (torch.uint8, "uint8"),
+                    (torch.int64, "int64"), (torch.float16, "float16")]:
+        assert et.allocate((2,), d).dtype_name == name
+    with pytest.raises(et.InvalidArgumentError, match="torch dtype torch.complex64 has no edgetensor dtype"):
+        et.allocate((2,), torch.complex64)

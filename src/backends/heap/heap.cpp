@@ -61,19 +61,32 @@ class HeapBacking final : public Backing {
 
 BackendStatus heap_status() { return {MemoryKind::Heap, true, true, "process heap"}; }
 
+// Anonymous mappings are made without MAP_NORESERVE: they are committed memory, as malloc's are, so
+// the kernel's overcommit policy (proc(5), /proc/sys/vm/overcommit_memory) refuses a tensor this machine
+// could never back (ENOMEM: OutOfMemory at allocate) instead of handing out pages that would bring the
+// OOM killer on their first touch.
+//
 // A tensor of at least one PMD huge page: anonymous pages starting at a huge-page boundary, advised
 // MADV_HUGEPAGE (madvise(2)), so the kernel can back each aligned huge-page-sized part with one huge
 // page (a fault per huge page instead of per page: the first write of a fresh 4K frame is many times
 // cheaper). The mapping is over-reserved by one huge page less one page, then trimmed to the boundary.
 // Huge pages are zeroed by the kernel like any anonymous page.
+// mapping_error, plus the other reason a committed anonymous mapping fails with ENOMEM.
+Error heap_mapping_error(int err, std::size_t size, std::size_t mapped) {
+  Error e = mapping_error(err, text::format("heap mmap of {} B", size), mapped);
+  if (err != ENOMEM) return e;
+  return Error(e.code(), e.message() + ", or more memory than the kernel will commit (RAM + swap, under "
+                                      "/proc/sys/vm/overcommit_memory)", err);
+}
+
 Result<std::unique_ptr<Backing>> huge_page_allocate(std::size_t size, std::size_t huge) {
   const std::size_t page = sys::page_size();
   const std::size_t length = (size + page - 1) & ~(page - 1);  // size <= SIZE_MAX - huge (checked by the caller)
   const std::size_t reserve = length + (huge - page);
-  void* p = sys::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = sys::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     int e = errno;
-    return fail(mapping_error(e, text::format("heap mmap of {} B", size), reserve));
+    return fail(heap_mapping_error(e, size, reserve));
   }
   auto* start = static_cast<std::byte*>(p);
   const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(start);
@@ -97,10 +110,10 @@ Result<std::unique_ptr<Backing>> heap_allocate(std::size_t size, const AllocateO
   if (const std::size_t huge = sys::hpage_pmd_size(); huge != 0 && size >= huge && size <= SIZE_MAX - huge)
     return huge_page_allocate(size, huge);
   if (size >= kMmapThreshold) {
-    void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       int e = errno;
-      return fail(mapping_error(e, text::format("heap mmap of {} B", size), size));
+      return fail(heap_mapping_error(e, size, size));
     }
     return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, HeapSource::Pages);
   }

@@ -127,6 +127,9 @@ namespace edgetensor::inline ET_ABI_NAMESPACE {
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {
   ET_TRY(detail::check_shm_name(shm_name));
+  // Opened first, so a missing name is NotFound whatever the options (the mapping goes with `backing`).
+  detail::FdInfo info;
+  ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
   // The kernel marks every shm_open object F_SEAL_SEAL: it can never get F_SEAL_SHRINK (tensor.h).
   if (!options.allow_shrinkable)
     return fail(ErrorCode::InvalidArgument,
@@ -134,8 +137,6 @@ Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> s
                             "can open it can truncate it, and this process would then die of SIGBUS touching the "
                             "lost pages; if its writers are trusted, pass ImportOptions{{.allow_shrinkable = true}}, "
                             "else share a sealed memfd with ipc::send instead", shm_name));
-  detail::FdInfo info;
-  ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
   return detail::tensor_from_backing(std::move(backing), shape, dtype, options);
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -97,13 +99,37 @@ TEST(Heap, MmapFailureIsOutOfMemoryAndLeaksNothing) {
 }
 
 TEST(Heap, ImpossibleSizeFailsCleanly) {
-  // 2^62 bytes passes the size math but no machine maps it (MAP_NORESERVE still needs address space).
+  // 2^62 bytes passes the size math but no machine maps it (no address space that large).
   // 32-bit: 4 GiB - 1 MiB, more than any 32-bit process has free.
   const std::size_t impossible = sizeof(std::size_t) == 8 ? static_cast<std::size_t>(std::uint64_t{1} << 62) : 0xfff00000u;
   auto r = TensorDyn::allocate({impossible}, DType::U8, heap());
   if (r) GTEST_SKIP() << "this machine mapped " << impossible << " B";
   EXPECT_EQ(r.error().code(), ErrorCode::OutOfMemory) << r.error().to_string();
   EXPECT_NE(r.error().message().find(std::to_string(impossible) + " B"), std::string::npos) << r.error().message();
+}
+
+// A heap tensor is committed memory (no MAP_NORESERVE): under the kernel's default heuristic overcommit
+// (mode 0, proc(5)) a tensor larger than RAM + swap is refused at allocate, not handed out to fault later.
+TEST(Heap, MoreThanRamAndSwapIsRefusedAtAllocate) {
+  if (sizeof(std::size_t) < 8) GTEST_SKIP() << "32-bit: RAM + swap can exceed the address space; ImpossibleSize covers it";
+  std::ifstream mode_file("/proc/sys/vm/overcommit_memory");
+  int mode = -1;
+  mode_file >> mode;
+  if (mode == 1) GTEST_SKIP() << "vm.overcommit_memory = 1 (always overcommit): the kernel accepts any size by policy";
+  std::ifstream meminfo("/proc/meminfo");
+  std::uint64_t total_kb = 0;
+  for (std::string key; meminfo >> key;) {
+    std::uint64_t kb = 0;
+    std::string unit;
+    meminfo >> kb >> unit;
+    if (key == "MemTotal:" || key == "SwapTotal:") total_kb += kb;
+  }
+  ASSERT_GT(total_kb, 0u);
+  const auto bytes = static_cast<std::size_t>(total_kb * 1024 * 4);  // four times RAM + swap
+  auto r = TensorDyn::allocate({bytes}, DType::U8, heap());
+  ASSERT_FALSE(r.has_value()) << bytes << " B allocated: more than RAM + swap was committed";
+  EXPECT_EQ(r.error().code(), ErrorCode::OutOfMemory) << r.error().to_string();
+  EXPECT_NE(r.error().message().find(std::to_string(bytes) + " B"), std::string::npos) << r.error().message();
 }
 
 TEST(Heap, MunmapFailureInTheDestructorIsLogged) {

@@ -310,6 +310,8 @@ TEST(Shm, NamedShmCreateOpenRemove) {
     EXPECT_TRUE(has_pattern(*t, 11));
     EXPECT_ERROR(edgetensor::shm::remove(name), ErrorCode::NotFound, "POSIX shm '" + name + "' does not exist");
     EXPECT_ERROR(edgetensor::shm::open(name, {1}, DType::U8, false, kTrusted), ErrorCode::NotFound, "does not exist");
+    // Missing is NotFound with or without allow_shrinkable: the name is opened before the seal rule applies.
+    EXPECT_ERROR(edgetensor::shm::open(name, {1}, DType::U8), ErrorCode::NotFound, "does not exist");
   }
   EXPECT_EQ(open_fd_count(), base);
 }

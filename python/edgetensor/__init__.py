@@ -66,3 +66,21 @@ def info() -> dict:
     if report is None:
         raise _subprocess.CalledProcessError(done.returncode, [cli, "info", "--json"], done.stdout, done.stderr)
     return report
+
+
+def _tensor_array(self, dtype=None, copy=None):
+    """numpy.asarray(tensor): numpy.from_dlpack(tensor), a zero-copy view (read-only under numpy < 2.1,
+    which cannot import a writable DLPack tensor: write through tensor.map_write()). Read-only storage,
+    which the legacy DLPack form cannot describe, and copy=True give a copy read through a CPU map.
+    The view holds a CPU map while it lives (a DMA-BUF stays inside one sync bracket, a PBO stays mapped)."""
+    import numpy
+
+    if copy is not True and not self.read_only:
+        a = numpy.from_dlpack(self)
+    else:
+        with self.map_read() as m:
+            a = numpy.array(m, copy=True)
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+Tensor.__array__ = _tensor_array  # type: ignore[name-defined]  # noqa: F405

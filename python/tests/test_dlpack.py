@@ -413,3 +413,16 @@ def test_from_dlpack_names_a_producer_that_returns_no_capsule():
 def test_legacy_refusal_of_read_only_storage_says_how_to_ask_from_python():
     with pytest.raises(et.DLPackError, match=r"from Python: __dlpack__\(max_version=\(1, 0\)\)"):
         read_only_tensor().__dlpack__()
+
+
+def test_numpy_asarray_of_a_tensor_is_a_dlpack_view():
+    t = filled("float32")
+    a = numpy.asarray(t)
+    assert (a == reference((6, 5, 4), "float32")).all() and not a.flags.owndata
+    with t.map_write() as m:
+        numpy.asarray(m)[0, 0, 0] = -1
+    assert a[0, 0, 0] == -1  # the same bytes
+    assert numpy.asarray(t, dtype=numpy.float64).dtype == numpy.float64
+    ro = read_only_tensor()  # the legacy form cannot say read-only: a copy read through a map
+    b = numpy.asarray(ro)
+    assert b.flags.owndata and (b == reference((6, 5, 4), "int32")).all()

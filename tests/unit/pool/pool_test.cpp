@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <latch>
 #include <map>
@@ -276,7 +277,7 @@ TEST(Pool, BadOptionsAreRefusedNamingThem) {
                ErrorCode::InvalidArgument, "invalid dtype 99");
   EXPECT_ERROR(Pool::create({1, 1, 1, 1, 1, 1, 1, 1, 1}, DType::U8, options("p", MemoryKind::Heap, 2)),
                ErrorCode::InvalidArgument, "rank 9 exceeds the maximum rank 8");
-  EXPECT_ERROR(Pool::create({std::size_t{1} << 62, 8}, DType::U8, options("p", MemoryKind::Heap, 2)),
+  EXPECT_ERROR(Pool::create({SIZE_MAX / 2, 8}, DType::U8, options("p", MemoryKind::Heap, 2)),
                ErrorCode::OutOfRange, "overflows");
   EXPECT_ERROR(Pool::create_image(ImageLayout{}, options("p", MemoryKind::Heap, 2)), ErrorCode::InvalidArgument,
                "");

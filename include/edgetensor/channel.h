@@ -41,7 +41,7 @@
 // and it closes every import it holds. Tensors already delivered stay valid in both processes (each
 // holds the memory through its own fd and mapping). Nothing blocks forever: a sender whose receiver
 // stops releasing sees Pool::acquire fail with Busy after its timeout (Sender::acquire names the
-// frames the receiver holds), and send() waits at most SenderOptions::send_timeout for room in the socket.
+// frames the receiver holds), and send() waits at most SenderOptions::send_timeout for a free buffer-table slot and room in the socket.
 //
 // Errors that close the channel: what the peer or the socket did - a malformed message, an unknown
 // buffer id, a duplicate announce, a release of a frame that is not out, a fence (not in version 1),
@@ -105,7 +105,8 @@ struct SenderOptions {
   std::string name;
   /// Buffers announced at once, 1 to kMaxChannelBuffers; at most the receiver's max_buffers.
   std::size_t max_buffers = 32;
-  /// Longest a send waits for room in the socket (a receiver that stopped reading): then Busy. 0 does
+  /// Longest a send waits, for a buffer-table slot (every announced buffer has a frame out: a release
+  /// frees one) and then for room in the socket (a receiver that stopped reading): then Busy. 0 does
   /// not wait; milliseconds::max() waits without limit.
   std::chrono::milliseconds send_timeout{1000};
 };
@@ -148,7 +149,8 @@ class ET_API Sender {
   /// keeps a copy of it until the receiver releases the frame. Returns the frame's sequence.
   /// Errors: FailedPrecondition (empty handle; zero elements; channel closed), Unsupported (heap or
   /// PBO memory; unsealed shared memory, as ipc::send), InvalidArgument (sequence not increasing),
-  /// Busy (every announced buffer is out; the socket stayed full for send_timeout), Unavailable (the
+  /// Busy (every announced buffer still had a frame out, or the socket stayed full, for send_timeout:
+  /// send() waits that long for a release to free a table slot, then for room in the socket), Unavailable (the
   /// receiver is gone), from_errno of sendmsg (the channel closes).
   [[nodiscard]] Result<std::uint64_t> send(const TensorDyn& tensor, const SendOptions& options = {});
   /// Sends `frame` (1 to 4 buffers, each announced as needed) as one frame; keeps each buffer until

@@ -100,7 +100,10 @@ class ET_API Pool {
   /// the first buffers (all freed again).
   [[nodiscard]] static Result<Pool> create(ArrayRef<std::size_t> shape, DType dtype, const PoolOptions& options = {});
   /// A pool of single-buffer images of `layout` (TensorDyn::allocate_image(layout): min_buffer_bytes per
-  /// buffer, the layout attached to every tensor). Errors: as create, and the layout's validation.
+  /// buffer, the layout attached to every tensor). Build the layout with ImageLayout::make(width, height,
+  /// format, alignment), which gives the row strides and plane offsets (a layout of width, height and
+  /// format alone has zero strides and is refused). Errors: as create, and the layout's validation,
+  /// prefixed "pool '<name>': ".
   [[nodiscard]] static Result<Pool> create_image(const ImageLayout& layout, const PoolOptions& options = {});
 
   Pool(Pool&& other) noexcept;

@@ -82,24 +82,48 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     for (std::size_t k = from; k < buffers.size(); ++k)
       if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
   };
+  // One deadline for the whole send: room in the buffer table, then room in the socket.
+  const auto deadline = deadline_after(options_.send_timeout);
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (closed_) return fail(closed_error_locked());
     sequence = options.sequence.value_or(last_sequence_ ? *last_sequence_ + 1 : 0);
     if (last_sequence_ && sequence <= *last_sequence_)
       return fail(ErrorCode::InvalidArgument,
                   text::format("{}: sequence {} after {}: sequences must increase", label_, sequence, *last_sequence_));
-    for (std::size_t b = 0; b < buffers.size(); ++b) {
-      auto id = buffer_id_locked(buffers[b], std::span(ids.data(), b), retire, announce[b]);
-      if (!id) {  // undo this frame's new entries: nothing of it was sent
-        for (std::size_t k = 0; k < b; ++k)
-          if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
-        return fail(std::move(id).error());
+    auto assign_ids = [&]() -> Result<void> {
+      retire.clear();
+      for (std::size_t b = 0; b < buffers.size(); ++b) {
+        auto id = buffer_id_locked(buffers[b], std::span(ids.data(), b), retire, announce[b]);
+        if (!id) {  // undo this frame's new entries: nothing of it was sent
+          for (std::size_t k = 0; k < b; ++k)
+            if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
+          return fail(std::move(id).error());
+        }
+        ids[b] = *id;
       }
-      ids[b] = *id;
+      return {};
+    };
+    // A full table (Busy: every announced buffer has a frame out) waits for a release, which the reader
+    // thread handles and signals, until the deadline: a release already on its way frees a slot.
+    for (;;) {
+      auto assigned = assign_ids();
+      if (assigned) break;
+      if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
+      const bool timed_out = deadline == ChannelClock::time_point::max()
+                                 ? (drained_.wait(lock), false)
+                                 : drained_.wait_until(lock, deadline) == std::cv_status::timeout;
+      if (timed_out) {
+        if (!assign_ids()) {
+          const Error& e = assigned.error();
+          return fail(e.code(), text::format("{} (waited SenderOptions::send_timeout, {} ms)", e.message(),
+                                             options_.send_timeout.count()));
+        }
+        break;
+      }
+      if (closed_) return fail(closed_error_locked());
     }
   }
-  const auto deadline = deadline_after(options_.send_timeout);
   // A timeout (Busy) leaves both ends in step: what went out is applied, what did not is undone, and
   // the channel stays open. Any other failure (the peer is gone, the socket failed) closes it.
   auto failed = [&](Error e) -> Unexpected {
@@ -187,7 +211,7 @@ Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
   dropped.clear();  // outside the lock: pooled buffers go back to their pools
   std::lock_guard lock(mutex_);
   --dropping_;
-  if (out_.empty() && dropping_ == 0) drained_.notify_all();
+  drained_.notify_all();  // drain() waits for nothing out; send() for a free table slot
   return {};
 }
 

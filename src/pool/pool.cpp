@@ -338,8 +338,15 @@ Result<Pool> Pool::create(ArrayRef<std::size_t> shape, DType dtype, const PoolOp
 
 Result<Pool> Pool::create_image(const ImageLayout& layout, const PoolOptions& options) {
   ET_TRY(detail::check_options(options));
-  ET_TRY(layout.validate());
-  ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
+  // The layout's own errors, prefixed with the pool as create()'s are (ImageLayout::make builds a layout
+  // with its strides from width, height and format).
+  auto in_pool = [&](const Error& e) {
+    return Error(e.code(), text::format("pool '{}': {}", options.name, e.message()), e.sys_errno());
+  };
+  if (auto v = layout.validate(); !v) return fail(in_pool(v.error()));
+  auto min_bytes = layout.min_buffer_bytes();
+  if (!min_bytes) return fail(in_pool(min_bytes.error()));
+  const std::size_t bytes = *min_bytes;
   auto state = std::make_shared<detail::PoolState>(options, layout, std::vector<std::size_t>{bytes}, DType::U8, bytes);
   ET_TRY(detail::preallocate(*state, options.min_buffers));
   return Pool(std::move(state));

@@ -170,12 +170,18 @@ nlohmann::json to_json(const BenchReport& report) {
   j["method"] = "time per iteration on each row's clock (CPU time of the measuring thread, or wall time for two "
                 "processes), best of interleaved rounds; ratio = baseline / measured";
   j["rows"] = nlohmann::json::array();
+  int not_met = 0;
   for (const auto& r : report.rows) {
-    j["rows"].push_back({{"size", r.size}, {"width", r.width}, {"height", r.height}, {"bytes", r.bytes},
-                         {"memory", r.memory}, {"baseline", r.baseline}, {"measured", r.measured}, {"clock", r.clock},
-                         {"baseline_cpu_ns", r.baseline_cpu_ns}, {"measured_cpu_ns", r.measured_cpu_ns},
-                         {"ratio", r.ratio}, {"min_ratio", r.min_ratio}, {"met", r.met}});
+    // baseline_ns / measured_ns are on the row's "clock"; a report-only row has null min_ratio and met.
+    nlohmann::json row = {{"size", r.size}, {"width", r.width}, {"height", r.height}, {"bytes", r.bytes},
+                          {"memory", r.memory}, {"baseline", r.baseline}, {"measured", r.measured}, {"clock", r.clock},
+                          {"baseline_ns", r.baseline_cpu_ns}, {"measured_ns", r.measured_cpu_ns}, {"ratio", r.ratio}};
+    row["min_ratio"] = r.min_ratio > 0 ? nlohmann::json(r.min_ratio) : nlohmann::json(nullptr);
+    row["met"] = r.min_ratio > 0 ? nlohmann::json(r.met) : nlohmann::json(nullptr);
+    j["rows"].push_back(std::move(row));
+    if (r.min_ratio > 0 && !r.met) ++not_met;
   }
+  j["targets_not_met"] = not_met;
   j["not_measured"] = report.not_measured;
   if (!report.error.empty()) j["error"] = report.error;
   return j;
@@ -197,7 +203,7 @@ std::string to_table(const BenchReport& report) {
     if (r.min_ratio > 0) std::snprintf(target, sizeof target, ">= %gx %s", r.min_ratio, r.met ? "met" : "NOT MET");
     missed += r.met ? 0 : 1;
     const std::string measured = r.clock == "wall" ? r.measured + " (wall)" : r.measured;
-    std::snprintf(line, sizeof line, "%-6s %-6s %-48s %14.0f %14.0f %7.2fx  %s\n", r.size.c_str(), r.memory.c_str(),
+    std::snprintf(line, sizeof line, "%-6s %-6s %-48s %14.0f %14.0f %7.3fx  %s\n", r.size.c_str(), r.memory.c_str(),
                   measured.c_str(), r.baseline_cpu_ns, r.measured_cpu_ns, r.ratio, target);
     out += line;
   }

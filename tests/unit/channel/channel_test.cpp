@@ -293,20 +293,40 @@ TEST(Channel, TableEvictsTheLeastRecentlySentAndRetiresDeadBuffers) {
 }
 
 TEST(Channel, AllAnnouncedBuffersOutIsBusyAndStaysOpen) {
-  auto ends = make_ends({.name = "full", .max_buffers = 1});
+  auto ends = make_ends({.name = "full", .max_buffers = 1, .send_timeout = 100ms});
   ASSERT_TRUE(ends);
   auto a = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
   auto b = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(a);
   ASSERT_OK(b);
   ASSERT_OK(ends->sender.send(*a));
+  const auto start = std::chrono::steady_clock::now();
   EXPECT_ERROR(ends->sender.send(*b), ErrorCode::Busy, "all 1 announced buffers");
+  EXPECT_ERROR(ends->sender.send(*b), ErrorCode::Busy, "waited SenderOptions::send_timeout, 100 ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms) << "each send waited send_timeout for a release";
   auto d = ends->receiver.receive(1s);
   ASSERT_OK(d);
   *d = channel::Delivery();
   ASSERT_OK(ends->sender.drain(1s));
   ASSERT_OK(ends->sender.send(*b));
   ASSERT_OK(ends->receiver.receive(1s));
+}
+
+// A decoder that hands out a new buffer every frame: the table is full of buffers whose frames are
+// released, but the release reaches the sender's reader thread a moment after receive() returned here.
+// send() waits for it (up to send_timeout) instead of failing with Busy.
+TEST(Channel, SendWaitsForAReleaseOnItsWayWhenTheTableIsFull) {
+  auto ends = make_ends({.name = "fresh", .max_buffers = 4});
+  ASSERT_TRUE(ends);
+  for (int i = 0; i < 200; ++i) {
+    auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
+    ASSERT_OK(t);
+    auto sent = ends->sender.send(*t);
+    ASSERT_TRUE(sent.has_value()) << "frame " << i << ": " << sent.error().to_string();
+    auto d = ends->receiver.receive(1s);
+    ASSERT_OK(d);
+  }
+  EXPECT_EQ(ends->sender.stats().frames_sent, 200u);
 }
 
 TEST(Channel, ReceiverGoneReleasesEverythingAtTheSender) {

@@ -329,6 +329,15 @@ TEST(Pool, EachAcquisitionHasItsOwnIdentityAndTheBufferKeepsItsKey) {
   EXPECT_EQ(second->buffer_key(), key);
 }
 
+TEST(Pool, ImagePoolLayoutErrorsNameThePool) {
+  ImageLayout bare;  // width, height and format, but no strides: ImageLayout::make gives those
+  bare.width = 1920;
+  bare.height = 1080;
+  bare.format = PixelFormat::Nv12;
+  EXPECT_ERROR(Pool::create_image(bare, options("camA", MemoryKind::Heap, 2)), ErrorCode::InvalidArgument,
+               "pool 'camA': nv12 1920x1080 plane 0 (Y): row stride 0 B");
+}
+
 TEST(Pool, ImagePoolHandsOutImagesAndFrames) {
   auto layout = ImageLayout::make(1920, 1080, PixelFormat::Nv12, {.row_bytes = 64, .height = 16});
   ASSERT_OK(layout);

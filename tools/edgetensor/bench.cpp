@@ -192,7 +192,7 @@ std::string to_table(const BenchReport& report) {
       "edgetensor bench: steady-state frames (RGBA u8). ratio = baseline time / measured time, best of interleaved\n"
       "rounds, on CPU time of this thread (wall time for rows marked (wall): two processes); higher is faster.\n"
       "Baselines: pool rows, a memset of a warm buffer of the same size; channel handoff, the frame's bytes written\n"
-      "through the same socket and read + a 1-byte reply; channel receive + read, reads of warm local buffers.\n";
+      "through the same socket and read + a 1-byte reply; channel receive + read, reads of warm local memfd buffers.\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-6s %-6s %-48s %14s %14s %8s  %s\n", "size", "memory", "measured", "baseline ns",
                 "measured ns", "ratio", "target");

@@ -8,14 +8,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <array>
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "text/format.h"
 
 #include "core/sys.h"
+#include "ipc/ipc_checks.h"
 
 namespace edgetensor::inline ET_ABI_NAMESPACE {
 namespace detail {
@@ -70,38 +69,11 @@ std::int64_t monotonic_ns() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-namespace {
-
-ssize_t sendmsg_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds) noexcept {
-  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  // Room for the channel's fds (an announce's one; a fence later), aligned for cmsghdr.
-  std::array<cmsghdr, 1 + (CMSG_SPACE(sizeof(int) * 4) + sizeof(cmsghdr) - 1) / sizeof(cmsghdr)> control{};
-  if (!fds.empty() && fds.size() <= 4) {
-    msg.msg_control = control.data();
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = sys::sendmsg(socket_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  return n;
-}
-
-}  // namespace
-
 Result<void> send_message(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds,
                           ChannelClock::time_point deadline, std::string_view who) {
   if (fds.size() > 4) return fail(ErrorCode::Internal, text::format("{}: {} fds in one message", who, fds.size()));
   for (;;) {
-    const ssize_t n = sendmsg_now(socket_fd, bytes, fds);
+    const ssize_t n = sendmsg_fds(socket_fd, bytes, fds, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n >= 0) {
       if (static_cast<std::size_t>(n) == bytes.size()) return {};
       return fail(ErrorCode::Internal, text::format("{}: sendmsg sent {} of {} B", who, n, bytes.size()));
@@ -122,7 +94,7 @@ Result<void> send_message(int socket_fd, std::span<const std::byte> bytes, Array
 }
 
 int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept {
-  const ssize_t n = sendmsg_now(socket_fd, bytes, {});
+  const ssize_t n = sendmsg_fds(socket_fd, bytes, {}, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
   return static_cast<std::size_t>(n) == bytes.size() ? 0 : EMSGSIZE;
 }

@@ -25,25 +25,7 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   for (int fd : fds)
     if (fd < 0) return fail(ErrorCode::InvalidArgument, text::format("send_fds: fd {} is not a valid fd", fd));
 
-  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  std::vector<std::byte> control;
-  if (!fds.empty()) {
-    control.resize(CMSG_SPACE(sizeof(int) * fds.size()));
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = sys::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = detail::sendmsg_fds(socket_fd, bytes, fds, MSG_NOSIGNAL);
   if (n < 0) return fail(Error::from_errno(errno, text::format("sendmsg on socket fd {}", socket_fd)));
   if (static_cast<std::size_t>(n) != bytes.size())
     return fail(ErrorCode::Internal, text::format("sendmsg: short send, {} of {} B", n, bytes.size()));
@@ -93,6 +75,34 @@ std::string describe(const Arrived& a) {
 }
 
 }  // namespace
+
+ssize_t sendmsg_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds, int flags) noexcept {
+  if (fds.size() > ipc::kMaxFdsPerMessage) {
+    errno = EINVAL;
+    return -1;
+  }
+  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // Room for kMaxFdsPerMessage fds on the stack (no allocation on the channel's hot path), aligned for cmsghdr.
+  constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(int) * ipc::kMaxFdsPerMessage);
+  std::array<cmsghdr, (kControlBytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr)> control{};
+  if (!fds.empty()) {
+    msg.msg_control = control.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t n;
+  do {
+    n = sys::sendmsg(socket_fd, &msg, flags);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
 
 Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags) {
   using ipc::kMaxFdsPerMessage;

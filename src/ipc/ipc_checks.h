@@ -5,6 +5,9 @@
 
 #include <edgetensor/ipc.h>
 
+#include <sys/types.h>
+
+#include <span>
 #include <string_view>
 
 #include "core/backend.h"
@@ -30,5 +33,10 @@ Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOpt
 /// ipc::receive_fds with extra recvmsg `flags` (MSG_DONTWAIT: EAGAIN comes back as from_errno's Busy
 /// with sys_errno EAGAIN, nothing read). ipc::receive_fds is this with 0.
 Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags);
+
+/// One sendmsg(2) of `bytes` with `fds` (borrowed; at most ipc::kMaxFdsPerMessage, else EINVAL) as
+/// SCM_RIGHTS and recvmsg-style `flags` (MSG_NOSIGNAL, MSG_DONTWAIT); EINTR retried; allocates nothing.
+/// Returns sendmsg's result: the bytes sent, or -1 with errno set.
+ssize_t sendmsg_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds, int flags) noexcept;
 
 }  // namespace edgetensor::detail

@@ -21,7 +21,10 @@
 // RELEASE message names (buffer id, sequence) back to the sender. The sender keeps a reference to
 // every tensor it sent until that release arrives (its copy of the TensorDyn), so a Pool's buffer goes
 // back to its pool exactly then, with nothing special in the pool. A buffer may be out in several
-// frames at once; each frame is released on its own.
+// frames at once; each frame is released on its own. Device work recorded on a frame
+// (cuda::CudaMap::record) holds its release back until the work has completed (cudaEventQuery), as a
+// Pool holds its buffer: the receiver asks at each of its calls, every millisecond while a receive()
+// waits; no thread blocks on the device.
 //
 // Buffer table: the sender announces at most SenderOptions::max_buffers buffers at once. Before it
 // announces another it RETIREs (receiver: close the import) announced buffers whose last tensor in the
@@ -202,7 +205,7 @@ struct ReceiverStats {
   std::uint64_t retires = 0;          ///< Buffers retired by the sender.
   std::size_t buffers = 0;            ///< Imported now (one fd and one mapping each).
   std::size_t frames_out = 0;         ///< Delivered frame buffers whose holders are alive.
-  std::size_t releases_queued = 0;    ///< Releases waiting to be sent (the socket was full).
+  std::size_t releases_queued = 0;    ///< Releases not sent yet (the socket was full; device work runs).
 };
 
 /// The receiving end. Move-only; a moved-from Receiver answers FailedPrecondition.
@@ -229,8 +232,9 @@ class ET_API Receiver {
   /// max_buffers or limits.max_buffer_bytes), from_errno of recvmsg/poll. All but Busy close the channel.
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 
-  /// Sends the releases queued because the socket was full, without waiting. Errors: the channel's
-  /// closing error; from_errno of sendmsg other than EAGAIN (the channel closes).
+  /// Sends the releases queued because the socket was full, and those held back for device work that
+  /// has completed since, without waiting. Errors: the channel's closing error; from_errno of sendmsg
+  /// other than EAGAIN (the channel closes).
   [[nodiscard]] Result<void> flush();
 
   ReceiverStats stats() const;

@@ -226,7 +226,8 @@ class ET_API CudaMap {
   [[nodiscard]] Result<void> wait() const;
   /// Ends this view early (idempotent): drops the event and the storage reference. It does not wait for
   /// recorded work. For a buffer of a Pool (pool.h) the event goes with the buffer, and the pool hands the
-  /// buffer out again only once the event has completed (cudaEventQuery).
+  /// buffer out again only once the event has completed (cudaEventQuery); for a frame from a
+  /// channel::Receiver (channel.h) the release goes back to the sender only then.
   void release() noexcept;
 
  private:

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <utility>
@@ -28,18 +29,22 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
   const auto deadline = deadline_after(timeout);
   for (;;) {
     bool want_write = false;
+    bool device_waits = false;
     {
       std::lock_guard lock(mutex_);
       if (closed_) return fail(closed_error_locked());
       flush_locked();
       if (closed_) return fail(closed_error_locked());
       want_write = !pending_.empty();
+      device_waits = !device_wait_.empty();
     }
     // A message that is there already costs one recvmsg; poll only when there is none.
     auto msg = receive_fds_flags(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1), kMaxChannelFds,
                                  MSG_DONTWAIT);
     if (!msg && msg.error().sys_errno() == EAGAIN) {
-      auto ready = wait_input(socket_.get(), wake_.get(), want_write, deadline);
+      // Releases held back for device work: ask again every millisecond (as Pool::acquire does).
+      const auto until = device_waits ? std::min(deadline, ChannelClock::now() + std::chrono::milliseconds(1)) : deadline;
+      auto ready = wait_input(socket_.get(), wake_.get(), want_write, until);
       if (!ready) {
         close(ready.error(), false);
         return fail(std::move(ready).error());
@@ -48,7 +53,7 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
         std::uint64_t count = 0;
         (void)!::read(wake_.get(), &count, sizeof count);  // EFD_NONBLOCK: resets the counter
       }
-      if (!ready->socket && !ready->wake && !ready->writable)
+      if (!ready->socket && !ready->wake && !ready->writable && until == deadline)
         return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
       continue;
     }
@@ -84,7 +89,7 @@ channel::ReceiverStats ChannelReceiver::stats() const {
   std::lock_guard lock(mutex_);
   channel::ReceiverStats s = stats_;
   s.buffers = table_.size();
-  s.releases_queued = pending_.size();
+  s.releases_queued = pending_.size() + device_wait_.size();
   return s;
 }
 
@@ -109,13 +114,27 @@ void ChannelReceiver::stop() noexcept {
   // `dropped` goes after the lock (declared before it): each import closes its fd and mapping.
 }
 
-void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence) noexcept {
-  std::lock_guard lock(mutex_);
+void ChannelReceiver::count_released_locked(std::uint32_t buffer_id) noexcept {
   if (stats_.frames_out > 0) --stats_.frames_out;
   if (auto it = table_.find(buffer_id); it != table_.end() && it->second.out > 0) --it->second.out;
-  if (closed_) return;
+}
+
+void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence,
+                               const std::shared_ptr<Storage>& home) noexcept {
+  std::lock_guard lock(mutex_);
   try {
-    pending_.push_back({buffer_id, 0, {}, sequence});  // never allocates: capacity reserved at hand-out
+    // Both never allocate: capacity reserved at hand-out.
+    if (!closed_ && !home->device_work_complete()) {
+      device_wait_.push_back({buffer_id, sequence, home});  // still out until the work completes
+      if (wake_) {  // a receive() waiting in another thread starts asking every millisecond
+        const std::uint64_t one = 1;
+        (void)!::write(wake_.get(), &one, sizeof one);
+      }
+      return;
+    }
+    count_released_locked(buffer_id);
+    if (closed_) return;
+    pending_.push_back({buffer_id, 0, {}, sequence});
   } catch (...) {
     // Unreachable; were it not, a lost release would hold the sender's buffer forever: close instead
     // (the sender then drops every reference it holds).
@@ -140,6 +159,7 @@ void ChannelReceiver::close(Error why, bool peer_closed) {
 void ChannelReceiver::close_locked(Table& dropped) noexcept {
   closed_ = true;
   pending_.clear();
+  device_wait_.clear();  // not the last references: the table's go into `dropped`
   dropped.swap(table_);
   if (socket_) ::shutdown(socket_.get(), SHUT_RDWR);  // the sender sees the end of the channel
 }
@@ -147,6 +167,16 @@ void ChannelReceiver::close_locked(Table& dropped) noexcept {
 // Sends every queued release, 64 to a message, without waiting. On EAGAIN (the sender is not reading)
 // they stay queued and a receive() waiting in another thread is woken to send them when there is room.
 void ChannelReceiver::flush_locked() noexcept {
+  if (closed_) return;
+  for (auto it = device_wait_.begin(); it != device_wait_.end();) {
+    if (!it->home->device_work_complete()) {
+      ++it;
+      continue;
+    }
+    count_released_locked(it->buffer_id);
+    pending_.push_back({it->buffer_id, 0, {}, it->sequence});  // capacity: pending + frames out
+    it = device_wait_.erase(it);
+  }
   while (!pending_.empty() && !closed_ && socket_) {
     std::array<std::byte, kMaxReleaseMessageBytes> msg;
     const std::size_t n = std::min(pending_.size(), kMaxReleaseEntries);

@@ -36,8 +36,9 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<void> status() const;
   /// The owner is going: shuts the socket down and closes it, closes every import.
   void stop() noexcept;
-  /// The last holder of frame `sequence`'s buffer `buffer_id` is gone (any thread).
-  void released(std::uint32_t buffer_id, std::uint64_t sequence) noexcept;
+  /// The last holder of frame `sequence`'s buffer `buffer_id` (import storage `home`) is gone (any
+  /// thread). Device work recorded on it that is still running holds the release back until it completes.
+  void released(std::uint32_t buffer_id, std::uint64_t sequence, const std::shared_ptr<Storage>& home) noexcept;
 
  private:
   struct Import {
@@ -48,6 +49,13 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
     std::size_t out = 0;             // frame buffers of it delivered and still held
   };
   using Table = std::unordered_map<std::uint32_t, Import>;
+  // A release held back until the device work recorded on the frame's buffer (cuda::CudaMap::record) is
+  // complete: the sender may overwrite the buffer once the release arrives.
+  struct DeviceWait {
+    std::uint32_t buffer_id;
+    std::uint64_t sequence;
+    std::shared_ptr<Storage> home;  // a second reference: the table keeps the import (out > 0: no retire)
+  };
 
   // receiver_messages.cpp: one message each; a returned error closes the channel.
   Result<std::optional<channel::Delivery>> handle(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
@@ -64,7 +72,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   // receiver.cpp
   void close(Error why, bool peer_closed);
   void close_locked(Table& dropped) noexcept;  // shuts down, empties the table into `dropped`
-  void flush_locked() noexcept;
+  void flush_locked() noexcept;  // queues the device waits that completed, then sends every queued release
+  void count_released_locked(std::uint32_t buffer_id) noexcept;
   Error closed_error_locked() const;
 
   const channel::ReceiverOptions options_;
@@ -79,6 +88,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   UniqueFd wake_;  // eventfd: a release that found the socket full wakes a waiting receive()
   Table table_;
   std::vector<ReleaseEntry> pending_;  // capacity >= pending + frames out: a release never allocates
+  std::vector<DeviceWait> device_wait_;  // counted in frames out; capacity >= frames out, as pending_
   std::optional<std::uint64_t> last_sequence_;
   channel::ReceiverStats stats_;
   bool closed_ = false;

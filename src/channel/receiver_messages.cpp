@@ -26,7 +26,7 @@ struct Releaser {
   std::shared_ptr<Storage> home;
   std::uint32_t buffer_id;
   std::uint64_t sequence;
-  void operator()(Storage*) noexcept { receiver->released(buffer_id, sequence); }
+  void operator()(Storage*) noexcept { receiver->released(buffer_id, sequence, home); }
 };
 
 Unexpected bad(std::string what) { return fail(ErrorCode::InvalidArgument, std::move(what)); }
@@ -91,6 +91,8 @@ Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std:
   // Map it now, once (memfd: the persistent mapping); a frame then costs no mmap. A DMA-BUF is mapped at
   // its first CPU map, inside its sync bracket, and stays mapped.
   if (!home->backing().needs_cpu_access_bracket()) ET_TRY(home->cpu_address());
+  // Device work recorded on a frame of it (cuda::CudaMap::record) stays with the storage: the release waits.
+  home->set_keeps_device_work();
   std::lock_guard lock(mutex_);
   table_.emplace(a.buffer_id, Import{std::move(whole), std::move(home), a.memory, bytes_count, 0});
   ++stats_.announces;
@@ -133,6 +135,7 @@ Result<std::shared_ptr<Storage>> ChannelReceiver::hand_out(std::uint32_t id, std
     if (it == table_.end()) return fail(ErrorCode::Internal, text::format("buffer {} vanished while delivering", id));
     // Room for this release before it can happen: a release never allocates.
     pending_.reserve(pending_.size() + stats_.frames_out + 1);
+    device_wait_.reserve(stats_.frames_out + 1);
     Import& imp = it->second;
     if (imp.out == 0) imp.home->renew_id();  // each delivery counts as an import for BufferIdentity
     ++imp.out;

@@ -86,7 +86,8 @@ class DeviceHandle {
 };
 
 /// Device work recorded on a storage that may still be running (a CUDA event of a released CudaMap of
-/// a pooled buffer). The pool hands the buffer out again only once every fence is complete.
+/// a pooled buffer or a frame channel import). The pool hands the buffer out again, and the channel's
+/// receiver sends its release, only once every fence is complete.
 class DeviceFence {
  public:
   virtual ~DeviceFence() = default;
@@ -130,11 +131,15 @@ class Storage {
   /// The device handle if one exists, else null.
   DeviceHandle* existing_device_handle() const;
 
-  /// Marks the storage as a pool's: releases of device views give their recorded work to it
-  /// (keep_fence) instead of forgetting it. Set before the storage is shared.
-  void set_pooled() noexcept { pooled_ = true; }
+  /// Marks the storage as a pool's (set_keeps_device_work too). Set before the storage is shared.
+  void set_pooled() noexcept { pooled_ = keeps_device_work_ = true; }
   bool pooled() const noexcept { return pooled_; }
-  /// Keeps `fence` until it is complete (device work on a pooled buffer). Thread-safe.
+  /// Marks the storage as one whose buffer goes back to a producer after its last holder (a Pool's
+  /// buffer, a frame channel import): releases of device views give their recorded work to it
+  /// (keep_fence) instead of forgetting it, so the return can wait for it. Set before it is shared.
+  void set_keeps_device_work() noexcept { keeps_device_work_ = true; }
+  bool keeps_device_work() const noexcept { return keeps_device_work_; }
+  /// Keeps `fence` until it is complete (device work on a pooled or channel buffer). Thread-safe.
   void keep_fence(std::unique_ptr<DeviceFence> fence);
   /// Asks every kept fence, drops the complete ones; true when none is left. Thread-safe, never blocks.
   bool device_work_complete() noexcept;
@@ -144,6 +149,7 @@ class Storage {
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
   bool pooled_ = false;
+  bool keeps_device_work_ = false;
   const bool registered_;                     // backing_ has an fd: buffer_key_ came from the registry
   std::atomic<std::uint64_t> buffer_key_{0};  // 0 until minted (buffer_key.cpp)
   const bool bracket_;             // backing_->needs_cpu_access_bracket(), read once

@@ -237,10 +237,10 @@ void CudaMap::release() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
   if (event_ && own_process) {
     if (const auto* api = detail::runtime()) {
-      // A pooled buffer goes back to its pool when this reference is the last: its recorded work goes
-      // with it, so the pool can wait for it (pool.h). If that fails, wait here instead.
+      // A pooled buffer (or a channel import) goes back when this reference is the last: its recorded
+      // work goes with it, so the pool (or the receiver's release) can wait for it. If that fails, wait here.
       bool kept = false;
-      if (storage_ && storage_->pooled()) {
+      if (storage_ && storage_->keeps_device_work()) {
         try {
           storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_));
           kept = true;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pools and CUDA on the test double (lane cuda.fake): device work recorded on a pooled buffer keeps it
 // out of the pool until its event completes (the fake holds events pending on request), and a reused
-// buffer keeps its CUDA registration.
+// buffer keeps its CUDA registration; the frame channel's receiver holds a release back the same way.
+#include <edgetensor/channel.h>
 #include <edgetensor/pool.h>
 
 #include <chrono>
@@ -125,3 +126,89 @@ TEST_F(CudaFake, PoolDestroyedWithPendingDeviceWorkFreesEverything) {
 }
 
 }  // namespace
+
+// The frame channel's receiver: device work recorded on a received frame holds its release back
+// until the work completes, so the sender's pool cannot hand the buffer out while a kernel still
+// reads it; the receiver asks at each call (receive(), flush()), never waits on the event.
+TEST_F(CudaFake, ChannelReleaseWaitsForDeviceWorkRecordedOnAReceivedFrame) {
+  namespace channel = edgetensor::channel;
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  auto sender = channel::Sender::create(std::move(sp->first), {.name = "gpu"});
+  auto receiver = channel::Receiver::create(std::move(sp->second), {.name = "gpu"});
+  ASSERT_OK(sender);
+  ASSERT_OK(receiver);
+  PoolOptions o;
+  o.name = "cam";
+  o.max_buffers = 1;
+  o.allocate.memory = MemoryKind::Shm;
+  auto pool = Pool::create({4096}, DType::U8, o);
+  ASSERT_OK(pool);
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  {
+    auto t = pool->acquire(0ms);
+    ASSERT_OK(t);
+    ASSERT_OK(sender->send(*t));
+  }
+  fake_.hold_events(1);
+  {
+    auto d = receiver->receive(1s);
+    ASSERT_OK(d);
+    auto m = cuda::map(d->tensor);
+    ASSERT_OK(m);
+    ASSERT_OK(m->record(*stream));
+  }  // the consumer's last holder is gone while its kernel still runs
+  EXPECT_EQ(fake_.live("event"), 1) << "the event went with the import, not destroyed";
+  EXPECT_EQ(receiver->stats().frames_out, 1u) << "still out: device work runs on it";
+  EXPECT_EQ(receiver->stats().releases_queued, 1u);
+  EXPECT_EQ(receiver->stats().releases_sent, 0u);
+  ASSERT_OK(receiver->flush());
+  EXPECT_ERROR(receiver->receive(5ms), ErrorCode::Busy, "no frame within 5 ms");
+  EXPECT_ERROR(sender->acquire(*pool, 10ms), ErrorCode::Busy, "not released by the receiver");
+  EXPECT_EQ(receiver->stats().releases_sent, 0u);
+  EXPECT_EQ(fake_.count("cudaEventSynchronize"), 0) << "no thread blocks on the device";
+  EXPECT_GE(fake_.count("cudaEventQuery"), 2) << "asked again at each call and while receive() waited";
+
+  fake_.complete_events();
+  ASSERT_OK(receiver->flush());  // the work is done: the release goes back
+  EXPECT_EQ(receiver->stats().releases_sent, 1u);
+  EXPECT_EQ(receiver->stats().frames_out, 0u);
+  EXPECT_EQ(fake_.live("event"), 0);
+  auto again = sender->acquire(*pool, 1s);
+  ASSERT_OK(again);
+  EXPECT_EQ(pool->stats().allocated, 1u);
+}
+
+// A receive() already waiting picks the completion up by itself (it asks every millisecond).
+TEST_F(CudaFake, ChannelReceiveWaitingSendsTheReleaseWhenDeviceWorkCompletes) {
+  namespace channel = edgetensor::channel;
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  auto sender = channel::Sender::create(std::move(sp->first));
+  auto receiver = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(sender);
+  ASSERT_OK(receiver);
+  auto t = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_OK(sender->send(*t));
+  auto stream = cuda::Stream::create();
+  ASSERT_OK(stream);
+  fake_.hold_events(1);
+  {
+    auto d = receiver->receive(1s);
+    ASSERT_OK(d);
+    auto m = cuda::map(d->tensor);
+    ASSERT_OK(m);
+    ASSERT_OK(m->record(*stream));
+  }
+  EXPECT_EQ(receiver->stats().releases_sent, 0u) << "held back: the kernel still runs";
+  std::thread device([this] {
+    std::this_thread::sleep_for(20ms);
+    fake_.complete_events();
+  });
+  EXPECT_ERROR(receiver->receive(300ms), ErrorCode::Busy, "no frame within 300 ms");
+  device.join();
+  EXPECT_EQ(receiver->stats().releases_sent, 1u) << "sent while receive() waited for a frame";
+  ASSERT_OK(sender->drain(1s));
+}

@@ -31,8 +31,10 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
                                                       std::vector<std::uint32_t>& retire, bool& announce) {
   const std::uint64_t key = buffer.buffer_key().value();
   for (Announced& a : table_)
-    if (a.key == key) {
+    if (a.key == key && std::find(retire.begin(), retire.end(), a.id) == retire.end()) {
       a.last_used = ++use_clock_;
+      // Another import of the same buffer (one key): it keeps the entry alive from now on.
+      if (a.storage.expired()) a.storage = storage_of(buffer);
       announce = false;
       return a.id;
     }

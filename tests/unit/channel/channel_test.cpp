@@ -166,6 +166,61 @@ TEST(Channel, FrameOfTwoBuffersRoundTrips) {
   EXPECT_EQ(ends->sender.stats().releases, 2u);
 }
 
+// A buffer announced through one tensor and sent again through another import of it (one BufferKey),
+// after the first tensor is gone: the entry is found by its key and kept alive by the new import. When
+// the same frame first retires that entry (dead: its tensor went) to announce another buffer, the frame
+// announces the import anew instead of naming the retired id (the receiver would close the channel).
+TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
+  ASSERT_OK(layout);
+  ImageLayout two = *layout;
+  two.planes[1].offset_bytes = 0;
+  auto luma = TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto chroma = TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(luma);
+  ASSERT_OK(chroma);
+  {
+    auto m = chroma->map_write();
+    ASSERT_OK(m);
+    std::memset(m->data(), 0x5A, m->extent_bytes());
+  }
+  ASSERT_OK(ends->sender.send(*chroma));  // announces chroma's buffer through this tensor
+  {
+    auto d = ends->receiver.receive(1s);
+    ASSERT_OK(d);
+  }
+  ASSERT_OK(ends->sender.drain(1s));
+  auto fd0 = luma->export_fd();
+  auto fd1 = chroma->export_fd();
+  ASSERT_OK(fd0);
+  ASSERT_OK(fd1);
+  const int fds[] = {fd0->get(), fd1->get()};
+  auto frame = Frame::import_planes_dup(fds, two);
+  ASSERT_OK(frame);
+  *chroma = TensorDyn();  // the announcing tensor goes; the frame's import keeps the buffer (same key)
+  *luma = TensorDyn();
+  ASSERT_OK(ends->sender.send_frame(*frame));
+  auto f = ends->receiver.receive(1s);
+  ASSERT_TRUE(f.has_value()) << "the frame must not name the buffer it retired: " << f.error().to_string();
+  ASSERT_EQ(f->frame.buffer_count(), 2u);
+  auto b1 = f->frame.buffer(1);
+  ASSERT_OK(b1);
+  auto m = b1->map_read();
+  ASSERT_OK(m);
+  EXPECT_EQ(m->data()[0], std::byte{0x5A});
+  EXPECT_EQ(ends->receiver.stats().retires, 1u);
+  EXPECT_EQ(ends->receiver.stats().announces, 3u) << "chroma, then luma and chroma again";
+  // Sent again as a single tensor: found by its key, now alive through the frame's import.
+  auto again = frame->buffer(1);
+  ASSERT_OK(again);
+  ASSERT_OK(ends->sender.send(*again));
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(ends->receiver.stats().announces, 3u) << "no new announce";
+}
+
 TEST(Channel, AnnouncesOnceThenSendsNoFd) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);

@@ -56,6 +56,9 @@ struct BackendOps {
   Result<std::unique_ptr<Backing>> (*allocate)(std::size_t size_bytes, const AllocateOptions& options);
   /// Imports an fd recognised as this kind. Takes ownership of `fd`.
   Result<std::unique_ptr<Backing>> (*import_fd)(UniqueFd fd, const FdInfo& info);
+  /// True when an Auto allocation need not try this backend because it is known to fail (not built; the
+  /// DMA-BUF memo knows every node is missing or refuses us): no system call, no error text. Null: try it.
+  bool (*auto_skips)(const AllocateOptions& options) = nullptr;
 };
 
 /// The backend table entry for `kind` (Heap, Shm, DmaBuf, GlPbo). Backends not built answer

@@ -117,7 +117,9 @@ Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const Alloc
   }
   std::string tried;
   for (MemoryKind k : {MemoryKind::DmaBuf, MemoryKind::Shm}) {
-    auto backing = detail::backend_ops(k).allocate(bytes, options);
+    const detail::BackendOps& ops = detail::backend_ops(k);
+    if (ops.auto_skips != nullptr && ops.auto_skips(options)) continue;  // known to fail: nothing to ask
+    auto backing = ops.allocate(bytes, options);
     if (backing) return backing;
     detail::log(LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back", bytes, memory_kind_name(k),
                 backing.error().message());

@@ -27,7 +27,8 @@ struct NotBuilt {
   static Result<std::unique_ptr<Backing>> import_fd(UniqueFd, const FdInfo&) {
     return fail(ErrorCode::Unavailable, why());
   }
-  static constexpr BackendOps ops{K, &status, &allocate, &import_fd};
+  static bool auto_skips(const AllocateOptions&) { return true; }
+  static constexpr BackendOps ops{K, &status, &allocate, &import_fd, &auto_skips};
 };
 
 }  // namespace

@@ -121,6 +121,14 @@ NodeMemo node_memo(std::string_view name) {
   return it == m.nodes.end() ? NodeMemo{} : it->second;
 }
 
+NodeState node_state(std::string_view name) {
+  Memo& m = memo();
+  std::lock_guard lock(m.mutex);
+  check_paths(m);
+  auto it = m.nodes.find(name);
+  return it == m.nodes.end() ? NodeState::Unknown : it->second.state;
+}
+
 void remember_node(std::string_view name, NodeState state, std::optional<Error> error) {
   Memo& m = memo();
   std::lock_guard lock(m.mutex);

@@ -97,6 +97,15 @@ std::string requested_heap(const AllocateOptions& options) {
   return env ? std::string(env) : std::string();
 }
 
+// Auto's shortcut: the automatic plan (no heap requested) has failed before on every node, and the memo
+// still says so. Then dmabuf_allocate would make no system call and only build a text Auto drops.
+bool dmabuf_auto_skips(const AllocateOptions& options) {
+  if (!options.dma_heap.empty() || std::getenv(dmabuf::kHeapEnvVar) != nullptr) return false;
+  for (const auto& c : heap_probe_table())
+    if (node_state(c.name) == NodeState::Unknown) return false;
+  return node_state(kUdmabufName) != NodeState::Unknown;
+}
+
 ErrorCode rank_code(ErrorCode a, ErrorCode b) {
   // The most actionable code wins: permissions, then memory/size, then "not here".
   auto rank = [](ErrorCode c) {
@@ -245,7 +254,8 @@ void name_dmabuf(int fd, std::string_view tensor_name) noexcept {
 }
 
 const BackendOps& dmabuf_backend() {
-  static constexpr BackendOps ops{MemoryKind::DmaBuf, &dmabuf_status, &dmabuf_allocate, &dmabuf_import};
+  static constexpr BackendOps ops{MemoryKind::DmaBuf, &dmabuf_status, &dmabuf_allocate, &dmabuf_import,
+                                  &dmabuf_auto_skips};
   return ops;
 }
 

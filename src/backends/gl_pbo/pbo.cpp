@@ -141,7 +141,7 @@ Result<PboBacking*> pbo_of(const TensorDyn& tensor) {
 }  // namespace
 
 const BackendOps& gl_pbo_backend() {
-  static constexpr BackendOps ops{MemoryKind::GlPbo, &pbo_status, &pbo_allocate, &pbo_import};
+  static constexpr BackendOps ops{MemoryKind::GlPbo, &pbo_status, &pbo_allocate, &pbo_import, nullptr};
   return ops;
 }
 

@@ -131,7 +131,7 @@ Result<std::unique_ptr<Backing>> heap_import(UniqueFd, const FdInfo&) {
 }  // namespace
 
 const BackendOps& heap_backend() {
-  static constexpr BackendOps ops{MemoryKind::Heap, &heap_status, &heap_allocate, &heap_import};
+  static constexpr BackendOps ops{MemoryKind::Heap, &heap_status, &heap_allocate, &heap_import, nullptr};
   return ops;
 }
 

@@ -116,7 +116,7 @@ Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool re
 }
 
 const BackendOps& shm_backend() {
-  static constexpr BackendOps ops{MemoryKind::Shm, &shm_status, &shm_allocate, &shm_import};
+  static constexpr BackendOps ops{MemoryKind::Shm, &shm_status, &shm_allocate, &shm_import, nullptr};
   return ops;
 }
 

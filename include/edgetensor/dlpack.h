@@ -125,7 +125,8 @@ struct ManagedTensor {
 
 /// DLPACK_FLAG_BITMASK_READ_ONLY: the consumer must not write through `data`.
 inline constexpr std::uint64_t kFlagReadOnly = std::uint64_t{1} << 0;
-/// DLPACK_FLAG_BITMASK_IS_COPIED: the producer made a copy for this export (never set by this library).
+/// DLPACK_FLAG_BITMASK_IS_COPIED: the producer made a copy for this export (export_* never copy; the
+/// Python binding sets it for __dlpack__(copy=True)).
 inline constexpr std::uint64_t kFlagIsCopied = std::uint64_t{1} << 1;
 
 /// DLManagedTensorVersioned (DLPack >= 1.0). `version`, `manager_ctx` and `deleter` come first so that

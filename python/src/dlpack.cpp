@@ -49,16 +49,32 @@ void capsule_destructor(PyObject* capsule) {
   const char* name = std::is_same_v<Managed, dl::ManagedTensorVersioned> ? kVersionedName : kLegacyName;
   if (!PyCapsule_IsValid(capsule, name)) return;  // consumed (renamed): not ours any more
   auto* managed = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
-  if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+  if (managed == nullptr || managed->deleter == nullptr) return;
+  // The deleter may run Python code (a foreign producer's array goes): keep an exception being raised
+  // when the capsule was collected, as the DLPack Python specification's capsule destructor does.
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* raised = PyErr_GetRaisedException();
+  managed->deleter(managed);
+  PyErr_SetRaisedException(raised);
+#else
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  managed->deleter(managed);
+  PyErr_Restore(type, value, traceback);
+#endif
 }
 
 // Copies `src`'s elements into the C-contiguous `dst` (same shape and dtype) through CPU maps, one
 // memcpy per run of `src` that is contiguous in memory (the innermost dims whose byte strides are those of
-// a C-contiguous tensor; a dim of size 1 never breaks a run).
-void copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
-  if (src.element_count() == 0) return;
-  auto in = unwrap(src.map_read());
-  auto out = unwrap(dst.map_write());
+// a C-contiguous tensor; a dim of size 1 never breaks a run). Calls no Python API: may run without the GIL.
+et::Result<void> copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
+  if (src.element_count() == 0) return {};
+  auto in_map = src.map_read();
+  if (!in_map) return et::fail(std::move(in_map).error());
+  auto out_map = dst.map_write();
+  if (!out_map) return et::fail(std::move(out_map).error());
+  auto& in = *in_map;
+  auto& out = *out_map;
   std::size_t outer = src.rank();  // dims [outer, rank) form one contiguous run of `run` bytes
   std::size_t run = src.element_size();
   while (outer > 0 && (src.shape()[outer - 1] == 1 || static_cast<std::size_t>(src.strides()[outer - 1]) == run)) {
@@ -76,6 +92,7 @@ void copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
       index[d] = 0;
     }
   }
+  return {};
 }
 
 // The array API's argument types, checked by hand: a wrong type is a TypeError naming the parameter
@@ -113,8 +130,11 @@ py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py:
     }
   }
   // stream (array API standard): None or -1 on the CPU; on CUDA an int >= -1 where 0 is ambiguous and
-  // refused. No export here leaves producer work pending on any stream (CPU writes end with their map;
-  // cuda::map's registration and GL map are complete when it returns), so no wait is needed.
+  // refused. Heap, shm and DMA-BUF exports leave no producer work on any stream (CPU writes end with
+  // their map; the import and registration are complete when cuda::map returns). A PBO export maps on
+  // the legacy default stream (cudaGraphicsMapResources orders GL's work before that stream's): streams
+  // 1, 2 and blocking streams follow it; a cudaStreamNonBlocking consumer stream is not ordered after
+  // GL's work (docs/CUDA.md, "DLPack streams").
   if (!stream.is_none()) {
     if (!PyIndex_Check(stream.ptr()))
       throw py::type_error("edgetensor.Tensor.__dlpack__: stream must be None or an int, not " + type_name(stream));
@@ -136,7 +156,13 @@ py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py:
   et::TensorDyn source = self;
   if (make_copy) {
     source = unwrap(et::TensorDyn::allocate(self.shape(), self.dtype(), {.memory = et::MemoryKind::Heap}));
-    copy_elements(self, source);
+    et::Result<void> copied;
+    {
+      std::optional<py::gil_scoped_release> release;  // a DMA-BUF or PBO map may wait
+      if (map_may_block(self.memory())) release.emplace();
+      copied = copy_elements(self, source);
+    }
+    unwrap(std::move(copied));
   }
 
   std::optional<et::Result<dl::ManagedTensorVersioned*>> v;
@@ -281,7 +307,7 @@ et::TensorDyn from_dlpack_with(const py::object& obj, const py::object& device, 
   et::TensorDyn t = from_dlpack(obj);
   if (copy.ptr() == Py_True) {
     et::TensorDyn owned = unwrap(et::TensorDyn::allocate(t.shape(), t.dtype(), {.memory = et::MemoryKind::Heap}));
-    copy_elements(t, owned);
+    unwrap(copy_elements(t, owned));  // foreign memory: its map makes no call that can wait
     t = std::move(owned);  // the producer is released with the import
   }
   return t;

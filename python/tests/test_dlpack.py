@@ -355,11 +355,21 @@ def test_foreign_deleter_runs_with_the_gil_from_another_thread():
 
 
 def test_deleter_skipped_while_the_interpreter_finalizes():
-    code = ("import numpy, edgetensor\n"
-            "keep = [edgetensor.from_dlpack(numpy.arange(10.0)) for _ in range(3)]\n"
-            "m = keep[0].map_read()\n")
+    # A numpy subclass whose __del__ says when numpy's capsule deleter let it go: dropped while the
+    # interpreter runs, the producer's deleter runs (under the GIL); dropped as the interpreter
+    # finalizes (module globals), it is skipped (the array leaks at exit), and nothing hangs or crashes.
+    code = ("import gc, sys, numpy, edgetensor\n"
+            "class Sub(numpy.ndarray):\n"
+            "    def __del__(self):\n"
+            "        sys.stdout.write('freed ' + str(self.size) + '\\n'); sys.stdout.flush()\n"
+            "early = edgetensor.from_dlpack(numpy.arange(5.0).view(Sub))\n"
+            "del early; gc.collect()\n"
+            "keep = [edgetensor.from_dlpack(numpy.arange(10.0).view(Sub)) for _ in range(3)]\n"
+            "m = keep[0].map_read()\n"
+            "sys.stdout.write('main done\\n')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == ["freed 5", "main done"], done.stdout
 
 
 def test_round_trip_keeps_metadata_out_and_values_in():

@@ -2,8 +2,7 @@
 // Steady-state frames (issue 14): a pool's acquire + a full write of the frame against a memset of a
 // warm (prefaulted, reused) buffer of the same size, the baseline a pipeline that reuses one malloc'ed
 // block pays. Fresh allocate + first write is shown against the same baseline for comparison.
-// Channel handoff benchmarks (send, receive, release between two processes) join this table when the
-// frame channel lands: add their register_*/targets next to these.
+// The frame channel's rows (handoff, receive + read) are in channel_benchmark.cpp.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -229,7 +229,8 @@ class ET_API Receiver {
   /// the channel or died), FailedPrecondition (closed earlier), InvalidArgument (malformed message,
   /// naming the field, its value and the limit; unknown buffer id; duplicate announce; a fence; an fd
   /// refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
-  /// max_buffers or limits.max_buffer_bytes), from_errno of recvmsg/poll. All but Busy close the channel.
+  /// max_buffers or limits.max_buffer_bytes), from_errno of recvmsg/poll. All but Busy close the channel,
+  /// except InvalidArgument for a negative `timeout` (refused before anything is read: it stays open).
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 
   /// Sends the releases queued because the socket was full, and those held back for device work that

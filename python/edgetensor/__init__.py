@@ -72,10 +72,14 @@ def _tensor_array(self, dtype=None, copy=None):
     """numpy.asarray(tensor): numpy.from_dlpack(tensor), a zero-copy view (read-only under numpy < 2.1,
     which cannot import a writable DLPack tensor: write through tensor.map_write()). Read-only storage,
     which the legacy DLPack form cannot describe, and copy=True give a copy read through a CPU map.
+    bfloat16, which numpy has no type for, is a read-only view through a CPU map, as the structured
+    dtype [('bf16', '<u2')] (its bits), as maps show it.
     The view holds a CPU map while it lives (a DMA-BUF stays inside one sync bracket, a PBO stays mapped)."""
     import numpy
 
-    if copy is not True and not self.read_only:
+    if copy is not True and self.dtype_name == "bfloat16":
+        a = numpy.asarray(self.map_read())  # the array keeps the map (its buffer's exporter) open
+    elif copy is not True and not self.read_only:
         a = numpy.from_dlpack(self)
     else:
         with self.map_read() as m:

@@ -6,6 +6,7 @@
 
 #include <pybind11/stl.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -55,6 +56,14 @@ std::optional<double> wait_seconds(const py::handle& sock, const py::object& tim
 // edgetensor.BusyError) for a zero timeout, as socket does. A closed peer or an error condition makes
 // the fd ready: the call after it reports that.
 void wait_ready(int fd, short events, std::optional<double> seconds, const char* what) {
+  // A socket the library refuses at once (fd -1 of a closed socket.socket, not a socket, not AF_UNIX,
+  // SOCK_STREAM) is not waited on: the call goes straight to the library, whose error names why
+  // (poll(2) ignores a negative fd and would wait forever; a stream socket may never be readable).
+  int type = 0, domain = 0;
+  socklen_t len = sizeof type;
+  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return;
+  len = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX || type == SOCK_STREAM) return;
   using clock = std::chrono::steady_clock;
   const auto deadline =
       seconds ? clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(*seconds))

@@ -72,7 +72,7 @@ std::size_t axis_in(const et::TensorDyn& t, long long dim) {
   const auto rank = static_cast<long long>(t.rank());
   const long long d = dim < 0 ? dim + rank : dim;
   if (d < 0 || d >= rank)
-    raise(et::Error(et::ErrorCode::OutOfRange,
+    raise(et::Error(et::ErrorCode::InvalidArgument,  // as TensorDyn::slice says of a dim past the rank
                     "dim " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank)));
   return static_cast<std::size_t>(d);
 }

@@ -436,3 +436,21 @@ def test_numpy_asarray_of_a_tensor_is_a_dlpack_view():
     ro = read_only_tensor()  # the legacy form cannot say read-only: a copy read through a map
     b = numpy.asarray(ro)
     assert b.flags.owndata and (b == reference((6, 5, 4), "int32")).all()
+
+
+def test_numpy_asarray_of_a_bfloat16_tensor_shows_its_bits_as_maps_do():
+    # numpy has no bfloat16 (numpy.from_dlpack refuses kDLBfloat): a view through a read map, with the
+    # structured dtype maps use; the bytes are the tensor's.
+    t = et.allocate((2, 3), "bfloat16", "shm")
+    with t.map_write() as m:
+        numpy.asarray(m)["bf16"][:] = numpy.array([0x3F80, 0x4000, 0xBF80, 0, 1, 0x7F80], dtype=numpy.uint16).reshape(2, 3)
+    a = numpy.asarray(t)
+    assert a.dtype == numpy.dtype([("bf16", "<u2")]) and a.shape == (2, 3) and not a.flags.writeable
+    assert a["bf16"].tolist() == [[0x3F80, 0x4000, 0xBF80], [0, 1, 0x7F80]]
+    with t.map_write() as m:
+        numpy.asarray(m)["bf16"][0, 0] = 0x4040
+    assert a["bf16"][0, 0] == 0x4040  # a view, not a copy
+    del a
+    gc.collect()
+    with t.map_write():  # the view's map is gone with it
+        pass

@@ -2,6 +2,7 @@
 """ipc: tensors and frames over AF_UNIX sockets (socket objects or int fds); the GIL is released while
 blocked; two processes: Python producer -> C++ consumer (tests/ipc_peer.cpp) and the reverse."""
 
+import errno
 import os
 import signal
 import socket
@@ -48,6 +49,30 @@ def test_send_refusals():
             et.ipc.send(s1, et.allocate((4,), "u8", "shm"))
     with pytest.raises(TypeError):
         et.ipc.send("not a socket", et.allocate((4,), "u8", "shm"))
+
+
+def test_sockets_the_library_refuses_are_refused_at_once_never_waited_on():
+    # A closed socket.socket (fileno() -1), fd -1, a SOCK_STREAM or a non-Unix socket: the library's error,
+    # at once (poll(2) ignores fd -1 and would wait forever; an idle stream socket is never readable).
+    t = et.allocate((4,), "u8", "shm")
+    a, b = pair()
+    a.close()
+    b.close()
+    f = et.Frame.allocate(et.ImageLayout.make(32, 16, "nv12"), memory="shm")
+    for call in (lambda: et.ipc.send(a, t), lambda: et.ipc.receive(b), lambda: et.ipc.send_frame(a, f),
+                 lambda: et.ipc.receive_frame(b), lambda: et.ipc.receive(-1)):
+        with pytest.raises(et.Error, match="fd -1") as e:
+            call()
+        assert e.value.errno == errno.EBADF
+    s1, s2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with s1, s2:
+        with pytest.raises(et.InvalidArgumentError, match="SOCK_STREAM"):
+            et.ipc.receive(s2)
+        with pytest.raises(et.InvalidArgumentError, match="SOCK_STREAM"):
+            et.ipc.receive_frame(s2.fileno())
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        with pytest.raises(et.InvalidArgumentError):
+            et.ipc.receive(udp)
 
 
 def test_frames():

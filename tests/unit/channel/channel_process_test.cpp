@@ -25,13 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-// TSan's allocator and shadow map new ranges as a process runs (here in the sender, whose reader
-// thread allocates): /proc/self/maps grows with no leak, so the count is not exact there.
-constexpr bool kExactMappingCount = false;
-#else
-constexpr bool kExactMappingCount = et_test::kExactMappingCount;
-#endif
 
 // Runs `body` in a forked child; its return value is the child's exit status.
 pid_t spawn(const std::function<int()>& body) {
@@ -110,7 +103,7 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
       return 15;
     }
     if (et_test::open_fd_count() != fds) return 16;
-    if (kExactMappingCount && et_test::mapping_count() != maps) return 17;
+    if (et_test::kExactMappingCount && et_test::mapping_count() != maps) return 17;
     if (pool->stats().allocated != kHeld + 2 || sender->stats().announces != kHeld + 2) return 18;
     return 0;
   });
@@ -138,7 +131,7 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
       }
     }
     EXPECT_EQ(et_test::open_fd_count(), fds) << "no fd per frame after warm-up";
-    if (kExactMappingCount) {
+    if (et_test::kExactMappingCount) {
       EXPECT_EQ(et_test::mapping_count(), maps) << "no mmap per frame after warm-up";
     }
     const auto s = receiver->stats();

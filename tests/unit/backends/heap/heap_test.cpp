@@ -160,13 +160,6 @@ TEST(Heap, MunmapFailureInTheDestructorIsLogged) {
 // Transparent huge pages: a tensor of at least one PMD huge page starts on a huge-page boundary and is
 // advised MADV_HUGEPAGE, for whatever size the kernel reports (faked through the seam: 2 MiB with 4 KiB
 // pages, 32 MiB with 16 KiB pages, 512 MiB with 64 KiB pages; never assumed). Smaller ones are not.
-#if defined(__SANITIZE_THREAD__)
-// TSan maps shadow memory for address ranges it has not seen (here the over-reserved huge-page ranges
-// land in new places: +4 lines of /proc/self/maps per case, no leak), so the count is not exact there.
-constexpr bool kExactAfterHugeReservations = false;
-#else
-constexpr bool kExactAfterHugeReservations = et_test::kExactMappingCount;
-#endif
 
 class ScopedHugePageSize {
  public:
@@ -210,7 +203,7 @@ TEST(Heap, LargeTensorsAreAlignedToTheKernelsHugePageAndAdvised) {
       EXPECT_TRUE(advice.empty()) << "below one huge page: no advice";
       EXPECT_EQ(small->memory_detail(), "heap (anonymous pages)");
     }
-    if (kExactAfterHugeReservations) {
+    if (et_test::kExactMappingCount) {
       EXPECT_EQ(et_test::mapping_count(), maps) << "the trimmed reservation was unmapped whole (huge " << c.huge << ")";
     }
   }

@@ -25,6 +25,16 @@ namespace {
 
 using et_cuda_test::CudaFake;
 
+// A consumer: maps the next received frame for the device, records its queued work on `stream`, and
+// drops the map and the frame (the frame's last holder goes while the work still runs).
+void run_kernel_on_next_frame(edgetensor::channel::Receiver& receiver, const cuda::Stream& stream) {
+  auto d = receiver.receive(1s);
+  ASSERT_OK(d);
+  auto m = cuda::map(d->tensor);
+  ASSERT_OK(m);
+  ASSERT_OK(m->record(stream));
+}
+
 Pool must_pool(std::size_t max_buffers) {
   PoolOptions o;
   o.name = "gpu";
@@ -152,13 +162,7 @@ TEST_F(CudaFake, ChannelReleaseWaitsForDeviceWorkRecordedOnAReceivedFrame) {
     ASSERT_OK(sender->send(*t));
   }
   fake_.hold_events(1);
-  {
-    auto d = receiver->receive(1s);
-    ASSERT_OK(d);
-    auto m = cuda::map(d->tensor);
-    ASSERT_OK(m);
-    ASSERT_OK(m->record(*stream));
-  }  // the consumer's last holder is gone while its kernel still runs
+  ASSERT_NO_FATAL_FAILURE(run_kernel_on_next_frame(*receiver, *stream));
   EXPECT_EQ(fake_.live("event"), 1) << "the event went with the import, not destroyed";
   EXPECT_EQ(receiver->stats().frames_out, 1u) << "still out: device work runs on it";
   EXPECT_EQ(receiver->stats().releases_queued, 1u);
@@ -195,13 +199,7 @@ TEST_F(CudaFake, ChannelReceiveWaitingSendsTheReleaseWhenDeviceWorkCompletes) {
   auto stream = cuda::Stream::create();
   ASSERT_OK(stream);
   fake_.hold_events(1);
-  {
-    auto d = receiver->receive(1s);
-    ASSERT_OK(d);
-    auto m = cuda::map(d->tensor);
-    ASSERT_OK(m);
-    ASSERT_OK(m->record(*stream));
-  }
+  ASSERT_NO_FATAL_FAILURE(run_kernel_on_next_frame(*receiver, *stream));
   EXPECT_EQ(receiver->stats().releases_sent, 0u) << "held back: the kernel still runs";
   std::thread device([this] {
     std::this_thread::sleep_for(20ms);

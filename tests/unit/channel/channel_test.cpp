@@ -123,23 +123,34 @@ TEST(Channel, ImageMetadataQuantizationAndColorimetryTravel) {
   EXPECT_EQ(dp->sequence, dq->sequence + 1);
 }
 
+// NV12 64x32 with its chroma plane in a buffer of its own (V4L2's NV12M, libcamera): two shm tensors.
+struct TwoBuffers {
+  ImageLayout layout;
+  Result<TensorDyn> luma, chroma;
+};
+TwoBuffers two_buffer_nv12() {
+  ImageLayout two = ImageLayout::make(64, 32, PixelFormat::Nv12).value();
+  two.planes[1].offset_bytes = 0;  // the chroma plane at the start of its own buffer
+  return {two, TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm)),
+          TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm))};
+}
+// A Frame over fds of both, as a consumer imports them.
+Result<Frame> import_both(const TwoBuffers& b) {
+  auto fd0 = b.luma->export_fd();
+  auto fd1 = b.chroma->export_fd();
+  if (!fd0) return fail(fd0.error());
+  if (!fd1) return fail(fd1.error());
+  const int fds[] = {fd0->get(), fd1->get()};
+  return Frame::import_planes_dup(fds, b.layout);
+}
+
 TEST(Channel, FrameOfTwoBuffersRoundTrips) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
-  ASSERT_OK(layout);
-  ImageLayout two = *layout;
-  two.planes[1].offset_bytes = 0;  // the chroma plane at the start of its own buffer
-  auto luma = TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
-  auto chroma = TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto [two, luma, chroma] = two_buffer_nv12();
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
-  auto fd0 = luma->export_fd();
-  auto fd1 = chroma->export_fd();
-  ASSERT_OK(fd0);
-  ASSERT_OK(fd1);
-  const int fds[] = {fd0->get(), fd1->get()};
-  auto frame = Frame::import_planes_dup(fds, two);
+  auto frame = import_both({two, luma, chroma});
   ASSERT_OK(frame);
   ASSERT_EQ(frame->buffer_count(), 2u);
   auto seq = ends->sender.send_frame(*frame, {.sequence = 41, .timestamp_ns = 12345});
@@ -173,12 +184,7 @@ TEST(Channel, FrameOfTwoBuffersRoundTrips) {
 TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
-  ASSERT_OK(layout);
-  ImageLayout two = *layout;
-  two.planes[1].offset_bytes = 0;
-  auto luma = TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
-  auto chroma = TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  auto [two, luma, chroma] = two_buffer_nv12();
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
   {
@@ -192,12 +198,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
     ASSERT_OK(d);
   }
   ASSERT_OK(ends->sender.drain(1s));
-  auto fd0 = luma->export_fd();
-  auto fd1 = chroma->export_fd();
-  ASSERT_OK(fd0);
-  ASSERT_OK(fd1);
-  const int fds[] = {fd0->get(), fd1->get()};
-  auto frame = Frame::import_planes_dup(fds, two);
+  auto frame = import_both({two, luma, chroma});
   ASSERT_OK(frame);
   *chroma = TensorDyn();  // the announcing tensor goes; the frame's import keeps the buffer (same key)
   *luma = TensorDyn();

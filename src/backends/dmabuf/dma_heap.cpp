@@ -121,12 +121,14 @@ NodeMemo node_memo(std::string_view name) {
   return it == m.nodes.end() ? NodeMemo{} : it->second;
 }
 
-NodeState node_state(std::string_view name) {
+bool all_nodes_known(std::span<const std::string_view> names) {
   Memo& m = memo();
   std::lock_guard lock(m.mutex);
   check_paths(m);
-  auto it = m.nodes.find(name);
-  return it == m.nodes.end() ? NodeState::Unknown : it->second.state;
+  return std::all_of(names.begin(), names.end(), [&](std::string_view name) {
+    auto it = m.nodes.find(name);
+    return it != m.nodes.end() && it->second.state != NodeState::Unknown;
+  });
 }
 
 void remember_node(std::string_view name, NodeState state, std::optional<Error> error) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,8 +57,8 @@ struct NodeMemo {
   std::optional<Error> error;  // the error its attempt gave, for the final message
 };
 NodeMemo node_memo(std::string_view name);
-/// node_memo(name).state, without copying the remembered error.
-NodeState node_state(std::string_view name);
+/// True when every node in `names` has a remembered state (none Unknown): one lock, nothing copied.
+bool all_nodes_known(std::span<const std::string_view> names);
 void remember_node(std::string_view name, NodeState state, std::optional<Error> error);
 /// list_dir_names(kernel_heap_dir), read once per memo.
 std::vector<std::string> memo_kernel_heaps();

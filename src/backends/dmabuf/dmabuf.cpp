@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "text/format.h"
 
@@ -101,9 +102,13 @@ std::string requested_heap(const AllocateOptions& options) {
 // still says so. Then dmabuf_allocate would make no system call and only build a text Auto drops.
 bool dmabuf_auto_skips(const AllocateOptions& options) {
   if (!options.dma_heap.empty() || std::getenv(dmabuf::kHeapEnvVar) != nullptr) return false;
-  for (const auto& c : heap_probe_table())
-    if (node_state(c.name) == NodeState::Unknown) return false;
-  return node_state(kUdmabufName) != NodeState::Unknown;
+  static const std::vector<std::string_view> nodes = [] {  // the automatic plan's nodes, listed once
+    std::vector<std::string_view> v;
+    for (const auto& c : heap_probe_table()) v.push_back(c.name);
+    v.push_back(kUdmabufName);
+    return v;
+  }();
+  return all_nodes_known(nodes);
 }
 
 ErrorCode rank_code(ErrorCode a, ErrorCode b) {

@@ -65,12 +65,6 @@ BackendStatus heap_status() { return {MemoryKind::Heap, true, true, "process hea
 // the kernel's overcommit policy (proc(5), /proc/sys/vm/overcommit_memory) refuses a tensor this machine
 // could never back (ENOMEM: OutOfMemory at allocate) instead of handing out pages that would bring the
 // OOM killer on their first touch.
-//
-// A tensor of at least one PMD huge page: anonymous pages starting at a huge-page boundary, advised
-// MADV_HUGEPAGE (madvise(2)), so the kernel can back each aligned huge-page-sized part with one huge
-// page (a fault per huge page instead of per page: the first write of a fresh 4K frame is many times
-// cheaper). The mapping is over-reserved by one huge page less one page, then trimmed to the boundary.
-// Huge pages are zeroed by the kernel like any anonymous page.
 // mapping_error, plus the other reason a committed anonymous mapping fails with ENOMEM.
 Error heap_mapping_error(int err, std::size_t size, std::size_t mapped) {
   Error e = mapping_error(err, text::format("heap mmap of {} B", size), mapped);
@@ -79,6 +73,11 @@ Error heap_mapping_error(int err, std::size_t size, std::size_t mapped) {
                                       "/proc/sys/vm/overcommit_memory)", err);
 }
 
+// A tensor of at least one PMD huge page: anonymous pages starting at a huge-page boundary, advised
+// MADV_HUGEPAGE (madvise(2)), so the kernel can back each aligned huge-page-sized part with one huge
+// page (a fault per huge page instead of per page: the first write of a fresh 4K frame is many times
+// cheaper). The mapping is over-reserved by one huge page less one page, then trimmed to the boundary.
+// Huge pages are zeroed by the kernel like any anonymous page.
 Result<std::unique_ptr<Backing>> huge_page_allocate(std::size_t size, std::size_t huge) {
   const std::size_t page = sys::page_size();
   const std::size_t length = (size + page - 1) & ~(page - 1);  // size <= SIZE_MAX - huge (checked by the caller)

@@ -1,5 +1,5 @@
 # Build options. Each optional backend only adds its folder's sources and sets ET_HAVE_X in the
-# private generated config.h (read by src/core/backend_registry.cpp alone).
+# private generated config.h (read by src/registry/backend_registry.cpp alone).
 include(CheckIncludeFileCXX)
 
 set(ET_IS_LINUX OFF)

@@ -11,7 +11,8 @@
 #include <span>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 template <class T>
 class ArrayRef {
@@ -46,4 +47,5 @@ class ArrayRef {
   std::size_t size_ = 0;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

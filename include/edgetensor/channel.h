@@ -85,7 +85,8 @@
 #include <string>
 #include <utility>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 class ChannelSender;    // src/channel/sender.cpp
 class ChannelReceiver;  // src/channel/receiver.cpp
@@ -248,4 +249,5 @@ class ET_API Receiver {
 };
 
 }  // namespace channel
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -42,7 +42,8 @@
 #include <string_view>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 class Storage;
 }
@@ -321,4 +322,5 @@ class ET_API ExternalMemory {
 };
 
 }  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -40,7 +40,8 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace dlpack {
 
 // ---- The DLPack C ABI (dlpack.h 1.1), our names -------------------------------------------------
@@ -271,4 +272,5 @@ static_assert(sizeof(DlTensor) == 40 && sizeof(ManagedTensor) == 48 && sizeof(Ma
 #endif
 
 }  // namespace dlpack
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

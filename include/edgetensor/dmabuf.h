@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dmabuf {
 
 /// Environment variable naming a required heap (or "udmabuf"); AllocateOptions::dma_heap wins over it.
 inline constexpr const char* kHeapEnvVar = "EDGETENSOR_DMA_HEAP";
@@ -85,4 +87,6 @@ struct Status {
 [[nodiscard]] ET_API Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes,
                                                          std::size_t size_bytes);
 
-}  // namespace edgetensor::dmabuf
+}  // namespace dmabuf
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -9,7 +9,8 @@
 #include <optional>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Element type of a tensor. Values are stable (they travel in IPC headers and the C API).
 enum class DType : std::uint8_t {
@@ -48,4 +49,5 @@ template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BF1
 template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
 template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -24,7 +24,8 @@
 #include <edgetensor needs tl/expected.hpp (compilation stopped here)>
 #endif
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
 enum class ErrorCode : int {
@@ -97,6 +98,7 @@ inline Unexpected fail(Error error) { return Unexpected(std::move(error)); }
 /// Name of an errno value ("ENOENT"); "E<number>" for unknown values.
 ET_API std::string errno_name(int sys_errno);
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor
 
 /// Propagates the error of a Result<void>-like expression.

@@ -29,7 +29,8 @@
 #include <utility>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 namespace detail {
 struct FrameAccess;  // defined inside the library only (src/core/frame_access.h): ipc::receive_frame builds frames
@@ -119,4 +120,5 @@ class FrameMapT {
   std::size_t plane_count_ = 0;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

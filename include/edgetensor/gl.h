@@ -41,7 +41,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 namespace detail {
 class GlWorker;
@@ -169,4 +170,5 @@ class ET_API Context {
                                               std::chrono::milliseconds timeout);
 
 }  // namespace gl
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -49,7 +49,8 @@
 #include <cstdint>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Where one plane lies. For a single-buffer image (a TensorDyn) offsets count from the tensor's first
 /// byte; in a Frame (frame.h) each plane's offset counts from the start of that plane's own buffer.
@@ -178,4 +179,5 @@ struct V4l2Colorimetry {
 /// InvalidArgument for a value outside its enum.
 [[nodiscard]] ET_API Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry);
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -22,7 +22,9 @@
 #include <span>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace ipc {
 
 /// Most fds one message may carry (the kernel's SCM_MAX_FD is 253).
 inline constexpr std::size_t kMaxFdsPerMessage = 16;
@@ -122,4 +124,6 @@ struct ReceiveOptions {
 /// buffer over max_buffer_bytes; more than 4 fds), Unavailable (peer closed), the receive_fds errors.
 [[nodiscard]] ET_API Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& options = {});
 
-}  // namespace edgetensor::ipc
+}  // namespace ipc
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

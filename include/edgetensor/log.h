@@ -8,7 +8,8 @@
 #include <functional>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 enum class LogLevel : int { Debug = 0, Info = 1, Warning = 2, Error = 3 };
 
@@ -23,4 +24,5 @@ using LogCallback = std::function<void(LogLevel, std::string_view)>;
 /// Installs `callback` (empty = silence, the default) and returns the previous one. Thread-safe.
 ET_API LogCallback set_log_callback(LogCallback callback);
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -20,7 +20,8 @@
 #include <span>
 #include <type_traits>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 namespace detail {
 class Storage;
@@ -137,4 +138,5 @@ class TypedMap {
   M map_;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

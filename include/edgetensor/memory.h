@@ -9,7 +9,8 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Which backend holds a tensor's bytes. The list is the same in every build: a backend that was not
 /// built, or whose device is missing, answers Unavailable.
@@ -40,4 +41,5 @@ struct BackendStatus {
 /// Probes one backend. Thread-safe; performs only cheap checks (opens no devices for long).
 ET_API BackendStatus backend_status(MemoryKind kind);
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -24,7 +24,8 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Pixel formats. Values are stable: they travel in IPC headers (docs/WIRE.md) and the C API.
 /// "Bytes" below are in memory order; Y, U (Cb), V (Cr) are 8-bit samples unless said otherwise.
@@ -151,4 +152,5 @@ struct V4l2PixelFormat {
 inline constexpr std::uint64_t kDrmFormatModLinear = 0;
 inline constexpr std::uint64_t kDrmFormatModInvalid = 0x00ffffffffffffffULL;
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -49,7 +49,8 @@
 #include <memory>
 #include <string>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 namespace detail {
 class PoolState;  // src/pool/pool.cpp
@@ -139,4 +140,5 @@ class ET_API Pool {
   std::shared_ptr<detail::PoolState> state_;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

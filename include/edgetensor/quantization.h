@@ -16,7 +16,8 @@
 #include <memory>
 #include <span>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Most channels a per-axis quantization may have (also the IPC limit, docs/WIRE.md).
 inline constexpr std::size_t kMaxQuantizationChannels = 4096;
@@ -71,4 +72,5 @@ class ET_API Quantization {
   std::uint32_t count_ = 0;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -8,7 +8,8 @@
 
 #include <memory>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Shares one fd among several owners (copies are cheap; the fd closes with the last copy).
 /// Thread-safe like std::shared_ptr: distinct copies may be used from distinct threads.
@@ -31,4 +32,5 @@ class ET_API SharedFd {
   std::shared_ptr<const UniqueFd> fd_;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -17,7 +17,9 @@
 
 #include <string>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::shm {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace shm {
 
 /// Opens an existing named POSIX shm object read-write (read-only when `read_only`) as a tensor of
 /// `shape` (elements) and `dtype`, checking the object's real size against offset + extent. The
@@ -36,4 +38,6 @@ namespace edgetensor::inline ET_ABI_NAMESPACE::shm {
 /// Errors: InvalidArgument (bad name), NotFound, PermissionDenied.
 [[nodiscard]] ET_API Result<void> remove(const std::string& shm_name);
 
-}  // namespace edgetensor::shm
+}  // namespace shm
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -51,7 +51,8 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 namespace gl {
 class Context;
@@ -386,6 +387,7 @@ class Tensor {
   TensorDyn dyn_;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor
 
 template <>

@@ -5,7 +5,8 @@
 #include <edgetensor/error.h>
 #include <edgetensor/export.h>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 /// Owns one fd. Destruction closes it (never retried on EINTR: Linux always releases the fd; a close
 /// failure is reported through the log callback). `release()` gives the fd up without closing it.
@@ -48,4 +49,5 @@ class ET_API UniqueFd {
   int fd_ = -1;
 };
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -15,7 +15,9 @@
 #include "channel/sender.h"
 #include "ipc/ipc_codec.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::channel {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace channel {
 
 Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
   const std::string who = options.name.empty() ? std::string("channel::Sender")
@@ -152,4 +154,6 @@ Result<void> Receiver::status() const {
   return state_->status();
 }
 
-}  // namespace edgetensor::channel
+}  // namespace channel
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -13,10 +13,11 @@
 
 #include "text/format.h"
 
-#include "core/sys.h"
+#include "base/sys.h"
 #include "ipc/ipc_checks.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 Result<void> require_channel_socket(int socket_fd, std::string_view who) {
@@ -127,4 +128,5 @@ Result<std::pair<UniqueFd, UniqueFd>> socket_pair() {
 }
 
 }  // namespace channel
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -12,7 +12,9 @@
 #include <span>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 using ChannelClock = std::chrono::steady_clock;
 
@@ -50,4 +52,6 @@ struct Ready {
 /// Errors: from_errno of poll.
 Result<Ready> wait_input(int socket_fd, int wake_fd, bool want_write, ChannelClock::time_point deadline);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

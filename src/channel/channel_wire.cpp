@@ -7,7 +7,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 Unexpected bad(std::string what) { return fail(ErrorCode::InvalidArgument, "malformed channel message: " + std::move(what)); }
@@ -208,4 +210,6 @@ Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> byte
   return ids;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

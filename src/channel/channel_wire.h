@@ -17,7 +17,9 @@
 
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 inline constexpr std::uint32_t kChannelMagic = 0x31435445;  // "ETC1"
 
@@ -120,4 +122,6 @@ Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> byte
 /// A retire: count 1..kMaxRetireIds, exactly 16 + 4 x count B, non-zero ids. Errors: InvalidArgument.
 Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> bytes);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

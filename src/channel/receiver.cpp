@@ -15,7 +15,9 @@
 
 #include "ipc/ipc_checks.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 ChannelReceiver::ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options)
     : options_(options),
@@ -210,4 +212,6 @@ Error ChannelReceiver::closed_error_locked() const {
   return Error::from_errno(close_errno_, text::format("{} is closed: sending a release failed", label_));
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -24,7 +24,9 @@
 #include "channel/channel_wire.h"
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
  public:
@@ -97,4 +99,6 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   std::optional<Error> close_error_;  // why, when the closing call could build it
 };
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

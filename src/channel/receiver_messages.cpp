@@ -10,12 +10,14 @@
 
 #include "channel/receiver.h"
 #include "core/backend.h"
-#include "core/frame_access.h"
+#include "image/frame_access.h"
 #include "core/tensor_access.h"
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // Deleter of the reference a delivered tensor holds: releases the frame's buffer when its last holder
@@ -251,4 +253,6 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
   return d;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

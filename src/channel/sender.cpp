@@ -22,7 +22,9 @@
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 // The buffer id of `buffer`, choosing a new one (and the buffers to retire first) when it is not
 // announced. `frame_ids`: the ids this frame names already (never retired for it). A retired entry stays
@@ -251,5 +253,7 @@ void ChannelSender::read_releases() noexcept {
   }
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 

@@ -32,7 +32,9 @@
 #include "channel/channel_wire.h"
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 class ChannelSender {
  public:
@@ -185,4 +187,6 @@ class ChannelSender {
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

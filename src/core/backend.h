@@ -10,7 +10,9 @@
 
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// What the kernel says an fd is.
 struct FdInfo {
@@ -79,4 +81,6 @@ Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::
 /// A zero-byte backing: no allocation, empty maps, no fd.
 std::unique_ptr<Backing> make_empty_backing(MemoryKind kind);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

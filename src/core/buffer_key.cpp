@@ -13,7 +13,9 @@
 
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 std::atomic<std::uint64_t> g_next_key{1};
@@ -71,4 +73,6 @@ std::uint64_t Storage::buffer_key() noexcept {
   return expected;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -8,10 +8,12 @@
 
 #include "text/format.h"
 
-#include "core/log_internal.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 FdBacking::~FdBacking() {
   if (base_ && sys::munmap(base_, buffer_bytes_) != 0)
@@ -33,4 +35,6 @@ Result<ObjectKey> object_key_of(int fd, std::string_view what) {
   return ObjectKey{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -11,7 +11,9 @@
 
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 class FdBacking : public Backing {
  public:
@@ -52,4 +54,6 @@ class FdBacking : public Backing {
 /// (st_dev, st_ino) of `fd`; `what` names the fd in the error (e.g. "new memfd").
 Result<ObjectKey> object_key_of(int fd, std::string_view what);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -11,14 +11,16 @@
 #include "text/format.h"
 
 #include "core/backend.h"
-#include "core/size_math.h"
-#include "core/sys.h"
+#include "base/size_math.h"
+#include "base/sys.h"
 
 #ifndef DMA_BUF_MAGIC
 #define DMA_BUF_MAGIC 0x444d4142  // include/uapi/linux/magic.h
 #endif
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 struct FsName {
@@ -120,4 +122,6 @@ Result<FdInfo> probe_fd(int fd) {
   return info;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -13,9 +13,11 @@
 
 #include "text/format.h"
 
-#include "core/size_math.h"
+#include "base/size_math.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 template <class U>
 struct LayoutT {
@@ -106,4 +108,6 @@ Result<void> check_fits(U offset, U extent, U capacity, std::string_view what) {
   return {};
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -6,7 +6,8 @@
 
 #include <array>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64"};
@@ -36,4 +37,5 @@ std::optional<MemoryKind> memory_kind_from_name(std::string_view name) noexcept 
 
 std::string_view version() noexcept { return ET_VERSION_STRING; }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -10,7 +10,8 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 // Written once by per_axis, then only read: copies and slices share it (no allocation, no lock).
 struct Quantization::Params {
@@ -166,4 +167,5 @@ bool operator==(const Quantization& a, const Quantization& b) noexcept {
   return std::ranges::equal(a.scales(), b.scales()) && std::ranges::equal(a.zero_points(), b.zero_points());
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -3,9 +3,11 @@
 
 #include "text/format.h"
 
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 std::uint64_t next_storage_id() noexcept {
   static std::atomic<std::uint64_t> next{1};
@@ -128,4 +130,6 @@ bool Storage::device_work_complete() noexcept {
   return fences_.empty();
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Identity of the underlying kernel object (st_dev, st_ino) or, for heap memory, of the block.
 struct ObjectKey {
@@ -179,4 +181,6 @@ struct StorageAccess {
 };
 inline const std::shared_ptr<Storage>& storage_of(const TensorDyn& t) noexcept { return StorageAccess::of(t); }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -10,13 +10,14 @@
 
 #include "core/backend.h"
 #include "core/layout.h"
-#include "core/log_internal.h"
-#include "core/memfd.h"
-#include "core/shm_name.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/memfd.h"
+#include "base/shm_name.h"
+#include "base/sys.h"
 #include "core/tensor_access.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 using detail::Backing;
 using detail::Storage;
@@ -383,4 +384,5 @@ BackendStatus backend_status(MemoryKind kind) {
   return detail::backend_ops(kind).status();
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -12,7 +12,9 @@
 
 #include "core/storage.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Which operation made a tensor from another (the metadata rule, image.h).
 enum class ViewOp { Reshape, View, Batch, Slice, Unsqueeze };
@@ -61,4 +63,6 @@ struct TensorAccess {
   }
 };
 
-}  // namespace edgetensor::inline ET_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -5,10 +5,12 @@
 
 #include "text/format.h"
 
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
 
 using edgetensor::detail::log;
 
@@ -207,4 +209,6 @@ Result<void> copy_from_device(const void* device_src, std::size_t src_bytes, con
                 }));
 }
 
-}  // namespace edgetensor::cuda
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

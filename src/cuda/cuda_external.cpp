@@ -9,11 +9,13 @@
 #include "text/format.h"
 
 #include "core/backend.h"
-#include "core/log_internal.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
 
 using edgetensor::detail::log;
 
@@ -215,4 +217,6 @@ ExternalMemoryHandleType ExternalMemory::type() const noexcept {
 }
 int ExternalMemory::device() const noexcept { return impl_ ? impl_->device() : -1; }
 
-}  // namespace edgetensor::cuda
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

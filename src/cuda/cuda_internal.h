@@ -15,7 +15,10 @@
 #include "cuda/cuda_runtime_api.h"
 #include "cuda/descriptor_layout.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
+namespace detail {
 
 /// The runtime table when CUDA may be called from here: fails fast (no CUDA call) when the runtime
 /// is not loaded (Unavailable), in a fork child (FailedPrecondition) or when status() found it
@@ -112,4 +115,7 @@ class ExternalImport {
 Result<CudaMap> map_storage(const std::shared_ptr<edgetensor::detail::Storage>& storage, std::size_t offset_bytes,
                             std::size_t extent_bytes, const MapOptions& options);
 
-}  // namespace edgetensor::cuda::detail
+}  // namespace detail
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

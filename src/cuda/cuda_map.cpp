@@ -5,10 +5,12 @@
 
 #include "text/format.h"
 
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
 
 using edgetensor::detail::DeviceHandle;
 using edgetensor::detail::Storage;
@@ -293,4 +295,6 @@ Result<void> CudaMap::wait() const {
   return {};
 }
 
-}  // namespace edgetensor::cuda
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -16,7 +16,10 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
+namespace detail {
 namespace {
 
 // Sonames, newest major first. The bare name exists only with a toolkit's -dev files, so it is last.
@@ -288,4 +291,7 @@ void* driver_entry_point(const CudaRuntimeApi& api, DriverSymbol symbol, int dri
   return fn;
 }
 
-}  // namespace edgetensor::cuda::detail
+}  // namespace detail
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -22,9 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "core/process.h"
+#include "base/process.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
+namespace detail {
 
 // ---- Minimal ABI declarations (values from driver_types.h, CUDA 13.0; unchanged since 11.0) ----------
 using CudaError = int;  // enum cudaError
@@ -175,4 +178,7 @@ inline constexpr DriverSymbol kDriverSymbols[] = {kCuDeviceGetName,         kCuD
 /// unavailable; `reason` (optional) receives why.
 void* driver_entry_point(const CudaRuntimeApi& api, DriverSymbol symbol, int driver_version, std::string* reason);
 
-}  // namespace edgetensor::cuda::detail
+}  // namespace detail
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -8,7 +8,9 @@
 
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
 namespace detail {
 namespace {
 
@@ -222,4 +224,6 @@ bool available() {
   return detail::cached_status().available && !detail::in_forked_child();
 }
 
-}  // namespace edgetensor::cuda
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

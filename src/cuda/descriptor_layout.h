@@ -22,7 +22,10 @@
 #include <cstring>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
+namespace detail {
 
 struct DescriptorLayout {
   const char* source;  // where the numbers come from
@@ -135,4 +138,7 @@ inline std::vector<unsigned char> make_buffer_desc(const DescriptorLayout& l, st
   return d;
 }
 
-}  // namespace edgetensor::cuda::detail
+}  // namespace detail
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -14,10 +14,12 @@
 #include "text/format.h"
 
 #include "backends/gl_pbo/pbo_interop.h"
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 #include "cuda/cuda_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::cuda {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace cuda {
 
 using edgetensor::detail::DeviceHandle;
 using edgetensor::detail::log;
@@ -241,4 +243,6 @@ Result<std::unique_ptr<DeviceHandle>> make_gl_handle(const CudaRuntimeApi& api, 
 
 }  // namespace detail
 
-}  // namespace edgetensor::cuda
+}  // namespace cuda
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -13,7 +13,9 @@
 #include "core/storage.h"
 #include "dlpack/dlpack_layout.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dlpack {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dlpack {
 namespace {
 
 std::atomic<std::size_t> g_live_exports{0};
@@ -120,4 +122,6 @@ Result<ManagedTensor*> export_legacy(const TensorDyn& tensor, const ExportOption
 
 std::size_t live_export_count() noexcept { return g_live_exports.load(std::memory_order_relaxed); }
 
-}  // namespace edgetensor::dlpack
+}  // namespace dlpack
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -14,7 +14,9 @@
 #include "core/tensor_access.h"
 #include "dlpack/dlpack_layout.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dlpack {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dlpack {
 namespace {
 
 std::atomic<std::size_t> g_live_imports{0};
@@ -157,4 +159,6 @@ Result<TensorDyn> adopt_legacy(ManagedTensor* managed, const ImportOptions& opti
 
 std::size_t live_import_count() noexcept { return g_live_imports.load(std::memory_order_relaxed); }
 
-}  // namespace edgetensor::dlpack
+}  // namespace dlpack
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

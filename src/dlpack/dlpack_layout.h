@@ -16,9 +16,12 @@
 #include "text/format.h"
 
 #include "core/layout.h"
-#include "core/size_math.h"
+#include "base/size_math.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail::dlpack_layout {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
+namespace dlpack_layout {
 
 /// Shape (elements, size_t) to DLPack's int64. Errors: OutOfRange for a dimension over INT64_MAX
 /// (possible only beside a zero dimension).
@@ -96,4 +99,7 @@ Result<void> import_strides(const std::int64_t* strides, std::span<const U> shap
   return {};
 }
 
-}  // namespace edgetensor::detail::dlpack_layout
+}  // namespace dlpack_layout
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

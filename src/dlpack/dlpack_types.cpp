@@ -6,7 +6,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dlpack {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dlpack {
 
 std::string_view device_type_name(DeviceType type) noexcept {
   switch (type) {
@@ -76,4 +78,6 @@ Result<DType> from_data_type(DataType type) {
                           "8-64, float 16/32/64, bfloat 16)", type.code, code_name(type.code), type.bits));
 }
 
-}  // namespace edgetensor::dlpack
+}  // namespace dlpack
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -5,7 +5,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // EGLDisplays are per-process singletons per (platform, native display): two contexts on the same
@@ -199,4 +201,6 @@ Result<void> EglSession::select(const gl::ContextOptions& options) {
                                                   "(the default display is never used): {}", attempts));
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -13,7 +13,9 @@
 
 #include "gl/egl_loader.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// One GLES 3.0 context made current on the thread that opened it. Opened, used and closed on that
 /// thread (the GL thread); info() may be read from any thread once open() has returned.
@@ -55,4 +57,6 @@ class EglSession {
 /// `software[i]` says whether device i has EGL_MESA_device_software. Pure; unit-tested.
 std::vector<int> device_try_order(const std::vector<bool>& software);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

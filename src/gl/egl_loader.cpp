@@ -9,7 +9,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 template <class Fn>
@@ -102,4 +104,6 @@ Result<GlApi> load_gl(const EglApi& egl) {
   return gl;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -22,7 +22,9 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// The default soname: libglvnd's and Mesa's EGL both install it; the unversioned libEGL.so is a
 /// development symlink that runtime-only systems do not have.
@@ -86,4 +88,6 @@ std::string gl_error_name(GLenum error);
 /// ReadWrite -> both. Never INVALIDATE: a map of a view must keep the bytes outside the view.
 GLbitfield map_access_bits(unsigned map_mode) noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -4,7 +4,9 @@
 
 #include "gl/gl_worker.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace gl {
 
 using detail::GlContextAccess;
 using detail::GlWorker;
@@ -47,4 +49,6 @@ void* Context::proc_address(const char* name) const noexcept {
 
 std::size_t Context::live_buffer_count() const noexcept { return worker_->live_resources(); }
 
-}  // namespace edgetensor::gl
+}  // namespace gl
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -4,7 +4,9 @@
 
 #include "gl/egl_loader.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 bool has_extension(std::string_view extensions, std::string_view name) noexcept {
   if (name.empty()) return false;
@@ -63,4 +65,6 @@ GLbitfield map_access_bits(unsigned map_mode) noexcept {
   return bits;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

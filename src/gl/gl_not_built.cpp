@@ -4,7 +4,9 @@
 // gl::with_buffer lives in a GL build) is not built at all then (see src/CMakeLists.txt).
 #include <edgetensor/gl.h>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace gl {
 namespace {
 constexpr const char* kWhy = "GL unavailable: the GL backend was not built into this library (ET_WITH_EGL=OFF)";
 }
@@ -43,4 +45,6 @@ Result<void> with_buffer(const TensorDyn&, std::function<Result<void>(const GlBu
   return fail(ErrorCode::Unavailable, kWhy);
 }
 
-}  // namespace edgetensor::gl
+}  // namespace gl
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -8,9 +8,11 @@
 
 #include "text/format.h"
 
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // Worker threads that have been told to finish (shutdown decided, or creation abandoned) and have not
@@ -296,4 +298,6 @@ void GlWorker::release_kept() noexcept {
   if (kept_ > 0 && --kept_ == 0) request_exit();
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -30,11 +30,13 @@
 
 #include "text/format.h"
 
-#include "core/process.h"
+#include "base/process.h"
 #include "gl/egl_display.h"
 #include "gl/egl_loader.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 class GlWorker;
 
@@ -199,4 +201,6 @@ Result<T> GlWorker::call(std::function<Result<T>()> fn, std::chrono::millisecond
   return std::move(*job->result);
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

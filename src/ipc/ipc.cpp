@@ -12,10 +12,12 @@
 
 #include "text/format.h"
 
-#include "core/sys.h"
+#include "base/sys.h"
 #include "ipc/ipc_checks.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace ipc {
 
 Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds) {
   if (bytes.empty()) return fail(ErrorCode::InvalidArgument, "send_fds: a message needs at least 1 byte");
@@ -32,9 +34,13 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
   return {};
 }
 
-}  // namespace edgetensor::ipc
+}  // namespace ipc
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // What the kernel may add to a message on an AF_UNIX socket besides SCM_RIGHTS, each for an option of the
@@ -175,12 +181,18 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
   return out;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace ipc {
 
 Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds) {
   return detail::receive_fds_flags(socket_fd, buffer, max_fds, 0);
 }
 
-}  // namespace edgetensor::ipc
+}  // namespace ipc
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -12,9 +12,11 @@
 #include "text/format.h"
 
 #include "core/storage.h"
-#include "core/sys.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 std::string socket_type_name(int type) {
@@ -116,4 +118,6 @@ Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOpt
   return info;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

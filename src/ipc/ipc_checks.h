@@ -12,7 +12,9 @@
 
 #include "core/backend.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Refuses a socket that does not keep message boundaries or is not AF_UNIX. `who`: "ipc::send", ...;
 /// `message`: "a tensor message" or "a frame message". Errors: InvalidArgument naming the type or
@@ -39,4 +41,6 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
 /// Returns sendmsg's result: the bytes sent, or -1 with errno set.
 ssize_t sendmsg_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds, int flags) noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -12,7 +12,9 @@
 
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// The tensor message (version 2) describing `tensor`: header (fd_count 1, `memory` its kind) and the
 /// per-axis payload, as ipc::send sends it. The caller checked that the tensor may travel.
@@ -26,4 +28,6 @@ Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m);
 /// The frame message (version 1) header describing `frame`, whose buffer b has memory kind `kinds[b]`.
 FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKind> kinds);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -10,12 +10,14 @@
 #include "text/format.h"
 
 #include "core/backend.h"
-#include "core/frame_access.h"
+#include "image/frame_access.h"
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKind> kinds) {
   const ImageLayout& layout = frame.layout();
@@ -42,9 +44,13 @@ FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKi
   return h;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace ipc {
 
 Result<void> send_frame(int socket_fd, const Frame& frame) {
   if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "ipc::send_frame: the frame is empty");
@@ -108,4 +114,6 @@ Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& limits) {
                                    std::span<const std::uint8_t>(h.plane_buffer, h.plane_count));
 }
 
-}  // namespace edgetensor::ipc
+}  // namespace ipc
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -15,7 +15,9 @@
 #include "ipc/ipc_codec.h"
 #include "ipc/ipc_wire.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // The image, colorimetry and quantization fields of the header (docs/WIRE.md, "The tensor message").
@@ -94,9 +96,13 @@ Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m) {
   return {};
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::ipc {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace ipc {
 
 Result<void> send(int socket_fd, const TensorDyn& tensor) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "ipc::send: tensor has no storage");
@@ -143,4 +149,6 @@ Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
   return tensor;
 }
 
-}  // namespace edgetensor::ipc
+}  // namespace ipc
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -10,7 +10,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 constexpr std::uint64_t kSizeMax = static_cast<std::uint64_t>(static_cast<std::size_t>(-1));
@@ -307,4 +309,6 @@ Result<FrameWireHeader> decode_frame_message(std::span<const std::byte> bytes) {
   return decoded;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

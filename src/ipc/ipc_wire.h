@@ -17,7 +17,9 @@
 #include <span>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 // The first 8 bytes of every message: magic, version, header_bytes. The magic says which message.
 inline constexpr std::uint32_t kWireMagic = 0x31545445;       // "ETT1": a tensor message
@@ -140,4 +142,6 @@ Result<FrameWireHeader> decode_frame_message(std::span<const std::byte> bytes);
 ImageLayout frame_layout(const FrameWireHeader& h) noexcept;
 Colorimetry wire_colorimetry(const std::uint8_t (&c)[4]) noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -23,7 +23,8 @@
 #include "core/storage.h"
 #include "core/tensor_access.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 class PoolState : public std::enable_shared_from_this<PoolState> {
@@ -374,4 +375,5 @@ const std::string& Pool::name() const noexcept {
 std::size_t Pool::max_buffers() const noexcept { return state_ ? state_->max_buffers() : 0; }
 std::size_t Pool::packed_bytes() const noexcept { return state_ ? state_->packed_bytes() : 0; }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

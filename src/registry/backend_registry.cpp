@@ -14,7 +14,9 @@
 #include "backends/gl_pbo/gl_pbo.h"
 #endif
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 template <MemoryKind K>
@@ -52,4 +54,6 @@ const BackendOps& backend_ops(MemoryKind kind) {
   }
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

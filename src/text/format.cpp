@@ -8,8 +8,12 @@
 
 #include <fmt/format.h>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::text {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace text {
 
 std::string vformat(fmt::string_view pattern, fmt::format_args args) { return fmt::vformat(pattern, args); }
 
-}  // namespace edgetensor::text
+}  // namespace text
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -17,7 +17,9 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::text {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace text {
 
 /// A format string checked at compile time against the argument types (fmt::format_string).
 template <class... Args>
@@ -51,4 +53,6 @@ template <class Range>
   return text::join(std::begin(range), std::end(range), separator);
 }
 
-}  // namespace edgetensor::text
+}  // namespace text
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

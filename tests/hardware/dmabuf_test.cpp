@@ -29,10 +29,11 @@
 #include <vector>
 
 #include "core/storage.h"
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/test_support.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 
 constexpr const char* kSystemHeap = "/dev/dma_heap/system";
@@ -543,4 +544,5 @@ TEST(DmaBufHardware, UnprivilegedUserGetsEaccesWithAHint) {
 }
 
 }  // namespace
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

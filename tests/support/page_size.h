@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "core/sys.h"
+#include "base/sys.h"
 
 namespace et_test {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/env.h"
 
 namespace et_test {

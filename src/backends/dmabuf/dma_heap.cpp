@@ -15,9 +15,11 @@
 #include "text/format.h"
 
 #include "backends/dmabuf/dma_heap_plan.h"
-#include "core/sys.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 DmaBufPaths& dmabuf_paths() noexcept {
   static DmaBufPaths paths;
@@ -153,4 +155,6 @@ void forget_nodes() noexcept {
   m.kernel_heaps.reset();
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

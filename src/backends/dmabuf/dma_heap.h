@@ -12,7 +12,9 @@
 #include <string_view>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Where the backend looks for its devices. Tests point these at a temporary directory; change them
 /// only while no other thread uses the backend.
@@ -64,4 +66,6 @@ void remember_node(std::string_view name, NodeState state, std::optional<Error> 
 std::vector<std::string> memo_kernel_heaps();
 void forget_nodes() noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -7,7 +7,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 constexpr HeapCandidate kProbeTable[] = {
     {"default_cma_region", true},  // Linux >= 6.17: the fixed name of the default CMA heap
@@ -105,4 +107,6 @@ Error udmabuf_size_limit_error(std::size_t size_bytes, std::size_t limit_mb) {
                            size_bytes, limit_mb, std::uint64_t{limit_mb} << 20, limit_mb));  // no 32-bit wrap
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// One heap the automatic probe tries.
 struct HeapCandidate {
@@ -67,4 +69,6 @@ Error device_open_error(std::string_view path, int err, std::string_view heap_na
 /// The error for udmabuf sizes over the module's cap.
 Error udmabuf_size_limit_error(std::size_t size_bytes, std::size_t limit_mb);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -22,12 +22,14 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf_sync.h"
 #include "backends/dmabuf/udmabuf.h"
-#include "core/address_space.h"
+#include "base/address_space.h"
 #include "core/fd_backing.h"
-#include "core/log_internal.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 static_assert(kSyncRead == DMA_BUF_SYNC_READ && kSyncWrite == DMA_BUF_SYNC_WRITE &&
               kSyncStart == DMA_BUF_SYNC_START && kSyncEnd == DMA_BUF_SYNC_END);
@@ -264,9 +266,13 @@ const BackendOps& dmabuf_backend() {
   return ops;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dmabuf {
 namespace {
 
 void fill_access(const std::string& path, bool& present, bool& accessible, std::string& permissions,
@@ -351,4 +357,6 @@ Status probe() {
   return st;
 }
 
-}  // namespace edgetensor::dmabuf
+}  // namespace dmabuf
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

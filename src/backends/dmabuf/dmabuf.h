@@ -6,7 +6,9 @@
 
 #include "core/backend.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Allocation (heap probe -> udmabuf; see include/edgetensor/dmabuf.h), import, status.
 const BackendOps& dmabuf_backend();
@@ -21,4 +23,6 @@ std::unique_ptr<Backing> make_dmabuf_backing(UniqueFd fd, std::size_t size_bytes
 /// logged, not returned.
 void name_dmabuf(int fd, std::string_view tensor_name) noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

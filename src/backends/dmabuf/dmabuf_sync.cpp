@@ -3,7 +3,9 @@
 
 #include <cerrno>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 std::uint64_t direction_flags(MapMode mode) noexcept {
   const auto m = static_cast<unsigned>(mode);
@@ -28,4 +30,6 @@ SyncOutcome run_sync_with_retry(const std::function<int()>& attempt) {
   return out;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// DMA_BUF_SYNC_* values from include/uapi/linux/dma-buf.h (checked against the header in dmabuf.cpp).
 inline constexpr std::uint64_t kSyncRead = 1u << 0;
@@ -34,4 +36,6 @@ struct SyncOutcome {
 /// kMaxSyncAttempts calls were made.
 SyncOutcome run_sync_with_retry(const std::function<int()>& attempt);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -2,7 +2,9 @@
 // The public DMA-BUF API when the backend is not built (ET_WITH_DMABUF=OFF): same header, Unavailable.
 #include <edgetensor/dmabuf.h>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dmabuf {
 
 Status probe() {
   Status st;
@@ -14,4 +16,6 @@ Result<UniqueFd> udmabuf_from_memfd(int, std::size_t, std::size_t) {
   return fail(ErrorCode::Unavailable, "DMA-BUF backend not built into this library");
 }
 
-}  // namespace edgetensor::dmabuf
+}  // namespace dmabuf
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

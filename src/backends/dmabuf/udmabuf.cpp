@@ -18,10 +18,12 @@
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/backend.h"
-#include "core/memfd.h"
-#include "core/sys.h"
+#include "base/memfd.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 Result<UniqueFd> open_udmabuf_device() {
@@ -90,9 +92,13 @@ Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tenso
   return create(dev.get(), memfd.get(), 0, rounded);
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::dmabuf {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dmabuf {
 
 Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
   if (memfd < 0) return fail(ErrorCode::InvalidArgument, text::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
@@ -131,4 +137,6 @@ Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::si
   return detail::create(dev.get(), memfd, offset_bytes, size_bytes);
 }
 
-}  // namespace edgetensor::dmabuf
+}  // namespace dmabuf
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -9,7 +9,9 @@
 #include <optional>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// The kernel's cap in MiB (udmabuf.size_limit_mb), nullopt when the parameter file is unreadable.
 std::optional<std::size_t> udmabuf_size_limit_mb();
@@ -22,4 +24,6 @@ std::optional<std::size_t> udmabuf_size_limit_mb();
 /// memfd_create / ftruncate / F_ADD_SEALS / UDMABUF_CREATE.
 Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tensor_name);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -7,9 +7,11 @@
 #include "text/format.h"
 
 #include "backends/gl_pbo/gl_pbo.h"
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 // Its address is the key PboBacking answers in Backing::interop.
 constexpr char kPboInteropKey = 0;
@@ -145,10 +147,14 @@ const BackendOps& gl_pbo_backend() {
   return ops;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
 // ---- gl::with_buffer (declared in gl.h; it needs a PBO, so it lives with the backend) -------------
-namespace edgetensor::inline ET_ABI_NAMESPACE::gl {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace gl {
 
 Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(const GlBuffer&)> fn) {
   ET_TRY_ASSIGN(auto* pbo, detail::pbo_of(tensor));
@@ -179,4 +185,6 @@ Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(con
       timeout);
 }
 
-}  // namespace edgetensor::gl
+}  // namespace gl
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

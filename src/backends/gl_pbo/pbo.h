@@ -14,7 +14,9 @@
 #include "core/storage.h"
 #include "gl/gl_worker.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// One buffer object, tracked by its worker. `name` and `size_bytes` are fixed after creation and
 /// `disconnected` may be read from any thread; everything else is GL-thread only.
@@ -73,4 +75,6 @@ class PboBacking final : public Backing {
 /// The PBO backing of `storage`, or null when it has none (other memory, zero-byte gl_pbo tensor).
 PboBacking* pbo_backing(const Storage& storage) noexcept;
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

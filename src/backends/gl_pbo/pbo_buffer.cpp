@@ -7,9 +7,11 @@
 #include "text/format.h"
 
 #include "backends/gl_pbo/pbo.h"
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 // The binding point the library uses for its own buffer work; always left bound to 0 afterwards.
@@ -127,4 +129,6 @@ void release_buffer(GlWorker& worker, PboState& state) noexcept {
   worker.untrack(state);  // callers hold their own reference to `state`
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -16,7 +16,9 @@
 #include "core/storage.h"
 #include "gl/gl_worker.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Per-PBO state owned by another module (e.g. a CUDA graphics registration). Methods run on the GL
 /// thread with the context current.
@@ -77,4 +79,6 @@ class PboHandle {
   std::shared_ptr<PboState> state_;
 };
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -10,11 +10,13 @@
 
 #include "text/format.h"
 
-#include "core/address_space.h"
-#include "core/log_internal.h"
-#include "core/sys.h"
+#include "base/address_space.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 constexpr std::size_t kAlignment = 256;
@@ -134,4 +136,6 @@ const BackendOps& heap_backend() {
   return ops;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -5,9 +5,13 @@
 
 #include "core/backend.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 /// Process-private memory, 256-byte aligned, zero by construction (fresh anonymous pages for large
 /// buffers, so allocation touches no page; calloc-like zeroing for small ones). From one PMD huge page
 /// (sys::hpage_pmd_size) up, the pages start on a huge-page boundary and are advised MADV_HUGEPAGE.
 const BackendOps& heap_backend();
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -11,14 +11,16 @@
 
 #include "text/format.h"
 
-#include "core/address_space.h"
+#include "base/address_space.h"
 #include "core/fd_backing.h"
-#include "core/log_internal.h"
-#include "core/memfd.h"
-#include "core/shm_name.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/memfd.h"
+#include "base/shm_name.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 class ShmBacking final : public FdBacking {
@@ -120,9 +122,12 @@ const BackendOps& shm_backend() {
   return ops;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {
@@ -150,4 +155,5 @@ Result<void> shm::remove(const std::string& shm_name) {
   return {};
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -21,7 +21,7 @@
 #include <linux/magic.h>
 
 #include "core/backend.h"
-#include "core/size_math.h"
+#include "base/size_math.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Colorimetry <-> V4L2 (src/core/colorimetry.cpp), checked against the kernel's own header: every value
+// Colorimetry <-> V4L2 (src/image/colorimetry.cpp), checked against the kernel's own header: every value
 // below is spelled with <linux/videodev2.h>'s names, and the DEFAULT resolution is compared with its
 // V4L2_MAP_*_DEFAULT macros. Primaries per colorspace: the kernel's V4L2 documentation, "Detailed
 // Colorspace Descriptions" (chromaticity tables).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ImageLayout (image.h; src/core/image_layout.cpp over image_layout_math.h): default layouts, the two
+// ImageLayout (image.h; src/image/image_layout.cpp over image_layout_math.h): default layouts, the two
 // sizes, validation and its named errors, checked arithmetic with 64-bit and 32-bit sizes. GStreamer's
 // answers for the same layouts: tests/oracle/gst_layout_test.cpp.
 #include <edgetensor/edgetensor.h>
@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "core/image_layout_math.h"
+#include "image/image_layout_math.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

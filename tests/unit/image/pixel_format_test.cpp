@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The pixel format table (src/core/pixel_format.cpp) checked by byte layout against a mapping written
+// The pixel format table (src/image/pixel_format.cpp) checked by byte layout against a mapping written
 // here, independently, from the kernel UAPI headers: each DRM code's comment in drm_fourcc.h describes a
 // little-endian word ("[23:0] B:G:R"), turned into bytes in memory order below; each V4L2 code is
 // written in memory order from videodev2.h's comment (and the V4L2 specification where the comment is

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/storage.h"
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

@@ -8,7 +8,9 @@
 
 #include "support/test_support.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 TEST(DmaHeapPlan, ProbeTableTriesEveryCmaNameBeforeSystem) {
@@ -137,4 +139,6 @@ TEST(UdmabufLimit, ErrorNamesSizeAndLimit) {
 }
 
 }  // namespace
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

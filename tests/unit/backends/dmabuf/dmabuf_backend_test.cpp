@@ -28,12 +28,13 @@
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dmabuf.h"
 #include "core/backend.h"
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/env.h"
 #include "support/page_size.h"
 #include "support/test_support.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -756,4 +757,5 @@ TEST(DmaBufHost, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
 }
 
 }  // namespace
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/memfd.h"
+#include "base/memfd.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,9 +8,11 @@
 
 #include "text/format.h"
 
-#include "core/sys.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 std::string memfd_name(std::string_view prefix, std::string_view tensor_name) {
   if (tensor_name.empty()) return std::string(prefix);
@@ -45,4 +47,6 @@ Result<UniqueFd> create_sealed_memfd(const std::string& name, std::size_t size_b
   return fd;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

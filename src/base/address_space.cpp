@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/address_space.h"
+#include "base/address_space.h"
 
 #include <sys/resource.h>
 
@@ -8,7 +8,9 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 std::string address_space_note(std::size_t bytes, int err) {
   if (err != ENOMEM) return {};
@@ -27,4 +29,6 @@ Error mapping_error(int err, std::string_view context, std::size_t bytes) {
   return Error(e.code(), e.message() + address_space_note(bytes, err), err);
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 using ProcessToken = std::uint32_t;
 
@@ -25,4 +27,6 @@ ProcessToken process_token() noexcept;
 /// True when `token` was taken in another process, i.e. this process is a fork() child of it.
 inline bool forked_since(ProcessToken token) noexcept { return process_token() != token; }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

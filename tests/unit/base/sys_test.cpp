@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The syscall seam (src/core/sys.cpp): counts every call, lets a hook fail any of them.
+// The syscall seam (src/base/sys.cpp): counts every call, lets a hook fail any of them.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

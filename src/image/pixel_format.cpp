@@ -10,7 +10,8 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 
 using PF = PixelFormat;
@@ -196,4 +197,5 @@ Result<std::string_view> pixel_format_to_gst(PixelFormat format) {
   return r.gst_name;
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

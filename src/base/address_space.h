@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Text appended to the error of an mmap of `bytes` that failed with `err`. For ENOMEM (mmap(2): no
 /// free range of that size, or RLIMIT_AS would be exceeded): "; the mapping needs <bytes> B of
@@ -19,4 +21,6 @@ std::string address_space_note(std::size_t bytes, int err);
 /// Error::from_errno(err, context) with address_space_note(bytes, err) appended.
 Error mapping_error(int err, std::string_view context, std::size_t bytes);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -9,7 +9,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 template <class U>
 constexpr std::optional<U> checked_mul(U a, U b) noexcept {
@@ -44,4 +46,6 @@ constexpr std::optional<U> checked_narrow(V value) noexcept {
   return static_cast<U>(value);
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <span>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Planes that share a buffer must not overlap (byte ranges [offset, plane_end_bytes)). Errors:
 /// InvalidArgument naming both planes and their ranges; the layout's own errors.
@@ -31,4 +33,6 @@ struct FrameAccess {
   }
 };
 
-}  // namespace edgetensor::inline ET_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/process.h"
+#include "base/process.h"
 
 #include <pthread.h>
 
 #include <atomic>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 std::atomic<ProcessToken> g_token{1};
@@ -24,4 +26,6 @@ ProcessToken process_token() noexcept {
   return g_token.load(std::memory_order_relaxed);
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

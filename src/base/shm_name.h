@@ -8,10 +8,14 @@
 
 #include <string>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// Validates a POSIX shm name: "/" + 1 to NAME_MAX - 2 characters, no further '/', no NUL, not "/."
 /// or "/..". Errors: InvalidArgument naming the name and the rule.
 Result<void> check_shm_name(const std::string& name);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -23,7 +23,9 @@
 // _FILE_OFFSET_BITS=64 (src/CMakeLists.txt), also on 32-bit targets.
 static_assert(sizeof(off_t) == 8, "build with -D_FILE_OFFSET_BITS=64 (a 32-bit off_t truncates sizes over 2 GiB)");
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace sys {
 
 enum class Call : int {
   Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,
@@ -102,4 +104,6 @@ DIR* opendir(const char* path);                      // closedir is not a seam c
 int stat(const char* path, struct stat* st);
 ssize_t read(int fd, void* buf, size_t count);
 
-}  // namespace edgetensor::sys
+}  // namespace sys
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// UniqueFd / SharedFd (src/core/unique_fd.cpp): ownership, CLOEXEC dups, close failures logged.
+// UniqueFd / SharedFd (src/base/unique_fd.cpp): ownership, CLOEXEC dups, close failures logged.
 #include <edgetensor/shared_fd.h>
 #include <edgetensor/unique_fd.h>
 #include <fcntl.h>

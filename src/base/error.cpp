@@ -6,7 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 std::string_view error_code_name(ErrorCode code) noexcept {
   switch (code) {
@@ -57,4 +58,5 @@ Error Error::from_errno(int e, std::string_view context) {
 
 std::string Error::to_string() const { return text::format("{}: {}", error_code_name(code_), message_); }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -10,7 +10,9 @@
 #include <string>
 #include <string_view>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// The memfd name for a tensor: `prefix` alone, or "<prefix>:<tensor_name>" with the tensor name cut at
 /// 200 bytes (the kernel cuts names at 249). The name shows in /proc/<pid>/fd and /proc/<pid>/maps.
@@ -26,4 +28,6 @@ std::string seal_names(unsigned seals);
 /// OutOfMemory) or fcntl(F_ADD_SEALS), each naming the memfd and the size or seals.
 Result<UniqueFd> create_sealed_memfd(const std::string& name, std::size_t size_bytes, unsigned seals);
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -12,7 +12,8 @@
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 
 using CP = ColorPrimaries;
@@ -195,4 +196,5 @@ Result<V4l2Colorimetry> colorimetry_to_v4l2(const Colorimetry& colorimetry) {
   return v4l2;
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

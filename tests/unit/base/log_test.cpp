@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logging (src/core/log.cpp): the library prints nothing itself; swallowed failures reach the callback.
+// Logging (src/base/log.cpp): the library prints nothing itself; swallowed failures reach the callback.
 #include <edgetensor/edgetensor.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>

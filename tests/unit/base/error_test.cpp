@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Error model: codes, names, errno mapping, ET_TRY / ET_TRY_ASSIGN (src/core/error.cpp).
+// Error model: codes, names, errno mapping, ET_TRY / ET_TRY_ASSIGN (src/base/error.cpp).
 #include <edgetensor/error.h>
 #include <gtest/gtest.h>
 

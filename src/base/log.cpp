@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/log_internal.h"
+#include "base/log_internal.h"
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 namespace {
 std::mutex g_mutex;
 std::shared_ptr<const LogCallback> g_callback;  // guarded by g_mutex
@@ -47,4 +48,5 @@ void log_message(LogLevel level, const std::string& message) noexcept {
   }
 }
 }  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/sys.h"
+#include "base/sys.h"
 
 #include <fcntl.h>
 #include <sys/auxv.h>
@@ -11,7 +11,9 @@
 #include <memory>
 #include <mutex>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::sys {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace sys {
 namespace {
 
 std::atomic<std::uint64_t> g_counts[static_cast<int>(Call::Count)];
@@ -261,4 +263,6 @@ ssize_t read(int fd, void* buf, size_t count) {
   return counted(Call::Read, r, r < 0);
 }
 
-}  // namespace edgetensor::sys
+}  // namespace sys
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sys.h"
+#include "base/sys.h"
 #include "support/page_size.h"
 #include "support/test_support.h"
 

@@ -7,10 +7,11 @@
 #include "text/format.h"
 
 #include "core/backend.h"
-#include "core/frame_access.h"
+#include "image/frame_access.h"
 #include "core/tensor_access.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 using detail::TensorAccess;
 
@@ -174,4 +175,5 @@ Result<std::vector<UniqueFd>> Frame::export_plane_fds() const {
   return fds;
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process token (src/core/process.h): stable within a process, different in every fork() child.
+// The process token (src/base/process.h): stable within a process, different in every fork() child.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
 
-#include "core/process.h"
+#include "base/process.h"
 
 namespace {
 

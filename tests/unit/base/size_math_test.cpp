@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Checked unsigned arithmetic (src/core/size_math.h), at 64 and 32 bits.
+// Checked unsigned arithmetic (src/base/size_math.h), at 64 and 32 bits.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
 
-#include "core/size_math.h"
+#include "base/size_math.h"
 
 using namespace edgetensor::detail;
 

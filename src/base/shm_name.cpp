@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/shm_name.h"
+#include "base/shm_name.h"
 
 #include <linux/limits.h>
 
 #include "text/format.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 Result<void> check_shm_name(const std::string& name) {
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos || name.size() >= NAME_MAX)
@@ -18,4 +20,6 @@ Result<void> check_shm_name(const std::string& name) {
   return {};
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -17,9 +17,11 @@
 
 #include "text/format.h"
 
-#include "core/size_math.h"
+#include "base/size_math.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 /// The size type of layout type L (ImageLayout: std::size_t).
 template <class L>
@@ -216,4 +218,6 @@ Result<L> default_layout(std::uint32_t width, std::uint32_t height, PixelFormat 
   return l;
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

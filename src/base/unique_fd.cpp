@@ -4,10 +4,11 @@
 
 #include <cerrno>
 
-#include "core/log_internal.h"
-#include "core/sys.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 void UniqueFd::reset(int fd) noexcept {
   int old = fd_;
@@ -37,4 +38,5 @@ Result<SharedFd> SharedFd::duplicate(int borrowed_fd) {
   return adopt(std::move(fd));
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

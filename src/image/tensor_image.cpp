@@ -11,7 +11,8 @@
 #include "core/layout.h"
 #include "core/tensor_access.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 using detail::TensorAccess;
 using detail::ViewInfo;
@@ -339,4 +340,5 @@ Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout
   return t;
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

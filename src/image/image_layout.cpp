@@ -4,9 +4,10 @@
 
 #include <limits>
 
-#include "core/image_layout_math.h"
+#include "image/image_layout_math.h"
 
-namespace edgetensor::inline ET_ABI_NAMESPACE {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
 
 Result<ImageLayout> ImageLayout::make(std::uint32_t width, std::uint32_t height, PixelFormat format,
                                       ImageAlignment alignment) {
@@ -43,4 +44,5 @@ Result<void> ImageLayout::validate(std::size_t buffer_bytes) const {
   return detail::validate_layout(*this, &buffer_bytes);
 }
 
+}  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

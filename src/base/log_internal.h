@@ -8,7 +8,9 @@
 
 #include <string>
 
-namespace edgetensor::inline ET_ABI_NAMESPACE::detail {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
 bool log_enabled() noexcept;
 void log_message(LogLevel level, const std::string& message) noexcept;
@@ -22,4 +24,6 @@ void log(LogLevel level, text::format_string<Args...> format, Args&&... args) no
   }
 }
 
-}  // namespace edgetensor::detail
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -37,4 +37,8 @@ std::vector<Target> pool_targets(const FrameSize& f);
 void register_channel_benchmarks();
 std::vector<Target> channel_targets(const FrameSize& f);
 
+/// result_benchmark.cpp: Result's checked accessors against tl::expected's unchecked ones (size-free rows).
+void register_result_benchmarks();
+std::vector<Target> result_targets();
+
 }  // namespace et_bench

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 // tl::expected is the one dependency of the public headers. Without it, say which package gives it,
@@ -29,7 +30,7 @@ inline namespace ET_ABI_NAMESPACE {
 
 /// Standard error codes (the Abseil/gRPC vocabulary). Add one only when a caller would act differently.
 enum class ErrorCode : int {
-  // Value 0 is unused: an Error never holds success (the Ok code was removed in 0.3).
+  // Value 0 is unused: an Error never holds success.
   InvalidArgument = 1,     ///< A broken public contract: bad shape, negative stride, wrong dtype.
   OutOfRange = 2,          ///< A value past a limit: size overflow, view out of bounds, short fd.
   NotFound = 3,            ///< A named object does not exist (shm name, device node).
@@ -71,9 +72,27 @@ class ET_API Error {
   std::string message_;
 };
 
-/// The result of a fallible call: a value of T, or an Error. [[nodiscard]] as a class: every call that
-/// returns one must use it (or cast it to void). It is a tl::expected<T, Error> in every other respect
-/// (value(), error(), operator bool, operator*, ...), and converts from and to it.
+/// Thrown by Result::value() on an error; what() is the Error's to_string(). A tl::bad_expected_access<Error>,
+/// so handlers written for tl::expected still catch it.
+class ET_API BadResultAccess : public tl::bad_expected_access<Error> {
+ public:
+  explicit BadResultAccess(Error error);
+  const char* what() const noexcept override;
+
+ private:
+  std::string what_;
+};
+
+namespace detail {
+/// Ends the process: prints "edgetensor: dereferenced a Result that holds an error: <to_string()>" to
+/// stderr, then abort() (as Abseil's StatusOr does).
+[[noreturn]] ET_API void die_on_error_deref(const Error& error) noexcept;
+[[noreturn]] ET_API void throw_bad_result_access(const Error& error);
+}  // namespace detail
+
+/// The result of a fallible call: a value of T, or an Error. [[nodiscard]] as a class: use it, or cast it
+/// to void. A tl::expected<T, Error> (converts from and to it) whose accessors report the real error:
+/// `*r` and `r->` on an error end the process with the error's text; `value()` throws BadResultAccess.
 template <class T>
 class [[nodiscard]] Result : public tl::expected<T, Error> {
   using Base = tl::expected<T, Error>;
@@ -84,6 +103,34 @@ class [[nodiscard]] Result : public tl::expected<T, Error> {
   Result() = default;
   Result(const Base& other) : Base(other) {}
   Result(Base&& other) : Base(std::move(other)) {}
+
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  U& operator*() & { return checked(), Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  const U& operator*() const& { return checked(), Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  U&& operator*() && { return checked(), std::move(*this).Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  const U&& operator*() const&& { return checked(), std::move(*this).Base::operator*(); }
+  T* operator->() { return checked(), Base::operator->(); }
+  const T* operator->() const { return checked(), Base::operator->(); }
+
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  U& value() & { return thrown(), Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  const U& value() const& { return thrown(), Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  U&& value() && { return thrown(), std::move(*this).Base::operator*(); }
+  template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
+  const U&& value() const&& { return thrown(), std::move(*this).Base::operator*(); }
+
+ private:
+  void checked() const noexcept {
+    if (!this->has_value()) [[unlikely]] detail::die_on_error_deref(this->error());
+  }
+  void thrown() const {
+    if (!this->has_value()) [[unlikely]] detail::throw_bad_result_access(this->error());
+  }
 };
 
 /// The error side of a Result, for `return unexpected(Error(...))`.

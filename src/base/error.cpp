@@ -4,6 +4,8 @@
 #include "text/format.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace edgetensor {
@@ -57,6 +59,24 @@ Error Error::from_errno(int e, std::string_view context) {
 }
 
 std::string Error::to_string() const { return text::format("{}: {}", error_code_name(code_), message_); }
+
+BadResultAccess::BadResultAccess(Error error)
+    : tl::bad_expected_access<Error>(std::move(error)), what_(this->error().to_string()) {}
+
+const char* BadResultAccess::what() const noexcept { return what_.c_str(); }
+
+namespace detail {
+void die_on_error_deref(const Error& error) noexcept {
+  // No allocation on this path: the error's text may be about memory running out.
+  const std::string_view code = error_code_name(error.code());
+  std::fprintf(stderr, "edgetensor: dereferenced a Result that holds an error: %.*s: %s\n",
+               static_cast<int>(code.size()), code.data(), error.message().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+void throw_bad_result_access(const Error& error) { throw BadResultAccess(error); }
+}  // namespace detail
 
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

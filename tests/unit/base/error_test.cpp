@@ -117,3 +117,57 @@ TEST(Error, TryMacrosPropagateTheFirstError) {
 }
 
 }  // namespace
+
+// Accessors on an error report the error itself, never undefined behaviour or a generic text.
+namespace {
+Result<std::string> failed_lookup() { return fail(ErrorCode::NotFound, "shm name \"/et-missing\" does not exist"); }
+struct Point {
+  int x = 0;
+};
+Result<Point> failed_point() { return fail(ErrorCode::OutOfRange, "point past 640 x 480"); }
+}  // namespace
+
+TEST(ResultDeathTest, DereferencingAnErrorEndsTheProcessWithItsText) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto r = failed_lookup();
+  EXPECT_DEATH((void)*r, "dereferenced a Result that holds an error: NotFound: shm name \"/et-missing\" does not exist");
+  const auto& cr = r;
+  EXPECT_DEATH((void)*cr, "NotFound: shm name");
+  EXPECT_DEATH((void)*failed_lookup(), "NotFound: shm name");
+  auto p = failed_point();
+  EXPECT_DEATH((void)p->x, "OutOfRange: point past 640 x 480");
+  const auto& cp = p;
+  EXPECT_DEATH((void)cp->x, "OutOfRange: point past 640 x 480");
+}
+
+TEST(Result, ValueOnAnErrorThrowsWithTheErrorsText) {
+  auto r = failed_lookup();
+  try {
+    (void)r.value();
+    FAIL() << "value() returned";
+  } catch (const BadResultAccess& e) {
+    EXPECT_STREQ(e.what(), "NotFound: shm name \"/et-missing\" does not exist");
+    EXPECT_EQ(e.error().code(), ErrorCode::NotFound);
+  }
+  // Every overload, and handlers written for tl::expected still catch it.
+  const auto& cr = r;
+  EXPECT_THROW((void)cr.value(), BadResultAccess);
+  EXPECT_THROW((void)failed_lookup().value(), tl::bad_expected_access<Error>);
+  EXPECT_THROW((void)std::move(cr).value(), BadResultAccess);
+  try {
+    (void)failed_point().value();
+  } catch (const std::exception& e) {
+    EXPECT_STREQ(e.what(), "OutOfRange: point past 640 x 480");
+  }
+}
+
+TEST(Result, AccessorsOnAValueGiveTheValue) {
+  Result<std::string> r = std::string("frame");
+  EXPECT_EQ(*r, "frame");
+  EXPECT_EQ(r->size(), 5u);
+  EXPECT_EQ(r.value(), "frame");
+  std::string moved = *std::move(r);
+  EXPECT_EQ(moved, "frame");
+  Result<void> ok;
+  EXPECT_TRUE(ok.has_value());
+}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GStreamer as the image layout oracle (issue 12): a producer no one here wrote answers for the same
+// GStreamer as the image layout oracle: a producer no one here wrote answers for the same
 // formats and sizes. For 22 formats at 1x1, 3x3, 641x481, 1920x1080 and 4096x2160:
 //   - ImageLayout::make with 4-byte rows equals gst_video_info_set_format (offsets, strides) and
 //     allocation_bytes equals GstVideoInfo.size; with the height aligned to 16 it equals the same call

@@ -18,6 +18,7 @@
 #include <deque>
 #include <functional>
 
+#include "support/nv12.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -165,20 +166,11 @@ TEST(ChannelProcess, FrameOfTwoBuffersCrossesAndComesBack) {
   sp->second.reset();
   auto sender = channel::Sender::create(std::move(sp->first));
   ASSERT_OK(sender);
-  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
-  ASSERT_OK(layout);
-  layout->planes[1].offset_bytes = 0;
-  auto y = TensorDyn::allocate({layout->planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
-  auto uv = TensorDyn::allocate({layout->planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
-  ASSERT_OK(y);
-  ASSERT_OK(uv);
-  ASSERT_TRUE(stamp(*y, 0x11) && stamp(*uv, 0x22));
-  auto fy = y->export_fd();
-  auto fuv = uv->export_fd();
-  ASSERT_OK(fy);
-  ASSERT_OK(fuv);
-  const int fds[] = {fy->get(), fuv->get()};
-  auto frame = Frame::import_planes_dup(fds, *layout);
+  auto two = et_test::nv12_two_buffers(64, 32);
+  ASSERT_OK(two.luma);
+  ASSERT_OK(two.chroma);
+  ASSERT_TRUE(stamp(*two.luma, 0x11) && stamp(*two.chroma, 0x22));
+  auto frame = et_test::import_frame(two);
   ASSERT_OK(frame);
   ASSERT_OK(sender->send_frame(*frame, {.sequence = 7}));
   EXPECT_EQ(wait_child(child), 0);

@@ -26,7 +26,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 // Runs `body` in a forked child; its return value is the child's exit status.
 pid_t spawn(const std::function<int()>& body) {
   const pid_t pid = ::fork();
@@ -39,14 +38,6 @@ int wait_child(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-PoolOptions shm_pool(const char* name, std::size_t max) {
-  PoolOptions o;
-  o.name = name;
-  o.max_buffers = max;
-  o.allocate.memory = MemoryKind::Shm;
-  return o;
 }
 
 // Writes `sequence` into the first 8 bytes and `sequence & 0xff` into every other byte.
@@ -84,7 +75,8 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
   ASSERT_OK(sp);
   const pid_t child = spawn([&]() -> int {  // the sender
     sp->second.reset();
-    auto pool = Pool::create({120, 160, 4}, DType::U8, shm_pool("cam", kHeld + 2));
+    auto pool = Pool::create({120, 160, 4}, DType::U8,
+                             {.name = "cam", .max_buffers = kHeld + 2, .allocate = {.memory = MemoryKind::Shm}});
     if (!pool) return 10;
     auto sender = channel::Sender::create(std::move(sp->first), {.name = "cam"});
     if (!sender) return 11;
@@ -204,7 +196,7 @@ TEST(ChannelProcess, ReceiverThatNeverReleasesTimesOutAcquireThenItsDeathRelease
   sp->second.reset();
   const int fds_before = et_test::open_fd_count();
   {
-    auto pool = Pool::create({64, 64}, DType::U8, shm_pool("cam", 2));
+    auto pool = Pool::create({64, 64}, DType::U8, {.name = "cam", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
     ASSERT_OK(pool);
     auto sender = channel::Sender::create(std::move(sp->first), {.name = "cam"});
     ASSERT_OK(sender);

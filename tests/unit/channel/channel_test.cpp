@@ -38,14 +38,6 @@ std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverO
   return Ends{std::move(*s), std::move(*r)};
 }
 
-PoolOptions pool_options(const char* name, std::size_t max) {
-  PoolOptions o;
-  o.name = name;
-  o.max_buffers = max;
-  o.allocate.memory = MemoryKind::Shm;
-  return o;
-}
-
 std::int64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -205,7 +197,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
 TEST(Channel, AnnouncesOnceThenSendsNoFd) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({32, 32, 4}, DType::U8, pool_options("p", 2));
+  auto pool = Pool::create({32, 32, 4}, DType::U8, {.name = "p", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   for (int i = 0; i < 20; ++i) {
     auto t = ends->sender.acquire(*pool, 1s);
@@ -231,7 +223,7 @@ TEST(Channel, AnnouncesOnceThenSendsNoFd) {
 TEST(Channel, ThePoolGetsTheBufferBackOnlyAfterTheRelease) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({16, 16}, DType::U8, pool_options("one", 1));
+  auto pool = Pool::create({16, 16}, DType::U8, {.name = "one", .max_buffers = 1, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   auto t = pool->acquire(0ms);
   ASSERT_OK(t);
@@ -368,7 +360,7 @@ TEST(Channel, SendWaitsForAReleaseOnItsWayWhenTheTableIsFull) {
 TEST(Channel, ReceiverGoneReleasesEverythingAtTheSender) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({8, 8}, DType::U8, pool_options("gone", 2));
+  auto pool = Pool::create({8, 8}, DType::U8, {.name = "gone", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   for (int i = 0; i < 2; ++i) {
     auto t = pool->acquire(0ms);

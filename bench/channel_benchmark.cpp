@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The frame channel between two processes (issue 14), each benchmark forking its peer before the
+// The frame channel between two processes, each benchmark forking its peer before the
 // channel exists:
 //   - handoff: the parent acquires an RGBA frame from a one-buffer pool and sends it; the child
 //     receives it and drops it (the release); the next acquire waits for that release. One iteration

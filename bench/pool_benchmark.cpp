@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Steady-state frames (issue 14): a pool's acquire + a full write of the frame against a memset of a
+// Steady-state frames: a pool's acquire + a full write of the frame against a memset of a
 // warm (prefaulted, reused) buffer of the same size, the baseline a pipeline that reuses one malloc'ed
 // block pays. Fresh allocate + first write is shown against the same baseline for comparison.
 // The frame channel's rows (handoff, receive + read) are in channel_benchmark.cpp.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """ctest python.bench_dlpack: the cost of a DLPack hand-over, same run, against numpy's own round trip
-numpy.from_dlpack(ndarray). Target (issue 13): edgetensor.from_dlpack(ndarray) and numpy.from_dlpack(tensor)
+numpy.from_dlpack(ndarray). Target: edgetensor.from_dlpack(ndarray) and numpy.from_dlpack(tensor)
 each <= 3x the baseline. Prints the figures and ratios; asserts nothing (timings are not tests)."""
 
 import timeit

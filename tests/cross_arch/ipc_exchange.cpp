@@ -52,16 +52,6 @@ struct Meta {
   std::vector<std::int32_t> zero_points;
 };
 
-ImageLayout nv12_layout(std::uint32_t w, std::uint32_t h, std::size_t stride, std::size_t uv_offset) {
-  ImageLayout l;
-  l.format = PixelFormat::Nv12;
-  l.width = w;
-  l.height = h;
-  l.planes[0] = {0, stride};
-  l.planes[1] = {uv_offset, stride};
-  return l;
-}
-
 // One case: a buffer of `alloc_shape` elements filled with a pattern, and the view of it that is sent.
 struct Case {
   const char* what;
@@ -81,11 +71,11 @@ const std::vector<Case>& cases() {
        "rows", Meta{.quantization = QuantizationKind::PerTensor, .scales = {0.0078125f}, .zero_points = {128}}},
       {"i64 [3,5] transposed view of [5,3]", DType::I64, {5, 3}, 0, {3, 5}, {8, 24}, "transposed", {}},
       {"nv12 640x480 image with colorimetry", DType::U8, {720, 640}, 0, {720, 640}, {}, "camera-\xc3\xa9/frame",
-       Meta{.layout = nv12_layout(640, 480, 640, 640 * 480),
+       Meta{.layout = ImageLayout::make(640, 480, PixelFormat::Nv12).value(),
             .colorimetry = {ColorPrimaries::Smpte170M, TransferFunction::Bt709, YcbcrMatrix::Bt601,
                             ColorRange::Limited}}},
       {"uv plane of nv12 62x30 with 64-byte rows at offset 64 B", DType::U8, {3008}, 64, {2880}, {}, "uv",
-       Meta{.layout = nv12_layout(62, 30, 64, 64 * 30), .plane = 1,
+       Meta{.layout = ImageLayout::make(62, 30, PixelFormat::Nv12, {.row_bytes = 64}).value(), .plane = 1,
             .colorimetry = {ColorPrimaries::Bt709, TransferFunction::Srgb, YcbcrMatrix::Bt709, ColorRange::Full}}},
       {"u16 last element of 3 MiB, 80-byte name cut to 63", DType::U16, {1572864}, 2 * 1572863, {1}, {},
        std::string(80, 'n'), {}},
@@ -210,7 +200,9 @@ Result<Frame> make_frame() {
   ET_TRY_ASSIGN(auto y_fd, y.export_fd());
   ET_TRY_ASSIGN(auto uv_fd, uv.export_fd());
   const int fds[] = {y_fd.get(), uv_fd.get()};
-  ET_TRY_ASSIGN(auto frame, Frame::import_planes_dup(fds, nv12_layout(62, 30, 64, 128)));
+  ET_TRY_ASSIGN(auto layout, ImageLayout::make(62, 30, PixelFormat::Nv12, {.row_bytes = 64}));
+  layout.planes[1].offset_bytes = 128;
+  ET_TRY_ASSIGN(auto frame, Frame::import_planes_dup(fds, layout));
   frame.set_colorimetry({ColorPrimaries::Bt2020, TransferFunction::AribStdB67, YcbcrMatrix::Bt2020, ColorRange::Limited});
   return frame;
 }

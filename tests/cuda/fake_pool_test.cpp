@@ -36,11 +36,8 @@ void run_kernel_on_next_frame(edgetensor::channel::Receiver& receiver, const cud
 }
 
 Pool must_pool(std::size_t max_buffers) {
-  PoolOptions o;
-  o.name = "gpu";
-  o.max_buffers = max_buffers;
-  o.allocate.memory = MemoryKind::Heap;
-  auto pool = Pool::create({4096}, DType::U8, o);
+  auto pool = Pool::create({4096}, DType::U8,
+                           {.name = "gpu", .max_buffers = max_buffers, .allocate = {.memory = MemoryKind::Heap}});
   EXPECT_TRUE(pool.has_value());
   return std::move(*pool);
 }
@@ -148,11 +145,7 @@ TEST_F(CudaFake, ChannelReleaseWaitsForDeviceWorkRecordedOnAReceivedFrame) {
   auto receiver = channel::Receiver::create(std::move(sp->second), {.name = "gpu"});
   ASSERT_OK(sender);
   ASSERT_OK(receiver);
-  PoolOptions o;
-  o.name = "cam";
-  o.max_buffers = 1;
-  o.allocate.memory = MemoryKind::Shm;
-  auto pool = Pool::create({4096}, DType::U8, o);
+  auto pool = Pool::create({4096}, DType::U8, {.name = "cam", .max_buffers = 1, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   auto stream = cuda::Stream::create();
   ASSERT_OK(stream);

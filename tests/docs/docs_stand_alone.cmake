@@ -1,6 +1,5 @@
-# Fails when README.md or a Markdown file under docs/ points outside the repository: the project's
-# docs must stand on their own (issue 10, item 14: ARCHITECTURE.md once sent readers to a design
-# file beside the checkout). Checked, for each file:
+# Fails when README.md or a Markdown file under docs/ points outside the repository (a design file
+# beside the checkout, say): the project's docs must stand on their own. Checked, for each file:
 #   - link targets "[text](target)" other than URLs (scheme:...) and anchors (#...): resolved from
 #     the file's folder, each must be a file or folder inside the repository;
 #   - every path that climbs ("../x", anywhere in the text, code spans included): the same rule;

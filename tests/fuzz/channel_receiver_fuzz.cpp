@@ -15,12 +15,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace edgetensor;
-  const int before = et_fuzz::open_fd_count();
-  {
-    const et_fuzz::Input input = et_fuzz::parse({data, size});
-    et_fuzz::SocketPair p;
-    et_fuzz::send_all(input, p.sender);
-    auto receiver = channel::Receiver::create(std::move(p.receiver), {.name = "fuzz", .max_buffers = 8});
+  return et_fuzz::run_input({data, size}, "channel_receiver", [](UniqueFd& sock, std::size_t) {
+    auto receiver = channel::Receiver::create(std::move(sock), {.name = "fuzz", .max_buffers = 8});
     if (!receiver) __builtin_trap();
     std::vector<channel::Delivery> held;
     for (std::size_t i = 0; i <= et_fuzz::kMaxMessages; ++i) {
@@ -35,7 +31,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     (void)receiver->stats();
     held.clear();  // releases go to the sending end (or find it closed)
-  }
-  et_fuzz::check_fds(before, et_fuzz::open_fd_count(), "channel_receiver");
-  return 0;
+  });
 }

@@ -77,4 +77,20 @@ int open_fd_count();
 /// Aborts (a fuzzer crash) naming both counts when `after` differs from `before`.
 void check_fds(int before, int after, const char* target);
 
+/// One input of a receiving target: parses `data`, sends its messages on a new SocketPair and calls
+/// `receive(receiver_end, receives)`, where `receives` is the messages sent plus one when the sender
+/// closed; then check_fds over the whole input. Returns 0 (libFuzzer's "input done").
+template <class Receive>
+int run_input(std::span<const std::uint8_t> data, const char* target, Receive receive) {
+  const int before = open_fd_count();
+  {
+    const Input input = parse(data);
+    SocketPair p;
+    const std::size_t sent = send_all(input, p.sender);
+    receive(p.receiver, sent + (input.close_sender ? 1 : 0));
+  }
+  check_fds(before, open_fd_count(), target);
+  return 0;
+}
+
 }  // namespace et_fuzz

@@ -10,19 +10,12 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace edgetensor;
-  const int before = et_fuzz::open_fd_count();
-  {
-    const et_fuzz::Input input = et_fuzz::parse({data, size});
-    et_fuzz::SocketPair p;
-    const std::size_t sent = et_fuzz::send_all(input, p.sender);
-    for (std::size_t i = 0; i < sent + (input.close_sender ? 1 : 0); ++i) {
-      auto f = ipc::receive_frame(p.receiver.get());
+  return et_fuzz::run_input({data, size}, "ipc_receive_frame", [](edgetensor::UniqueFd& sock, std::size_t receives) {
+    for (std::size_t i = 0; i < receives; ++i) {
+      auto f = edgetensor::ipc::receive_frame(sock.get());
       if (!f) continue;
       if (auto m = f->map_read())
         for (std::size_t plane = 0; plane < m->plane_count(); ++plane) et_fuzz::touch(m->plane_bytes(plane));
     }
-  }
-  et_fuzz::check_fds(before, et_fuzz::open_fd_count(), "ipc_receive_frame");
-  return 0;
+  });
 }

@@ -10,18 +10,11 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace edgetensor;
-  const int before = et_fuzz::open_fd_count();
-  {
-    const et_fuzz::Input input = et_fuzz::parse({data, size});
-    et_fuzz::SocketPair p;
-    const std::size_t sent = et_fuzz::send_all(input, p.sender);
-    for (std::size_t i = 0; i < sent + (input.close_sender ? 1 : 0); ++i) {
-      auto t = ipc::receive(p.receiver.get());
+  return et_fuzz::run_input({data, size}, "ipc_receive", [](edgetensor::UniqueFd& sock, std::size_t receives) {
+    for (std::size_t i = 0; i < receives; ++i) {
+      auto t = edgetensor::ipc::receive(sock.get());
       if (!t) continue;
       if (auto m = t->map_read()) et_fuzz::touch(m->bytes());
     }
-  }
-  et_fuzz::check_fds(before, et_fuzz::open_fd_count(), "ipc_receive");
-  return 0;
+  });
 }

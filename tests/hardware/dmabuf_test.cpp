@@ -358,7 +358,7 @@ TEST(DmaBufHardware, ImportExportRoundTrips) {
   EXPECT_FALSE(other->same_buffer(*t));
 }
 
-// The frame channel over real dma-heap buffers (issue 14): a pool of two DMA-BUFs, twenty frames. Each
+// The frame channel over real dma-heap buffers: a pool of two DMA-BUFs, twenty frames. Each
 // buffer's fd crosses once; afterwards a frame carries no fd, the receiver opens no fd and maps nothing
 // new, and every frame's bytes (written by the sender through its own map) are what the receiver reads.
 TEST(DmaBufHardware, ChannelAnnouncesEachBufferOnceThenFramesCarryNoFd) {

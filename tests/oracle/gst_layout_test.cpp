@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GStreamer as the image layout oracle (issue 12): a producer no one here wrote answers for the same
+// GStreamer as the image layout oracle: a producer no one here wrote answers for the same
 // formats and sizes. For 22 formats at 1x1, 3x3, 641x481, 1920x1080 and 4096x2160:
 //   - ImageLayout::make with 4-byte rows equals gst_video_info_set_format (offsets, strides) and
 //     allocation_bytes equals GstVideoInfo.size; with the height aligned to 16 it equals the same call
@@ -54,6 +54,12 @@ GstVideoFormat theirs(const char* gst_name) {
   const GstVideoFormat f = gst_video_format_from_string(gst_name);
   EXPECT_NE(f, GST_VIDEO_FORMAT_UNKNOWN) << gst_name;
   return f;
+}
+
+// GStreamer's default info for `name` at `s` (gst_video_info_set_format); false where it refuses.
+bool gst_info(const char* name, Size s, GstVideoInfo* info) {
+  gst_video_info_init(info);
+  return gst_video_info_set_format(info, theirs(name), s.w, s.h);
 }
 
 // Our layout with GStreamer's offsets and strides.
@@ -238,8 +244,7 @@ TEST(Oracle, DefaultLayoutEqualsGstVideoInfo) {
     for (Size s : kSizes) {
       SCOPED_TRACE(trace(name, s));
       GstVideoInfo info;
-      gst_video_info_init(&info);
-      ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
+      ASSERT_TRUE(gst_info(name, s, &info));
       auto l = ImageLayout::make(s.w, s.h, ours(name), ImageAlignment::gstreamer());
       ASSERT_TRUE(l.has_value()) << l.error().to_string();
       expect_equal(*l, info);
@@ -263,8 +268,7 @@ TEST(Oracle, HeightAlignmentEqualsGstBottomPadding) {
     for (Size s : kSizes) {
       SCOPED_TRACE(trace(name, s));
       GstVideoInfo info;
-      gst_video_info_init(&info);
-      ASSERT_TRUE(gst_video_info_set_format(&info, theirs(name), s.w, s.h));
+      ASSERT_TRUE(gst_info(name, s, &info));
       GstVideoAlignment align;
       gst_video_alignment_reset(&align);
       align.padding_bottom = (s.h + 15) / 16 * 16 - s.h;
@@ -295,8 +299,7 @@ std::string trace(const char* name, Size s, const Padding& pad) {
 
 // GStreamer's info for `name` at `s`, padded by gst_video_info_align with `pad` on every plane.
 bool padded_info(const char* name, Size s, const Padding& pad, GstVideoInfo* info) {
-  gst_video_info_init(info);
-  if (!gst_video_info_set_format(info, theirs(name), s.w, s.h)) return false;
+  if (!gst_info(name, s, info)) return false;
   GstVideoAlignment align;
   gst_video_alignment_reset(&align);
   align.padding_top = pad.top;

@@ -40,11 +40,7 @@ TEST(ChannelConcurrent, EightThreadsReleaseWhileASenderThreadSends) {
   auto receiver = channel::Receiver::create(std::move(sp->second), {.name = "mt"});
   ASSERT_OK(sender);
   ASSERT_OK(receiver);
-  PoolOptions po;
-  po.name = "mt";
-  po.max_buffers = 12;
-  po.allocate.memory = MemoryKind::Shm;
-  auto pool = Pool::create({16, 16}, DType::U8, po);
+  auto pool = Pool::create({16, 16}, DType::U8, {.name = "mt", .max_buffers = 12, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   std::atomic<int> send_errors{0};
   std::thread producer([&] {

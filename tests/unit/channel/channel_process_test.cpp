@@ -18,13 +18,13 @@
 #include <deque>
 #include <functional>
 
+#include "support/nv12.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
 
 namespace {
-
 
 // Runs `body` in a forked child; its return value is the child's exit status.
 pid_t spawn(const std::function<int()>& body) {
@@ -38,14 +38,6 @@ int wait_child(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-PoolOptions shm_pool(const char* name, std::size_t max) {
-  PoolOptions o;
-  o.name = name;
-  o.max_buffers = max;
-  o.allocate.memory = MemoryKind::Shm;
-  return o;
 }
 
 // Writes `sequence` into the first 8 bytes and `sequence & 0xff` into every other byte.
@@ -83,7 +75,8 @@ TEST(ChannelProcess, ThousandFramesReuseBuffersWithNoNewFdOrMappingAndNoEarlyReu
   ASSERT_OK(sp);
   const pid_t child = spawn([&]() -> int {  // the sender
     sp->second.reset();
-    auto pool = Pool::create({120, 160, 4}, DType::U8, shm_pool("cam", kHeld + 2));
+    auto pool = Pool::create({120, 160, 4}, DType::U8,
+                             {.name = "cam", .max_buffers = kHeld + 2, .allocate = {.memory = MemoryKind::Shm}});
     if (!pool) return 10;
     auto sender = channel::Sender::create(std::move(sp->first), {.name = "cam"});
     if (!sender) return 11;
@@ -165,20 +158,11 @@ TEST(ChannelProcess, FrameOfTwoBuffersCrossesAndComesBack) {
   sp->second.reset();
   auto sender = channel::Sender::create(std::move(sp->first));
   ASSERT_OK(sender);
-  auto layout = ImageLayout::make(64, 32, PixelFormat::Nv12);
-  ASSERT_OK(layout);
-  layout->planes[1].offset_bytes = 0;
-  auto y = TensorDyn::allocate({layout->planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm));
-  auto uv = TensorDyn::allocate({layout->planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm));
-  ASSERT_OK(y);
-  ASSERT_OK(uv);
-  ASSERT_TRUE(stamp(*y, 0x11) && stamp(*uv, 0x22));
-  auto fy = y->export_fd();
-  auto fuv = uv->export_fd();
-  ASSERT_OK(fy);
-  ASSERT_OK(fuv);
-  const int fds[] = {fy->get(), fuv->get()};
-  auto frame = Frame::import_planes_dup(fds, *layout);
+  auto two = et_test::nv12_two_buffers(64, 32);
+  ASSERT_OK(two.luma);
+  ASSERT_OK(two.chroma);
+  ASSERT_TRUE(stamp(*two.luma, 0x11) && stamp(*two.chroma, 0x22));
+  auto frame = et_test::import_frame(two);
   ASSERT_OK(frame);
   ASSERT_OK(sender->send_frame(*frame, {.sequence = 7}));
   EXPECT_EQ(wait_child(child), 0);
@@ -212,7 +196,7 @@ TEST(ChannelProcess, ReceiverThatNeverReleasesTimesOutAcquireThenItsDeathRelease
   sp->second.reset();
   const int fds_before = et_test::open_fd_count();
   {
-    auto pool = Pool::create({64, 64}, DType::U8, shm_pool("cam", 2));
+    auto pool = Pool::create({64, 64}, DType::U8, {.name = "cam", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
     ASSERT_OK(pool);
     auto sender = channel::Sender::create(std::move(sp->first), {.name = "cam"});
     ASSERT_OK(sender);

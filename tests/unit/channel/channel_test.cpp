@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "support/nv12.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -35,14 +36,6 @@ std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverO
   EXPECT_TRUE(r.has_value()) << r.error().to_string();
   if (!s || !r) return std::nullopt;
   return Ends{std::move(*s), std::move(*r)};
-}
-
-PoolOptions pool_options(const char* name, std::size_t max) {
-  PoolOptions o;
-  o.name = name;
-  o.max_buffers = max;
-  o.allocate.memory = MemoryKind::Shm;
-  return o;
 }
 
 std::int64_t now_ns() {
@@ -123,34 +116,13 @@ TEST(Channel, ImageMetadataQuantizationAndColorimetryTravel) {
   EXPECT_EQ(dp->sequence, dq->sequence + 1);
 }
 
-// NV12 64x32 with its chroma plane in a buffer of its own (V4L2's NV12M, libcamera): two shm tensors.
-struct TwoBuffers {
-  ImageLayout layout;
-  Result<TensorDyn> luma, chroma;
-};
-TwoBuffers two_buffer_nv12() {
-  ImageLayout two = ImageLayout::make(64, 32, PixelFormat::Nv12).value();
-  two.planes[1].offset_bytes = 0;  // the chroma plane at the start of its own buffer
-  return {two, TensorDyn::allocate({two.planes[0].row_stride_bytes * 32}, DType::U8, et_test::mem(MemoryKind::Shm)),
-          TensorDyn::allocate({two.planes[1].row_stride_bytes * 16}, DType::U8, et_test::mem(MemoryKind::Shm))};
-}
-// A Frame over fds of both, as a consumer imports them.
-Result<Frame> import_both(const TwoBuffers& b) {
-  auto fd0 = b.luma->export_fd();
-  auto fd1 = b.chroma->export_fd();
-  if (!fd0) return fail(fd0.error());
-  if (!fd1) return fail(fd1.error());
-  const int fds[] = {fd0->get(), fd1->get()};
-  return Frame::import_planes_dup(fds, b.layout);
-}
-
 TEST(Channel, FrameOfTwoBuffersRoundTrips) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto [two, luma, chroma] = two_buffer_nv12();
+  auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
-  auto frame = import_both({two, luma, chroma});
+  auto frame = et_test::import_frame({two, luma, chroma});
   ASSERT_OK(frame);
   ASSERT_EQ(frame->buffer_count(), 2u);
   auto seq = ends->sender.send_frame(*frame, {.sequence = 41, .timestamp_ns = 12345});
@@ -184,7 +156,7 @@ TEST(Channel, FrameOfTwoBuffersRoundTrips) {
 TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto [two, luma, chroma] = two_buffer_nv12();
+  auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
   {
@@ -198,7 +170,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
     ASSERT_OK(d);
   }
   ASSERT_OK(ends->sender.drain(1s));
-  auto frame = import_both({two, luma, chroma});
+  auto frame = et_test::import_frame({two, luma, chroma});
   ASSERT_OK(frame);
   *chroma = TensorDyn();  // the announcing tensor goes; the frame's import keeps the buffer (same key)
   *luma = TensorDyn();
@@ -225,7 +197,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
 TEST(Channel, AnnouncesOnceThenSendsNoFd) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({32, 32, 4}, DType::U8, pool_options("p", 2));
+  auto pool = Pool::create({32, 32, 4}, DType::U8, {.name = "p", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   for (int i = 0; i < 20; ++i) {
     auto t = ends->sender.acquire(*pool, 1s);
@@ -251,7 +223,7 @@ TEST(Channel, AnnouncesOnceThenSendsNoFd) {
 TEST(Channel, ThePoolGetsTheBufferBackOnlyAfterTheRelease) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({16, 16}, DType::U8, pool_options("one", 1));
+  auto pool = Pool::create({16, 16}, DType::U8, {.name = "one", .max_buffers = 1, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   auto t = pool->acquire(0ms);
   ASSERT_OK(t);
@@ -388,7 +360,7 @@ TEST(Channel, SendWaitsForAReleaseOnItsWayWhenTheTableIsFull) {
 TEST(Channel, ReceiverGoneReleasesEverythingAtTheSender) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
-  auto pool = Pool::create({8, 8}, DType::U8, pool_options("gone", 2));
+  auto pool = Pool::create({8, 8}, DType::U8, {.name = "gone", .max_buffers = 2, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
   for (int i = 0; i < 2; ++i) {
     auto t = pool->acquire(0ms);
@@ -482,19 +454,10 @@ TEST(Channel, FrameNeverRetiresItsOwnBuffersToMakeRoom) {
   ASSERT_OK(ends->sender.send(*held));
   auto d = ends->receiver.receive(1s);
   ASSERT_OK(d);  // held: its buffer stays out
-  auto layout = ImageLayout::make(16, 8, PixelFormat::Nv12);
-  ASSERT_OK(layout);
-  layout->planes[1].offset_bytes = 0;
-  auto y = TensorDyn::allocate({layout->planes[0].row_stride_bytes * 8}, DType::U8, et_test::mem(MemoryKind::Shm));
-  auto uv = TensorDyn::allocate({layout->planes[1].row_stride_bytes * 4}, DType::U8, et_test::mem(MemoryKind::Shm));
-  ASSERT_OK(y);
-  ASSERT_OK(uv);
-  auto fy = y->export_fd();
-  auto fuv = uv->export_fd();
-  ASSERT_OK(fy);
-  ASSERT_OK(fuv);
-  const int fds[] = {fy->get(), fuv->get()};
-  auto frame = Frame::import_planes_dup(fds, *layout);
+  auto two = et_test::nv12_two_buffers(16, 8);
+  ASSERT_OK(two.luma);
+  ASSERT_OK(two.chroma);
+  auto frame = et_test::import_frame(two);
   ASSERT_OK(frame);
   EXPECT_ERROR(ends->sender.send_frame(*frame), ErrorCode::Busy, "all 2 announced buffers");
   ASSERT_OK(ends->sender.status());

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Objects near and past what a process can address (issue 11, 32-bit targets): a memfd over 2 GiB
+// Objects near and past what a process can address (32-bit targets above all): a memfd over 2 GiB
 // works or is refused with an error naming its size, never truncated (the library's off_t is 64-bit,
 // _FILE_OFFSET_BITS=64, also on armhf); an object larger than size_t can hold is refused when it is
 // imported; a mapping larger than the address space is refused with an error naming the size and the

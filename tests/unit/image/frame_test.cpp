@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Frame (issue 12): planes in separate buffers (V4L2 multi-planar, libcamera), the same buffer passed
+// Frame: planes in separate buffers (V4L2 multi-planar, libcamera), the same buffer passed
 // once per plane, maps, plane views and per-plane export.
 #include <edgetensor/edgetensor.h>
 #include <fcntl.h>
@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/nv12.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::nv12_layout;
 using et_test::open_fd_count;
 
 namespace {
@@ -27,16 +29,6 @@ UniqueFd sealed_memfd(std::size_t size, std::uint8_t fill) {
   return fd;
 }
 
-ImageLayout nv12m(std::uint32_t w, std::uint32_t h, std::size_t stride) {
-  ImageLayout l;
-  l.format = PixelFormat::Nv12;
-  l.width = w;
-  l.height = h;
-  l.planes[0] = {0, stride};
-  l.planes[1] = {0, stride};  // each plane at the start of its own buffer
-  return l;
-}
-
 }  // namespace
 
 TEST(Frame, PlanesInSeparateBuffers) {
@@ -45,7 +37,7 @@ TEST(Frame, PlanesInSeparateBuffers) {
     UniqueFd y = sealed_memfd(64 * 48, 0x10);
     UniqueFd uv = sealed_memfd(64 * 24, 0x80);
     const int planes[] = {y.get(), uv.get()};
-    auto f = Frame::import_planes_dup(planes, nv12m(64, 48, 64));
+    auto f = Frame::import_planes_dup(planes, nv12_layout(64, 48, 64));
     ASSERT_OK(f);
     EXPECT_EQ(f->plane_count(), 2u);
     EXPECT_EQ(f->buffer_count(), 2u);
@@ -83,8 +75,7 @@ TEST(Frame, OneBufferPassedOncePerPlaneIsImportedOnce) {
   {
     UniqueFd buf = sealed_memfd(64 * 48 + 64 * 24, 0x33);
     UniqueFd dup(::dup(buf.get()));  // another fd of the same buffer
-    ImageLayout l = nv12m(64, 48, 64);
-    l.planes[1].offset_bytes = 64 * 48;
+    const ImageLayout l = nv12_layout(64, 48, 64, 64 * 48);
     const int planes[] = {buf.get(), dup.get()};
     auto f = Frame::import_planes_dup(planes, l);
     ASSERT_OK(f);
@@ -105,17 +96,17 @@ TEST(Frame, BadImportsAreNamed) {
   UniqueFd y = sealed_memfd(64 * 48, 0);
   UniqueFd small = sealed_memfd(64 * 24 - 1, 0);
   const int one[] = {y.get()};
-  EXPECT_ERROR(Frame::import_planes_dup(one, nv12m(64, 48, 64)), ErrorCode::InvalidArgument, "1 fds for a nv12 image of 2 planes");
+  EXPECT_ERROR(Frame::import_planes_dup(one, nv12_layout(64, 48, 64)), ErrorCode::InvalidArgument, "1 fds for a nv12 image of 2 planes");
   const int planes[] = {y.get(), small.get()};
-  auto r = Frame::import_planes_dup(planes, nv12m(64, 48, 64));
+  auto r = Frame::import_planes_dup(planes, nv12_layout(64, 48, 64));
   EXPECT_ERROR(r, ErrorCode::OutOfRange, "nv12 plane 1 (UV) ends at 1536 B (offset 0 B, 24 rows of stride 64 B, last row 64 B) but its fd");
   EXPECT_NE(r.error().message().find("holds " + std::to_string(64 * 24 - 1) + " B"), std::string::npos) << r.error().message();
   const int bad[] = {y.get(), -1};
-  EXPECT_ERROR(Frame::import_planes_dup(bad, nv12m(64, 48, 64)), ErrorCode::InvalidArgument, "plane 1 (fd -1)");
+  EXPECT_ERROR(Frame::import_planes_dup(bad, nv12_layout(64, 48, 64)), ErrorCode::InvalidArgument, "plane 1 (fd -1)");
   ImportOptions o;
   o.offset_bytes = 16;
   const int two[] = {y.get(), y.get()};
-  EXPECT_ERROR(Frame::import_planes_dup(two, nv12m(64, 48, 64), o), ErrorCode::InvalidArgument, "offset_bytes 16");
+  EXPECT_ERROR(Frame::import_planes_dup(two, nv12_layout(64, 48, 64), o), ErrorCode::InvalidArgument, "offset_bytes 16");
   Frame empty;
   EXPECT_ERROR(empty.map_read(), ErrorCode::FailedPrecondition, "empty");
   EXPECT_ERROR(empty.plane(0), ErrorCode::FailedPrecondition, "empty");
@@ -126,13 +117,9 @@ TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
   ASSERT_OK(whole);
   auto part = whole->view(1024, {64 * 6});
   ASSERT_OK(part);
-  ImageLayout l;
-  l.format = PixelFormat::Nv12;
-  l.width = 16;
-  l.height = 16;
-  l.planes[0] = {0, 16};
-  l.planes[1] = {256, 16};
-  ASSERT_OK(part->set_image_layout(l));
+  auto l = ImageLayout::make(16, 16, PixelFormat::Nv12);  // rows 16 B, UV at 256
+  ASSERT_OK(l);
+  ASSERT_OK(part->set_image_layout(*l));
   auto f = Frame::from_tensor(*part);
   ASSERT_OK(f);
   EXPECT_EQ(f->layout().planes[0].offset_bytes, 1024u);
@@ -146,7 +133,7 @@ TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
   ASSERT_OK(q);
   EXPECT_EQ(p->offset_bytes(), q->offset_bytes());
   EXPECT_ERROR(Frame::from_tensor(*whole), ErrorCode::InvalidArgument, "no image layout");
-  auto a = Frame::allocate(l);
+  auto a = Frame::allocate(*l);
   ASSERT_OK(a);
   EXPECT_EQ(a->buffer_count(), 1u);
 }
@@ -156,12 +143,7 @@ TEST(Frame, OverlappingPlanesInOneBufferAreRefused) {
   const int fds_before = open_fd_count();
   {
     UniqueFd buf = sealed_memfd(1280 * 720 * 2, 0);
-    ImageLayout l;
-    l.format = PixelFormat::Nv12;
-    l.width = 1280;
-    l.height = 720;
-    l.planes[0] = {0, 1280};
-    l.planes[1] = {1280 * 100, 1280};  // inside the Y plane
+    ImageLayout l = nv12_layout(1280, 720, 1280, 1280 * 100);  // UV inside the Y plane
     const int planes[] = {buf.get(), buf.get()};
     EXPECT_ERROR(Frame::import_planes_dup(planes, l), ErrorCode::InvalidArgument,
                  "plane 0 (Y) [0, 921600) and plane 1 (UV) [128000, 588800) overlap in buffer 0");

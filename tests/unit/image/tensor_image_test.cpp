@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TensorDyn's image side (issue 12): image layouts attached to tensors, plane views and their shapes,
+// TensorDyn's image side: image layouts attached to tensors, plane views and their shapes,
 // the decoder and tight-last-row cases, non-linear modifiers, and the metadata rule of image.h.
 #include <edgetensor/edgetensor.h>
 #include <fcntl.h>
@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "support/nv12.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
+using et_test::nv12_layout;
 
 namespace {
 
@@ -35,16 +37,6 @@ void write_bytes(int fd, std::size_t offset, std::size_t count, std::uint8_t val
   ASSERT_EQ(::pwrite(fd, buf.data(), count, static_cast<off_t>(offset)), static_cast<ssize_t>(count));
 }
 
-ImageLayout nv12(std::uint32_t w, std::uint32_t h, std::size_t stride, std::size_t uv_offset) {
-  ImageLayout l;
-  l.format = PixelFormat::Nv12;
-  l.width = w;
-  l.height = h;
-  l.planes[0] = {0, stride};
-  l.planes[1] = {uv_offset, stride};
-  return l;
-}
-
 // Every element of a U8 rank-2/3 view, read through its strides from a map of the same tensor.
 template <class F>
 void for_each_byte(const TensorDyn& v, F f) {
@@ -62,7 +54,7 @@ void for_each_byte(const TensorDyn& v, F f) {
 
 }  // namespace
 
-// The decoder case (issue 12): NV12 1920x1080 whose UV plane starts at 1920 x 1088; the 8 padding rows
+// The decoder case: NV12 1920x1080 whose UV plane starts at 1920 x 1088; the 8 padding rows
 // between the planes hold 0xEE, which no plane view may show.
 TEST(TensorImage, DecoderPaddingRowsAreNeverInAPlaneView) {
   const std::size_t w = 1920, h = 1080, stride = 1920, uv = 1920 * 1088;
@@ -71,7 +63,7 @@ TEST(TensorImage, DecoderPaddingRowsAreNeverInAPlaneView) {
   write_bytes(fd.get(), 0, stride * h, 0x10);
   write_bytes(fd.get(), stride * h, uv - stride * h, 0xEE);
   write_bytes(fd.get(), uv, stride * 540, 0x80);
-  auto t = TensorDyn::import_image_dup(fd.get(), nv12(w, h, stride, uv));
+  auto t = TensorDyn::import_image_dup(fd.get(), nv12_layout(w, h, stride, uv));
   ASSERT_OK(t);
   auto y = t->plane(0);
   ASSERT_OK(y);
@@ -93,7 +85,7 @@ TEST(TensorImage, DecoderPaddingRowsAreNeverInAPlaneView) {
 TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
   const std::size_t stride = 768, uv = 768 * 480;
   const std::size_t tight = 768 * 480 + 768 * 239 + 640;
-  const ImageLayout l = nv12(640, 480, stride, uv);
+  const ImageLayout l = nv12_layout(640, 480, stride, uv);
   {
     UniqueFd fd = sealed_memfd(tight);
     write_bytes(fd.get(), tight - 1, 1, 0x5a);  // the very last UV byte
@@ -177,13 +169,13 @@ TEST(TensorImage, PlanarRgbImageViewIsChw) {
 TEST(TensorImage, LayoutThatDoesNotFitTheTensorIsRefusedAndNothingChanges) {
   auto t = TensorDyn::allocate({768 * 480 + 768 * 240}, DType::U8);
   ASSERT_OK(t);
-  EXPECT_ERROR(t->set_image_layout(nv12(640, 480, 100, 768 * 480)), ErrorCode::InvalidArgument, "100");
-  EXPECT_ERROR(t->set_image_layout(nv12(640, 480, 768, 768 * 480 + 768 * 240)), ErrorCode::OutOfRange, "plane 1");
+  EXPECT_ERROR(t->set_image_layout(nv12_layout(640, 480, 100, 768 * 480)), ErrorCode::InvalidArgument, "100");
+  EXPECT_ERROR(t->set_image_layout(nv12_layout(640, 480, 768, 768 * 480 + 768 * 240)), ErrorCode::OutOfRange, "plane 1");
   EXPECT_EQ(t->image_layout(), nullptr);
   EXPECT_EQ(t->pixel_format(), PixelFormat::Unknown);
-  ASSERT_OK(t->set_image_layout(nv12(640, 480, 768, 768 * 480)));
+  ASSERT_OK(t->set_image_layout(nv12_layout(640, 480, 768, 768 * 480)));
   EXPECT_EQ(t->pixel_format(), PixelFormat::Nv12);
-  EXPECT_ERROR(TensorDyn{}.set_image_layout(nv12(2, 2, 2, 4)), ErrorCode::FailedPrecondition, "no storage");
+  EXPECT_ERROR(TensorDyn{}.set_image_layout(nv12_layout(2, 2, 2, 4)), ErrorCode::FailedPrecondition, "no storage");
   auto plain = TensorDyn::allocate({16}, DType::U8);
   ASSERT_OK(plain);
   EXPECT_ERROR(plain->plane(0), ErrorCode::FailedPrecondition, "no image layout");
@@ -191,7 +183,7 @@ TEST(TensorImage, LayoutThatDoesNotFitTheTensorIsRefusedAndNothingChanges) {
 }
 
 TEST(TensorImage, NonLinearModifierRefusesPlaneViewsButExports) {
-  ImageLayout l = nv12(64, 64, 64, 64 * 64);
+  ImageLayout l = nv12_layout(64, 64, 64, 64 * 64);
   l.modifier = kDrmFormatModInvalid;  // implicit: not LINEAR
   auto t = TensorDyn::allocate_image(l, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
@@ -212,7 +204,7 @@ TEST(TensorImage, ImportRefusesStridesInOptions) {
   UniqueFd fd = sealed_memfd(4096);
   ImportOptions o;
   o.strides_bytes = {1};
-  EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), nv12(8, 8, 8, 64), o), ErrorCode::InvalidArgument, "strides_bytes");
+  EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), nv12_layout(8, 8, 8, 64), o), ErrorCode::InvalidArgument, "strides_bytes");
 }
 
 // ---- The metadata rule (image.h preamble) ---------------------------------------------------------

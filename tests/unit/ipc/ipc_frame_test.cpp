@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "ipc/ipc_wire.h"
+#include "support/nv12.h"
 #include "support/test_support.h"
 #include "unit/ipc/ipc_wire_support.h"
 
 using namespace edgetensor;
+using et_test::nv12_layout;
 using et_test::open_fd_count;
 using et_test::ipc_wire::Pair;
 using et_test::ipc_wire::sealed_memfd;
@@ -23,17 +25,6 @@ using et_test::ipc_wire::send_bytes;
 using et_test::ipc_wire::valid_frame_header;
 
 namespace {
-
-// NV12 w x h with each plane at `uv_offset` / 0 of its own buffer (V4L2 NV12M), rows `stride` B apart.
-ImageLayout nv12m(std::uint32_t w, std::uint32_t h, std::size_t stride, std::size_t uv_offset = 0) {
-  ImageLayout l;
-  l.format = PixelFormat::Nv12;
-  l.width = w;
-  l.height = h;
-  l.planes[0] = {0, stride};
-  l.planes[1] = {uv_offset, stride};
-  return l;
-}
 
 std::vector<std::byte> plane_bytes(const FrameReadMap& m, std::size_t i) {
   auto s = m.plane_bytes(i);
@@ -53,7 +44,7 @@ TEST(IpcFrame, PlanesInTwoBuffersRoundTrip) {
     UniqueFd y = sealed_memfd(64 * 48, F_SEAL_SHRINK | F_SEAL_GROW, 0x10);
     UniqueFd uv = sealed_memfd(128 + 64 * 24, F_SEAL_SHRINK | F_SEAL_GROW, 0x80);
     const int planes[] = {y.get(), uv.get()};
-    auto f = Frame::import_planes_dup(planes, nv12m(64, 48, 64, 128));
+    auto f = Frame::import_planes_dup(planes, nv12_layout(64, 48, 64, 128));
     ASSERT_OK(f);
     const Colorimetry colour{ColorPrimaries::Bt709, TransferFunction::Bt709, YcbcrMatrix::Bt709, ColorRange::Limited};
     f->set_colorimetry(colour);
@@ -109,7 +100,7 @@ TEST(IpcFrame, OneBufferFrameRoundTripsWithOneFd) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(m->plane_bytes(i)[0], static_cast<std::byte>(0x20 + i)) << i;
 
   // A non-linear modifier: the layout travels; CPU access stays refused at the receiver.
-  auto tiled_layout = nv12m(64, 32, 64, 64 * 32);
+  auto tiled_layout = nv12_layout(64, 32, 64, 64 * 32);
   tiled_layout.modifier = 0x0100000000000001ULL;  // I915_FORMAT_MOD_X_TILED (drm_fourcc.h)
   UniqueFd fd = sealed_memfd(64 * 48);
   const int planes[] = {fd.get(), fd.get()};
@@ -161,7 +152,7 @@ TEST(IpcFrame, TensorAndFrameMessagesAreNotMixedUp) {
     UniqueFd y = sealed_memfd(64 * 48);
     UniqueFd uv = sealed_memfd(64 * 24);
     const int planes[] = {y.get(), uv.get()};
-    auto f = Frame::import_planes_dup(planes, nv12m(64, 48, 64));
+    auto f = Frame::import_planes_dup(planes, nv12_layout(64, 48, 64));
     ASSERT_OK(f);
     ASSERT_OK(ipc::send_frame(p.a.get(), *f));
     EXPECT_ERROR(ipc::receive(p.b.get()), ErrorCode::InvalidArgument,

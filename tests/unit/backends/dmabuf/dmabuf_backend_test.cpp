@@ -302,9 +302,9 @@ TEST_F(FakeDmaBuf, AutoSelectionPrefersDmaBufThenShm) {
   EXPECT_EQ(t2->memory(), MemoryKind::Shm);
 }
 
-// Issue 14: an Auto allocation on a machine without dma-heap nodes or udmabuf made 13 failed open /
-// opendir calls before shared memory served, every time. The first one still looks; later ones make
-// no failed system call (counted through the seam), until dmabuf::probe() asks them to look again.
+// An Auto allocation on a machine without dma-heap nodes or udmabuf: the first one looks (13 failed
+// open / opendir calls before shared memory serves); later ones make no failed system call (counted
+// through the seam), until dmabuf::probe() asks them to look again.
 TEST_F(FakeDmaBuf, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
   et_test::ScopedEnv no_force("EDGETENSOR_FORCE_MEM", nullptr);
   const auto before = sys::total_failed();

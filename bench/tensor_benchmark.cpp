@@ -18,16 +18,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench.h"
+#include "reporter.h"
 
 using namespace edgetensor;
 using et_bench::FrameSize;
 using et_bench::kFrames;
+using et_bench::CapturingReporter;
 using et_bench::Target;
 
 namespace et_bench {
@@ -166,37 +167,6 @@ void dlpack_export_delete(benchmark::State& state) {
 }
 
 // ---- ratio table ---------------------------------------------------------------------------------
-// Captures the mean CPU and real time per iteration (ns) of every run, then prints what the console
-// shows. Targets are judged on CPU time (user + system time of the benchmark thread, so page faults
-// and syscalls count): on a shared machine, wall time also counts time spent preempted. With
-// --benchmark_repetitions=N each benchmark keeps its fastest repetition (the one least disturbed by
-// other load); --benchmark_enable_random_interleaving=true spreads such load over all of them.
-class CapturingReporter : public benchmark::ConsoleReporter {
- public:
-  explicit CapturingReporter(OutputOptions options) : ConsoleReporter(options) {}
-  struct Times {
-    double cpu_ns = -1, real_ns = -1;
-  };
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.iterations <= 0) continue;
-      const double n = static_cast<double>(run.iterations);
-      const Times t{run.cpu_accumulated_time * 1e9 / n, run.real_accumulated_time * 1e9 / n};
-      auto [it, fresh] = times_.try_emplace(run.run_name.function_name, t);
-      if (!fresh && t.cpu_ns < it->second.cpu_ns) it->second = t;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  // Times of `name`; negative when it did not run (filtered out, or it failed).
-  Times times(const std::string& name) const {
-    auto it = times_.find(name);
-    return it == times_.end() ? Times{} : it->second;
-  }
-
- private:
-  std::map<std::string, Times> times_;
-};
-
 int print_ratios(const CapturingReporter& rep) {
   std::printf("\nedgetensor ratios = baseline time / edgetensor time per iteration, same run (higher is faster).\n"
               "Targets are judged on the CPU-time ratio; rows marked (wall) (two processes) on the wall-time ratio,\n"
@@ -301,21 +271,11 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --quick: a smoke run for CI (each benchmark runs ~10 ms instead of ~0.5 s).
-  std::vector<char*> args;
-  static char quick_flag[] = "--benchmark_min_time=0.01";
-  bool color = ::isatty(STDOUT_FILENO) != 0;  // our reporter decides colour itself: only on a terminal
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--benchmark_color=", 18) == 0) color = std::strcmp(argv[i] + 18, "false") != 0;
-    args.push_back(std::strcmp(argv[i], "--quick") == 0 ? quick_flag : argv[i]);
-  }
-  int n = static_cast<int>(args.size());
-  args.push_back(nullptr);
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  const auto color = et_bench::initialize(argc, argv);
+  if (!color) return 1;
   register_all();
-  CapturingReporter reporter(color ? benchmark::ConsoleReporter::OO_Defaults
-                                     : benchmark::ConsoleReporter::OO_Tabular);
+  CapturingReporter reporter(*color ? benchmark::ConsoleReporter::OO_Defaults
+                                    : benchmark::ConsoleReporter::OO_Tabular);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   print_ratios(reporter);

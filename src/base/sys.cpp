@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+// The syscall seam, compiled twice (src/CMakeLists.txt): as the release seam (et_sys, in the shipped
+// libraries), where each wrapper is its libc call and nothing else, and with ET_SYS_TESTING=1 as the
+// testing seam (et_sys_testing, only in edgetensor_testing), where each call is counted and first asks
+// the fault hook (base/sys_testing.h). Everything else in this file is the same in both.
 #include "base/sys.h"
 
 #include <fcntl.h>
@@ -7,36 +11,85 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+
+#if ET_SYS_TESTING
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <type_traits>
+
+#include "base/sys_testing.h"
+#endif
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace sys {
 namespace {
 
+std::size_t kernel_page_size() noexcept {
+  static const std::size_t real = [] {
+    long p = ::sysconf(_SC_PAGESIZE);
+    if (p > 0) return static_cast<std::size_t>(p);
+    // glibc answers sysconf from the same auxv entry; a kernel always passes AT_PAGESZ (getauxval(3)).
+    unsigned long aux = ::getauxval(AT_PAGESZ);
+    if (aux == 0) std::abort();  // no page size at all: not a Linux process
+    return static_cast<std::size_t>(aux);
+  }();
+  return real;
+}
+
+std::size_t kernel_hpage_pmd_size() noexcept {
+  static const std::size_t real = [] {
+    // Read with libc directly, once: a fact of the kernel, like page_size()'s sysconf, not a backend call.
+    int fd = ::open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::size_t{0};
+    char buf[32] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return std::size_t{0};
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(buf, &end, 10);
+    // A power of two larger than a page, or nothing (a malformed answer is treated as no THP).
+    if (end == buf || v == 0 || (v & (v - 1)) != 0 || v <= page_size()) return std::size_t{0};
+    return static_cast<std::size_t>(v);
+  }();
+  return real;
+}
+
+#if !ET_SYS_TESTING
+// ---- release seam: the libc call itself ----------------------------------------------------------
+namespace libc {
+using ::ioctl;
+using ::mmap;
+}  // namespace libc
+}  // namespace
+
+// ET_SYS_CALL(kind, fd, request, arg, expr) is `expr`, the libc call: no counter, no hook.
+#define ET_SYS_CALL(kind, fd, request, arg, expr) (expr)
+#define ET_SYS_CALL_ERRNUM(kind, fd, expr) (expr)
+
+std::size_t page_size() noexcept { return kernel_page_size(); }
+std::size_t hpage_pmd_size() noexcept { return kernel_hpage_pmd_size(); }
+
+#else
+// ---- testing seam: counters, fault hook, ioctl emulator, page-size overrides ---------------------
 std::atomic<std::uint64_t> g_counts[static_cast<int>(Call::Count)];
 std::atomic<std::uint64_t> g_failed[static_cast<int>(Call::Count)];
+std::atomic<std::size_t> g_page_size_override{0};
 constexpr std::size_t kNoHpageOverride = ~std::size_t{0};
 std::atomic<std::size_t> g_hpage_override{kNoHpageOverride};
-
-void count_failure(Call call) noexcept { g_failed[static_cast<int>(call)].fetch_add(1, std::memory_order_relaxed); }
-// Passes `result` through, counting it as a failure when `failed`.
-template <class T>
-T counted(Call call, T result, bool failed) noexcept {
-  if (failed) count_failure(call);
-  return result;
-}
-std::atomic<bool> g_has_hook{false};
 std::mutex g_hook_mutex;
+std::atomic<bool> g_has_hook{false};
 std::shared_ptr<const FaultHook> g_hook;  // guarded by g_hook_mutex
 std::atomic<bool> g_has_emulator{false};
-std::atomic<std::size_t> g_page_size_override{0};
 std::shared_ptr<const IoctlEmulator> g_emulator;  // guarded by g_hook_mutex
 
-// Counts the call and asks the hook; returns the errno to fail with, or 0.
-int before(Call call, int fd = -1, unsigned long request = 0, const void* arg = nullptr) {
+void count_failure(Call call) noexcept { g_failed[static_cast<int>(call)].fetch_add(1, std::memory_order_relaxed); }
+
+// Counts the call and asks the hook; returns the errno to fail it with (counted as a failure), or 0.
+int before(Call call, int fd, unsigned long request, const void* arg) {
   g_counts[static_cast<int>(call)].fetch_add(1, std::memory_order_relaxed);
   if (!g_has_hook.load(std::memory_order_acquire)) return 0;
   std::shared_ptr<const FaultHook> hook;
@@ -49,7 +102,68 @@ int before(Call call, int fd = -1, unsigned long request = 0, const void* arg = 
   return injected;
 }
 
+// What a call of type T returns on failure in the -1/MAP_FAILED/null + errno convention.
+template <class T>
+T failed_result() noexcept {
+  if constexpr (std::is_same_v<T, void*>) return MAP_FAILED;
+  else if constexpr (std::is_pointer_v<T>) return nullptr;
+  else return T{-1};
+}
+
+// A call of that convention through the seam: counted; failed with the hook's errno without running,
+// else run, and counted as failed when it returns -1 (any negative), MAP_FAILED or null.
+template <class Run>
+auto seam(Call call, int fd, unsigned long request, const void* arg, Run run) {
+  using T = decltype(run());
+  if (int e = before(call, fd, request, arg)) {
+    errno = e;
+    return failed_result<T>();
+  }
+  T r = run();
+  bool failed;
+  if constexpr (std::is_pointer_v<T>) failed = r == failed_result<T>();
+  else failed = r < 0;
+  if (failed) count_failure(call);
+  return r;
+}
+
+// posix_fallocate's convention: the error number is the result (errno untouched).
+template <class Run>
+int seam_errnum(Call call, int fd, Run run) {
+  if (int e = before(call, fd, 0, nullptr)) return e;
+  int r = run();
+  if (r != 0) count_failure(call);
+  return r;
+}
+
+// mmap and ioctl as the test set them up: mmap refuses offsets that are no multiple of an overridden
+// page size, ioctl goes to the emulator first.
+namespace libc {
+void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed);
+      p != 0 && static_cast<std::uint64_t>(offset) % p != 0) {
+    errno = EINVAL;  // mmap(2): offset must be a multiple of the page size
+    return MAP_FAILED;
+  }
+  return ::mmap(addr, length, prot, flags, fd, offset);
+}
+int ioctl(int fd, unsigned long request, void* arg) {
+  if (g_has_emulator.load(std::memory_order_acquire)) {
+    std::shared_ptr<const IoctlEmulator> emulator;
+    {
+      std::lock_guard lock(g_hook_mutex);
+      emulator = g_emulator;
+    }
+    if (emulator && *emulator)
+      if (auto r = (*emulator)(fd, request, arg)) return *r;
+  }
+  return ::ioctl(fd, request, arg);
+}
+}  // namespace libc
 }  // namespace
+
+#define ET_SYS_CALL(kind, fd, request, arg, expr) seam(Call::kind, fd, request, arg, [&] { return expr; })
+#define ET_SYS_CALL_ERRNUM(kind, fd, expr) seam_errnum(Call::kind, fd, [&] { return expr; })
 
 const char* call_name(Call call) noexcept {
   static constexpr const char* kNames[] = {"open", "close", "dup", "mmap", "munmap", "memfd_create",
@@ -73,24 +187,6 @@ void set_ioctl_emulator(IoctlEmulator emulator) {
   g_has_emulator.store(g_emulator != nullptr, std::memory_order_release);
 }
 
-std::size_t page_size() noexcept {
-  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed)) return p;
-  static const std::size_t real = [] {
-    long p = ::sysconf(_SC_PAGESIZE);
-    if (p > 0) return static_cast<std::size_t>(p);
-    // glibc answers sysconf from the same auxv entry; a kernel always passes AT_PAGESZ (getauxval(3)).
-    unsigned long aux = ::getauxval(AT_PAGESZ);
-    if (aux == 0) std::abort();  // no page size at all: not a Linux process
-    return static_cast<std::size_t>(aux);
-  }();
-  return real;
-}
-
-void set_page_size_for_testing(std::size_t bytes) noexcept {
-  if (bytes != 0 && (bytes < 4096 || (bytes & (bytes - 1)) != 0)) std::abort();  // a test's own mistake
-  g_page_size_override.store(bytes, std::memory_order_relaxed);
-}
-
 std::uint64_t call_count(Call call) noexcept {
   return g_counts[static_cast<int>(call)].load(std::memory_order_relaxed);
 }
@@ -111,23 +207,19 @@ std::uint64_t total_failed() noexcept {
   return total;
 }
 
+std::size_t page_size() noexcept {
+  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed)) return p;
+  return kernel_page_size();
+}
+
+void set_page_size_for_testing(std::size_t bytes) noexcept {
+  if (bytes != 0 && (bytes < 4096 || (bytes & (bytes - 1)) != 0)) std::abort();  // a test's own mistake
+  g_page_size_override.store(bytes, std::memory_order_relaxed);
+}
+
 std::size_t hpage_pmd_size() noexcept {
   if (std::size_t o = g_hpage_override.load(std::memory_order_relaxed); o != kNoHpageOverride) return o;
-  static const std::size_t real = [] {
-    // Read with libc directly, once: a fact of the kernel, like page_size()'s sysconf, not a backend call.
-    int fd = ::open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::size_t{0};
-    char buf[32] = {};
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n <= 0) return std::size_t{0};
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(buf, &end, 10);
-    // A power of two larger than a page, or nothing (a malformed answer is treated as no THP).
-    if (end == buf || v == 0 || (v & (v - 1)) != 0 || v <= page_size()) return std::size_t{0};
-    return static_cast<std::size_t>(v);
-  }();
-  return real;
+  return kernel_hpage_pmd_size();
 }
 
 void set_hpage_pmd_size_for_testing(std::size_t bytes) noexcept {
@@ -136,132 +228,58 @@ void set_hpage_pmd_size_for_testing(std::size_t bytes) noexcept {
 void reset_hpage_pmd_size_for_testing() noexcept {
   g_hpage_override.store(kNoHpageOverride, std::memory_order_relaxed);
 }
+#endif
 
-#define ET_SYS_FAIL_IF(expr, failed) \
-  if (int e = (expr)) {              \
-    errno = e;                       \
-    return failed;                   \
-  }
-
+// ---- the wrappers, the same in both seams ---------------------------------------------------------
+// ET_SYS_CALL(kind, fd, request, arg, expr): the call `expr` of Call::kind; `request`/`arg` as in CallInfo.
 int open(const char* path, int flags, mode_t mode) {
-  ET_SYS_FAIL_IF(before(Call::Open), -1);
-  int r = ::open(path, flags, mode);
-  return counted(Call::Open, r, r < 0);
+  return ET_SYS_CALL(Open, -1, 0, nullptr, ::open(path, flags, mode));
 }
-int close(int fd) {
-  ET_SYS_FAIL_IF(before(Call::Close, fd), -1);
-  int r = ::close(fd);
-  return counted(Call::Close, r, r != 0);
-}
-int dup_cloexec(int fd) {
-  ET_SYS_FAIL_IF(before(Call::Dup, fd), -1);
-  int r = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  return counted(Call::Dup, r, r < 0);
-}
+int close(int fd) { return ET_SYS_CALL(Close, fd, 0, nullptr, ::close(fd)); }
+int dup_cloexec(int fd) { return ET_SYS_CALL(Dup, fd, 0, nullptr, ::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
 void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  ET_SYS_FAIL_IF(before(Call::Mmap, fd), MAP_FAILED);
-  if (std::size_t p = g_page_size_override.load(std::memory_order_relaxed);
-      p != 0 && static_cast<std::uint64_t>(offset) % p != 0) {
-    errno = EINVAL;  // mmap(2): offset must be a multiple of the page size
-    return counted(Call::Mmap, MAP_FAILED, true);
-  }
-  void* r = ::mmap(addr, length, prot, flags, fd, offset);
-  return counted(Call::Mmap, r, r == MAP_FAILED);
+  return ET_SYS_CALL(Mmap, fd, 0, nullptr, libc::mmap(addr, length, prot, flags, fd, offset));
 }
-int munmap(void* addr, size_t length) {
-  ET_SYS_FAIL_IF(before(Call::Munmap), -1);
-  int r = ::munmap(addr, length);
-  return counted(Call::Munmap, r, r != 0);
-}
+int munmap(void* addr, size_t length) { return ET_SYS_CALL(Munmap, -1, 0, nullptr, ::munmap(addr, length)); }
 int memfd_create(const char* name, unsigned flags) {
-  ET_SYS_FAIL_IF(before(Call::MemfdCreate), -1);
-  int r = ::memfd_create(name, flags);
-  return counted(Call::MemfdCreate, r, r < 0);
+  return ET_SYS_CALL(MemfdCreate, -1, 0, nullptr, ::memfd_create(name, flags));
 }
-int ftruncate(int fd, off_t length) {
-  ET_SYS_FAIL_IF(before(Call::Ftruncate, fd), -1);
-  int r = ::ftruncate(fd, length);
-  return counted(Call::Ftruncate, r, r != 0);
-}
+int ftruncate(int fd, off_t length) { return ET_SYS_CALL(Ftruncate, fd, 0, nullptr, ::ftruncate(fd, length)); }
 int fcntl(int fd, int cmd, long arg) {
-  ET_SYS_FAIL_IF(before(Call::Fcntl, fd, static_cast<unsigned long>(cmd)), -1);
-  int r = ::fcntl(fd, cmd, arg);
-  return counted(Call::Fcntl, r, r < 0);
+  return ET_SYS_CALL(Fcntl, fd, static_cast<unsigned long>(cmd), nullptr, ::fcntl(fd, cmd, arg));
 }
-int fstat(int fd, struct stat* st) {
-  ET_SYS_FAIL_IF(before(Call::Fstat, fd), -1);
-  int r = ::fstat(fd, st);
-  return counted(Call::Fstat, r, r != 0);
-}
-int fstatfs(int fd, struct statfs* st) {
-  ET_SYS_FAIL_IF(before(Call::Fstatfs, fd), -1);
-  int r = ::fstatfs(fd, st);
-  return counted(Call::Fstatfs, r, r != 0);
-}
+int fstat(int fd, struct stat* st) { return ET_SYS_CALL(Fstat, fd, 0, nullptr, ::fstat(fd, st)); }
+int fstatfs(int fd, struct statfs* st) { return ET_SYS_CALL(Fstatfs, fd, 0, nullptr, ::fstatfs(fd, st)); }
 int ioctl(int fd, unsigned long request, void* arg) {
-  ET_SYS_FAIL_IF(before(Call::Ioctl, fd, request, arg), -1);
-  if (g_has_emulator.load(std::memory_order_acquire)) {
-    std::shared_ptr<const IoctlEmulator> emulator;
-    {
-      std::lock_guard lock(g_hook_mutex);
-      emulator = g_emulator;
-    }
-    if (emulator && *emulator)
-      if (auto r = (*emulator)(fd, request, arg)) return counted(Call::Ioctl, *r, *r < 0);
-  }
-  int r = ::ioctl(fd, request, arg);
-  return counted(Call::Ioctl, r, r < 0);
+  return ET_SYS_CALL(Ioctl, fd, request, arg, libc::ioctl(fd, request, arg));
 }
 int posix_fallocate(int fd, off_t offset, off_t length) {
-  if (int e = before(Call::PosixFallocate, fd)) return e;
-  int r = ::posix_fallocate(fd, offset, length);
-  return counted(Call::PosixFallocate, r, r != 0);
+  return ET_SYS_CALL_ERRNUM(PosixFallocate, fd, ::posix_fallocate(fd, offset, length));
 }
 int shm_open(const char* name, int flags, mode_t mode) {
-  ET_SYS_FAIL_IF(before(Call::ShmOpen), -1);
-  int r = ::shm_open(name, flags, mode);
-  return counted(Call::ShmOpen, r, r < 0);
+  return ET_SYS_CALL(ShmOpen, -1, 0, nullptr, ::shm_open(name, flags, mode));
 }
-int shm_unlink(const char* name) {
-  ET_SYS_FAIL_IF(before(Call::ShmUnlink), -1);
-  int r = ::shm_unlink(name);
-  return counted(Call::ShmUnlink, r, r != 0);
-}
+int shm_unlink(const char* name) { return ET_SYS_CALL(ShmUnlink, -1, 0, nullptr, ::shm_unlink(name)); }
 off_t lseek(int fd, off_t offset, int whence) {
-  ET_SYS_FAIL_IF(before(Call::Lseek, fd), -1);
-  off_t r = ::lseek(fd, offset, whence);
-  return counted(Call::Lseek, r, r < 0);
+  return ET_SYS_CALL(Lseek, fd, 0, nullptr, ::lseek(fd, offset, whence));
 }
 ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
-  ET_SYS_FAIL_IF(before(Call::Sendmsg, fd), -1);
-  ssize_t r = ::sendmsg(fd, msg, flags);
-  return counted(Call::Sendmsg, r, r < 0);
+  return ET_SYS_CALL(Sendmsg, fd, 0, nullptr, ::sendmsg(fd, msg, flags));
 }
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  ET_SYS_FAIL_IF(before(Call::Recvmsg, fd), -1);
-  ssize_t r = ::recvmsg(fd, msg, flags);
-  return counted(Call::Recvmsg, r, r < 0);
+  return ET_SYS_CALL(Recvmsg, fd, 0, nullptr, ::recvmsg(fd, msg, flags));
 }
 int madvise(void* addr, size_t length, int advice) {
-  ET_SYS_FAIL_IF(before(Call::Madvise, -1, static_cast<unsigned long>(advice)), -1);
-  int r = ::madvise(addr, length, advice);
-  return counted(Call::Madvise, r, r != 0);
+  return ET_SYS_CALL(Madvise, -1, static_cast<unsigned long>(advice), nullptr, ::madvise(addr, length, advice));
 }
-DIR* opendir(const char* path) {
-  ET_SYS_FAIL_IF(before(Call::Opendir), nullptr);
-  DIR* r = ::opendir(path);
-  return counted(Call::Opendir, r, r == nullptr);
-}
-int stat(const char* path, struct stat* st) {
-  ET_SYS_FAIL_IF(before(Call::Stat), -1);
-  int r = ::stat(path, st);
-  return counted(Call::Stat, r, r != 0);
-}
+DIR* opendir(const char* path) { return ET_SYS_CALL(Opendir, -1, 0, nullptr, ::opendir(path)); }
+int stat(const char* path, struct stat* st) { return ET_SYS_CALL(Stat, -1, 0, nullptr, ::stat(path, st)); }
 ssize_t read(int fd, void* buf, size_t count) {
-  ET_SYS_FAIL_IF(before(Call::Read, fd), -1);
-  ssize_t r = ::read(fd, buf, count);
-  return counted(Call::Read, r, r < 0);
+  return ET_SYS_CALL(Read, fd, 0, nullptr, ::read(fd, buf, count));
 }
+
+#undef ET_SYS_CALL
+#undef ET_SYS_CALL_ERRNUM
 
 }  // namespace sys
 }  // namespace ET_ABI_NAMESPACE

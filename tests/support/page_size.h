@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "base/sys.h"
+#include "base/sys_testing.h"
 
 namespace et_test {
 

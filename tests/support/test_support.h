@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "base/sys.h"
+#include "base/sys_testing.h"
 #include "support/env.h"
 
 namespace et_test {

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "base/sys.h"
+#include "base/sys_testing.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

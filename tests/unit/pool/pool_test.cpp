@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/storage.h"
-#include "base/sys.h"
+#include "base/sys_testing.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;

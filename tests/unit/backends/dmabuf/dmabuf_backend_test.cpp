@@ -28,7 +28,7 @@
 #include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dmabuf.h"
 #include "core/backend.h"
-#include "base/sys.h"
+#include "base/sys_testing.h"
 #include "support/env.h"
 #include "support/page_size.h"
 #include "support/test_support.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "base/sys.h"
+#include "base/sys_testing.h"
 #include "support/page_size.h"
 #include "support/test_support.h"
 

@@ -1,72 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Frame channel: a steady stream of tensors or Frames from one process to another in which a buffer's
-// fd crosses once. The wire format is docs/WIRE.md, "The frame channel".
-//
-// The pair: a channel::Sender and a channel::Receiver at the two ends of one connected AF_UNIX
-// SOCK_SEQPACKET socket (socket_pair(), or a named socket: socket(2) + bind/listen/accept and connect,
-// unix(7)). SOCK_SEQPACKET because it keeps message boundaries, carries fds (SCM_RIGHTS) and is
-// connected, so either end sees the other's death (0 bytes read, EPIPE on send); SOCK_DGRAM has no
-// peer to lose and SOCK_STREAM no boundaries: both are refused.
-//
-// What crosses: the first time the sender sends a buffer (a memfd sealed against shrinking or a
-// DMA-BUF, as ipc::send requires) it ANNOUNCEs it: a buffer id, its memory kind and size, and its fd.
-// The receiver imports it once (probe, import, one persistent mapping) and keeps it by id. After that
-// a FRAME is one small message with no fd: the buffer id(s), a sequence number, a CLOCK_MONOTONIC
-// timestamp in ns, and what ipc::send / ipc::send_frame would say about the tensor or Frame (view:
-// offset, shape, strides, dtype, name; image layout or plane; colorimetry; quantization). A frame
-// costs the receiver no import, no fd and no mmap.
-//
-// Release: every tensor (or Frame buffer) the receiver hands out is held like a pool's buffer: when
-// its last holder (the tensor, its copies, views, maps, ...) is gone, on whatever thread that is, a
-// RELEASE message names (buffer id, sequence) back to the sender. The sender keeps a reference to
-// every tensor it sent until that release arrives (its copy of the TensorDyn), so a Pool's buffer goes
-// back to its pool exactly then, with nothing special in the pool. A buffer may be out in several
-// frames at once; each frame is released on its own. Device work recorded on a frame
-// (cuda::CudaMap::record) holds its release back until the work has completed (cudaEventQuery), as a
-// Pool holds its buffer: the receiver asks at each of its calls, every millisecond while a receive()
-// waits; no thread blocks on the device.
-//
-// Buffer table: the sender announces at most SenderOptions::max_buffers buffers at once. Before it
-// announces another it RETIREs (receiver: close the import) announced buffers whose last tensor in the
-// sending process is gone, then, if still full, the least recently sent buffer with no frame out; if
-// every announced buffer is out, send() fails with Busy. The receiver refuses more imports than its
-// own ReceiverOptions::max_buffers. A Pool's buffers count as alive (the pool keeps them), so they
-// stay announced (and mapped in the receiver) until evicted or the channel ends.
-//
-// Sequence and time: frames carry strictly increasing sequence numbers (SendOptions::sequence, or the
-// previous one + 1, starting at 0) and a timestamp (SendOptions::timestamp_ns, or CLOCK_MONOTONIC read
-// at send; clock_gettime(2): one clock for every process of the machine), so a consumer can see drops
-// (a gap) and latency (its own CLOCK_MONOTONIC minus the timestamp).
-//
-// Peer death and closing: when either end is destroyed, or its process dies (kill -9 included), the
-// other sees it: the sender's internal reader thread drops every reference it held (Pool buffers come
-// back at once) and later sends fail with Unavailable; the receiver's receive() fails with Unavailable
-// and it closes every import it holds. Tensors already delivered stay valid in both processes (each
-// holds the memory through its own fd and mapping). Nothing blocks forever: a sender whose receiver
-// stops releasing sees Pool::acquire fail with Busy after its timeout (Sender::acquire names the
-// frames the receiver holds), and send() waits at most SenderOptions::send_timeout for a free buffer-table slot and room in the socket.
-//
-// Errors that close the channel: what the peer or the socket did - a malformed message, an unknown
-// buffer id, a duplicate announce, a release of a frame that is not out, a fence (not in version 1),
-// an fd that fails the checks of ipc::receive, a send or receive that failed, a peer that closed -
-// closes it at both ends (the socket is shut down; the peer sees the end of the channel): a peer that
-// broke the protocol cannot be trusted to stay in step, so neither end tries. The call that met the
-// error returns it (receive(), send()); errors the sender's reader thread meets in the background show
-// in its later calls. Every later call fails with Unavailable (the peer closed or died) or
-// FailedPrecondition ("channel 'cam0' is closed: <the first error>"). Every fd that arrives with a
-// refused message is closed. A call refused for its own arguments before anything was sent (a heap
-// tensor, a sequence not increasing) and a timeout (Busy) leave the channel open.
-//
-// Threads: Sender and Receiver are thread-safe (their calls are serialised inside). A Sender runs one
-// internal thread that reads releases; tensors it sent are dropped on that thread (so a Pool's buffer
-// comes back there). A Receiver runs no thread: a release is sent by the thread that drops the last
-// holder (one non-blocking sendmsg); one that would block (the sender is not reading) is queued and
-// sent by the receiver's next call, or by a receive() waiting in another thread (woken through an
-// eventfd). Delivered tensors may outlive the Receiver (a release then goes nowhere). Neither object
-// may be used in the child of a fork() (the sender's thread is not there).
-//
-// Fences: the messages have room for a sync_file fence fd per frame and per release (docs/WIRE.md); a
-// later version fills it. Version 1 sends none and refuses any.
+// Frame channel: a stream of tensors or Frames between two processes over a connected SOCK_SEQPACKET
+// socket; each buffer's fd crosses once (announce), then frames are small messages, and the receiver's
+// drop of a frame releases it back. Design, closing rules and threads: docs/CHANNEL.md; wire: docs/WIRE.md.
 #pragma once
 
 #include <edgetensor/error.h>

@@ -1,34 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Optional CUDA interop: device views of tensors, external memory, streams and copies.
-//
-// The CUDA runtime is loaded with dlopen on first use (never at static initialisation, never
-// unloaded); the library has no link-time dependency on it. Loader order: EDGETENSOR_DISABLE_CUDA=1
-// disables CUDA; EDGETENSOR_CUDART=<path> loads exactly that file and nothing else; otherwise
-// libcudart.so.13, libcudart.so.12, libcudart.so.11.0, then libcudart.so, keeping the first that
-// loads, has every required symbol and reaches a driver. A runtime whose cudaGetDeviceCount answers
-// cudaErrorInsufficientDriver (no driver, or one older than that runtime) makes the loader try the
-// next name; any other answer (devices, cudaErrorNoDevice, ...) comes from the driver every runtime
-// shares and ends the search. When none reaches a driver, the first that loaded is kept and
-// status() gives its error. Status::tried lists every name that did not work. Both variables are
-// read once per process.
-//
-// Errors: nothing here throws or aborts. Every fallible call returns Result<T>. A CUDA error keeps
-// its name, number and text in the message, e.g. "cudaHostRegister(0x7f.., 4096 B, flags 0x3):
-// cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version".
-// Codes: Unavailable (no runtime, no driver, no device, disabled), FailedPrecondition (called in a
-// child after fork(), empty tensor handle), InvalidArgument (null pointer, bad fd, size mismatch),
-// OutOfRange (copy larger than a buffer), Unsupported (this storage cannot be given to CUDA here, e.g.
-// a DMA-BUF on a desktop GPU), OutOfMemory (cudaErrorMemoryAllocation), AlreadyExists
-// (cudaErrorHostMemoryAlreadyRegistered), Internal (other CUDA errors).
-//
-// fork(): CUDA state does not survive fork (CUDA Programming Guide, "Multiprocessing"). In a child
-// of a process that loaded the runtime, every call here fails fast with FailedPrecondition, status()
-// reports it, and destructors of objects inherited from the parent make no CUDA call.
-//
-// Thread rules: status()/available() and every free function may be called from any thread. A
-// Stream, CudaMap or ExternalMemory is a value owned by one thread at a time (moving is fine). CUDA
-// calls run on the calling thread and use its current device (cudaGetDevice) unless a device is
-// given.
+// Optional CUDA interop: device views of tensors, external memory, streams and copies. libcudart is
+// loaded with dlopen on first use, never linked. Nothing throws: every fallible call returns Result<T>,
+// a CUDA error keeping its name, number and text. Loader order, error codes, fork() and thread rules:
+// docs/CUDA.md, "The loader, errors, fork and threads".
 #pragma once
 
 #include <edgetensor/error.h>
@@ -212,7 +186,7 @@ class ET_API CudaMap {
   CudaMap& operator=(const CudaMap&) = delete;
   ~CudaMap();
 
-  /// Device address of the tensor's first element; null when released.
+  /// Device address of the tensor's first element; null after unmap().
   void* device_ptr() const noexcept { return ptr_; }
   /// Bytes from the first element to one past the last (the tensor's extent).
   std::size_t extent_bytes() const noexcept { return extent_bytes_; }
@@ -225,11 +199,11 @@ class ET_API CudaMap {
   /// Blocks until the recorded event completes; without record(), until the device is idle
   /// (cudaDeviceSynchronize). Call it before mapping the storage on the CPU.
   [[nodiscard]] Result<void> wait() const;
-  /// Ends this view early (idempotent): drops the event and the storage reference. It does not wait for
+  /// Ends this view early, as MapBase::unmap() does for a CPU map (idempotent): drops the event and the storage reference. It does not wait for
   /// recorded work. For a buffer of a Pool (pool.h) the event goes with the buffer, and the pool hands the
   /// buffer out again only once the event has completed (cudaEventQuery); for a frame from a
   /// channel::Receiver (channel.h) the release goes back to the sender only then.
-  void release() noexcept;
+  void unmap() noexcept;
 
  private:
   friend struct detail::MapAccess;

@@ -230,46 +230,7 @@ ET_API std::size_t live_import_count() noexcept;
 /// code and bits), naming code, bits and lanes.
 [[nodiscard]] ET_API Result<DType> from_data_type(DataType type);
 
-// ---- ABI checks (dlpack.h 1.1; LP64 and ILP32, with 4- or 8-byte aligned 64-bit integers) ------
-namespace abi {
-inline constexpr std::size_t kPtr = sizeof(void*);
-struct Align64Probe {
-  char c;
-  std::uint64_t v;
-};
-// Alignment of a 64-bit integer inside a struct: 8 on LP64 and armhf (AAPCS), 4 on i386 (whose
-// alignof(uint64_t) is 8 while struct members get 4).
-inline constexpr std::size_t kAlign64 = offsetof(Align64Probe, v);
-constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
-inline constexpr std::size_t kTensorAlign = kPtr > kAlign64 ? kPtr : kAlign64;
-// DlTensor: data, device (8 B), ndim, dtype (4 B), shape, strides, byte_offset.
-inline constexpr std::size_t kShapeOffset = round_up(kPtr + 8 + 4 + 4, kPtr);
-inline constexpr std::size_t kByteOffsetOffset = round_up(kShapeOffset + 2 * kPtr, kAlign64);
-inline constexpr std::size_t kTensorSize = round_up(kByteOffsetOffset + 8, kTensorAlign);
-inline constexpr std::size_t kFlagsOffset = round_up(8 + 2 * kPtr, kAlign64);
-inline constexpr std::size_t kVersionedTensorOffset = round_up(kFlagsOffset + 8, kTensorAlign);
-}  // namespace abi
-static_assert(sizeof(Version) == 8 && sizeof(Device) == 8 && sizeof(DataType) == 4);
-static_assert(offsetof(DataType, bits) == 1 && offsetof(DataType, lanes) == 2);
-static_assert(offsetof(Device, device_id) == 4);
-static_assert(offsetof(DlTensor, device) == abi::kPtr && offsetof(DlTensor, ndim) == abi::kPtr + 8 &&
-              offsetof(DlTensor, dtype) == abi::kPtr + 12);
-static_assert(offsetof(DlTensor, shape) == abi::kShapeOffset &&
-              offsetof(DlTensor, strides) == abi::kShapeOffset + abi::kPtr &&
-              offsetof(DlTensor, byte_offset) == abi::kByteOffsetOffset && sizeof(DlTensor) == abi::kTensorSize);
-static_assert(offsetof(ManagedTensor, manager_ctx) == abi::kTensorSize &&
-              offsetof(ManagedTensor, deleter) == abi::kTensorSize + abi::kPtr &&
-              sizeof(ManagedTensor) == abi::round_up(abi::kTensorSize + 2 * abi::kPtr, abi::kTensorAlign));
-static_assert(offsetof(ManagedTensorVersioned, manager_ctx) == 8 &&
-              offsetof(ManagedTensorVersioned, deleter) == 8 + abi::kPtr &&
-              offsetof(ManagedTensorVersioned, flags) == abi::kFlagsOffset &&
-              offsetof(ManagedTensorVersioned, dl_tensor) == abi::kVersionedTensorOffset &&
-              sizeof(ManagedTensorVersioned) == abi::kVersionedTensorOffset + abi::kTensorSize);
-#if defined(__x86_64__) || defined(__aarch64__)
-static_assert(sizeof(DlTensor) == 48 && sizeof(ManagedTensor) == 64 && sizeof(ManagedTensorVersioned) == 80);
-#elif defined(__arm__)
-static_assert(sizeof(DlTensor) == 40 && sizeof(ManagedTensor) == 48 && sizeof(ManagedTensorVersioned) == 64);
-#endif
+// The layouts above are checked against the DLPack 1.1 ABI (LP64 and ILP32) in src/dlpack/dlpack_types.cpp.
 
 }  // namespace dlpack
 }  // namespace ET_ABI_NAMESPACE

@@ -215,7 +215,7 @@ CudaMap::CudaMap(CudaMap&& o) noexcept
 
 CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
   if (this != &o) {
-    release();
+    unmap();
     storage_ = std::move(o.storage_);
     handle_ = o.handle_;
     ptr_ = o.ptr_;
@@ -233,9 +233,9 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
   return *this;
 }
 
-CudaMap::~CudaMap() { release(); }
+CudaMap::~CudaMap() { unmap(); }
 
-void CudaMap::release() noexcept {
+void CudaMap::unmap() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
   if (event_ && own_process) {
     if (const auto* api = detail::runtime()) {

@@ -110,7 +110,7 @@ TEST_F(CudaFake, UnpooledReleaseStillDestroysItsEventAtOnce) {
   auto m = cuda::map(*t);
   ASSERT_OK(m);
   ASSERT_OK(m->record(*stream));
-  m->release();
+  m->unmap();
   EXPECT_EQ(fake_.live("event"), 0);
 }
 

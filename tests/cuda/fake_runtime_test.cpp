@@ -107,7 +107,7 @@ TEST_F(CudaFake, HeapRegistersOnceAndUnregistersBeforeMemoryIsFreed) {
   ASSERT_OK(m2);
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice"})) << "the registration is cached per storage";
   *m = cuda::CudaMap();
-  m2->release();
+  m2->unmap();
   EXPECT_EQ(fake_.count("cudaHostUnregister"), 0) << "the tensor still holds the storage";
   *t = TensorDyn();
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaHostUnregister"})) << "map m2, then the teardown";
@@ -141,7 +141,7 @@ TEST_F(CudaFake, ViewsShareOneHandleAndAddTheirOffset) {
   *whole = cuda::CudaMap();
   *m1 = cuda::CudaMap();
   EXPECT_EQ(fake_.count("cudaHostUnregister"), 0);
-  m3->release();
+  m3->unmap();
   EXPECT_EQ(fake_.count("cudaHostUnregister"), 1);
 }
 
@@ -399,7 +399,7 @@ TEST_F(CudaFake, RecordAndWaitBeforeCpuAccess) {
   EXPECT_EQ(fake_.names(), (Names{"cudaEventCreateWithFlags", "cudaEventRecord", "cudaEventSynchronize"}));
   EXPECT_EQ(fake_.call(0)->args[0], 2u) << "cudaEventDisableTiming";
   fake_.reset();
-  m->release();
+  m->unmap();
   EXPECT_EQ(fake_.names(), (Names{"cudaEventDestroy"}));
   EXPECT_ERROR(m->wait(), ErrorCode::FailedPrecondition, "released");
 }

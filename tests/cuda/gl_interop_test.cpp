@@ -163,8 +163,8 @@ TEST_F(CudaGlFake, MapsAndUnmapsOnTheCallersStreamAndKeepsTheViewOffset) {
   ASSERT_NE(ptr, nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m->device_ptr()), ptr->args[1] + 1024 * sizeof(float));
   EXPECT_EQ(m->extent_bytes(), 1024 * sizeof(float));
-  m->release();
-  m->release();  // idempotent
+  m->unmap();
+  m->unmap();  // idempotent
   flush(*ctx);
   const auto* map = fake_.last("cudaGraphicsMapResources");
   const auto* unmap = fake_.last("cudaGraphicsUnmapResources");
@@ -195,8 +195,8 @@ TEST_F(CudaGlFake, CpuMapsAndUserGlWorkAreRefusedWhileCudaMapped) {
                ErrorCode::Busy, "mapped by CUDA");
   EXPECT_FALSE(ran);
   EXPECT_ERROR(cuda::map(t), ErrorCode::Busy, "another CudaMap of it is open");
-  m->release();
-  // FIFO on the GL thread: the unmap posted by release() runs before this map.
+  m->unmap();
+  // FIFO on the GL thread: the unmap posted by unmap() runs before this map.
   auto w = t.map_write();
   ASSERT_TRUE(w) << w.error().to_string();
   EXPECT_EQ(fake_.violations(), 0);
@@ -214,7 +214,7 @@ TEST_F(CudaGlFake, CudaMapIsRefusedWhileACpuMapIsOpen) {
   EXPECT_EQ(fake_.count("cudaGraphicsGLRegisterBuffer"), 0);
   auto m = cuda::map(t);  // registers now
   ASSERT_TRUE(m) << m.error().to_string();
-  m->release();
+  m->unmap();
   {
     auto r = t.map_read();
     ASSERT_TRUE(r) << r.error().to_string();
@@ -264,7 +264,7 @@ TEST_F(CudaGlFake, ContextShutdownWhileCudaMappedUnmapsAndUnregistersOnce) {
   EXPECT_EQ(gl_names(), (std::vector<std::string>{"cudaGraphicsUnmapResources", "cudaGraphicsUnregisterResource"}));
   expect_on_gl_thread(gl_tid);
   EXPECT_TRUE(capture.contains("CudaMap of it is open")) << "the shutdown must say that an open CudaMap lost its pointer";
-  m->release();  // no second unmap
+  m->unmap();  // no second unmap
   t = TensorDyn{};
   EXPECT_EQ(fake_.count("cudaGraphicsUnmapResources"), 1);
   EXPECT_EQ(fake_.count("cudaGraphicsUnregisterResource"), 1);
@@ -358,7 +358,7 @@ TEST_F(CudaGlFakeTwoGpus, ContextOnAnotherCudaDeviceIsAClearErrorBeforeAnyRegist
   auto m = cuda::map(t, d1);
   ASSERT_TRUE(m) << m.error().to_string();
   EXPECT_EQ(m->device(), 1);
-  m->release();
+  m->unmap();
   // The registration is bound to device 1 now.
   EXPECT_ERROR(cuda::map(t, d0), ErrorCode::FailedPrecondition, "bound to CUDA device 1");
 }

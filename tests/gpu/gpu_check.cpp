@@ -228,7 +228,7 @@ void check_cuda_gl() {
     else pass("cuda-gl busy while mapped", busy.error().message());
   }
   cudaFree(d);
-  // map + unmap per frame (release posts the unmap; the next map waits for it on the GL thread).
+  // map + unmap per frame (unmap() posts the unmap; the next map waits for it on the GL thread).
   const int frames = 300;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < frames; ++i) {
@@ -237,7 +237,7 @@ void check_cuda_gl() {
   }
   (void)ctx->run([]() -> edgetensor::Result<void> { return {}; });  // the last unmap has run
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / frames;
-  std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + release of a 4 MiB PBO", us, frames);
+  std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + unmap of a 4 MiB PBO", us, frames);
   pass("cuda-gl timing");
   auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
   if (rt.ok) pass("cuda-gl round trip (info)", rt.detail);

@@ -130,7 +130,7 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
       return out;
     }
     const int device = m->device();
-    m->release();
+    m->unmap();
     const auto t1 = std::chrono::steady_clock::now();
     auto rm = t->map_read();
     if (!rm) {

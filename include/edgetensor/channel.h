@@ -122,7 +122,8 @@ struct ReceiverOptions {
   /// Buffers imported at once, 1 to kMaxChannelBuffers: an announce past it closes the channel
   /// (OutOfRange). Each holds one fd and one mapping in this process.
   std::size_t max_buffers = 32;
-  /// Limits on each announced buffer (max_buffer_bytes), as ipc::receive applies them.
+  /// Limits on each announced buffer (max_buffer_bytes), as ipc::receive applies them. Its timeout and
+  /// on_interrupt are not used: Receiver::receive takes its own timeout.
   ipc::ReceiveOptions limits;
 };
 

@@ -17,8 +17,10 @@
 #include <edgetensor/tensor.h>
 #include <edgetensor/unique_fd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -63,28 +65,52 @@ inline constexpr std::uint16_t kFrameMessageVersion = 1;
 /// Longest tensor name carried (bytes); longer names are cut at a UTF-8 boundary.
 inline constexpr std::size_t kMaxWireNameBytes = 63;
 
+/// Called on the waiting thread when a signal interrupts a wait of send/receive (poll(2) fails with
+/// EINTR): an error ends the call with that error; success goes on waiting for the time left. Lets a
+/// caller run its own signal handling during a long wait (Python's: Ctrl-C raises KeyboardInterrupt).
+using InterruptCheck = std::function<Result<void>()>;
+
+/// The timeout that waits for ever.
+inline constexpr std::chrono::milliseconds kWaitForever{-1};
+
+/// How send() and send_frame() wait for room in the socket.
+struct SendOptions {
+  /// Longest wait: negative (kWaitForever) waits for ever, 0 does not wait. When it passes: Busy,
+  /// naming the timeout, with sys_errno EAGAIN for 0 and ETIMEDOUT otherwise; nothing was sent.
+  std::chrono::milliseconds timeout = kWaitForever;
+  /// Called when a signal interrupts the wait (InterruptCheck); none: the wait goes on.
+  InterruptCheck on_interrupt;
+};
+
 /// Sends `tensor` (its view: shape, strides, offset; its dtype and name; its image layout, or the
 /// pixel format and plane a plane view shows; colorimetry; quantization, per-axis parameters included)
 /// and its buffer's fd (the kernel installs a copy in the receiver) in one message on the connected socket
 /// `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM). The tensor stays usable here; both
 /// processes then share the same bytes. Only memory a receiver can trust is sent: memfd sealed against
 /// shrinking (every memfd tensor allocated here is) and DMA-BUF. A tensor with zero elements reaches no
-/// byte and is never sent, whatever its memory (a zero-element view of a big buffer included). Blocks;
-/// MSG_NOSIGNAL.
+/// byte and is never sent, whatever its memory (a zero-element view of a big buffer included). Waits
+/// for room in the socket as options say; MSG_NOSIGNAL.
 /// Errors, checked in this order: FailedPrecondition (empty handle; "tensor [0, 3] has zero elements:
 /// nothing to share"), Unsupported (heap, PBO), InvalidArgument (a SOCK_STREAM or other socket type,
 /// named; ENOTSOCK), Unsupported (shared memory not sealed against shrinking - a sender could shrink it
 /// under the receiver's mapping -, with what can be done: seal a memfd that allows sealing with
 /// F_SEAL_SHRINK; copy a memfd made without MFD_ALLOW_SEALING, or named POSIX shm, into a tensor
-/// allocated here), the send_fds errors.
-[[nodiscard]] ET_API Result<void> send(int socket_fd, const TensorDyn& tensor);
+/// allocated here), Busy (the timeout passed: SendOptions), Unavailable (the receiver is gone: EPIPE,
+/// ECONNRESET), from_errno of sendmsg or poll, on_interrupt's error.
+[[nodiscard]] ET_API Result<void> send(int socket_fd, const TensorDyn& tensor, const SendOptions& options = {});
 
-/// Limits a receiver puts on what a sender may hand it.
+/// Limits a receiver puts on what a sender may hand it, and how long it waits.
 struct ReceiveOptions {
   /// Largest buffer accepted, in bytes. The receiver maps a shared buffer whole (one persistent mapping
   /// per storage), so a hostile sender could otherwise pass a huge sparse memfd with a 1-byte view and
   /// use up this process's address space. Default 64 GiB (1 GiB where size_t is 32 bits).
   std::size_t max_buffer_bytes = sizeof(std::size_t) >= 8 ? std::size_t{64} << 30 : std::size_t{1} << 30;
+  /// Longest wait for a message: negative (kWaitForever) waits for ever, 0 does not wait. When it
+  /// passes: Busy, naming the timeout, with sys_errno EAGAIN for 0 and ETIMEDOUT otherwise; nothing
+  /// was read.
+  std::chrono::milliseconds timeout = kWaitForever;
+  /// Called when a signal interrupts the wait (InterruptCheck); none: the wait goes on.
+  InterruptCheck on_interrupt;
 };
 
 /// Receives one tensor sent with send() on `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM,
@@ -94,22 +120,22 @@ struct ReceiveOptions {
 /// MSG_CTRUNC), what the fd really is (it must match the header's memory kind; a memfd must be sealed
 /// against shrinking), its real size against offset + extent and options.max_buffer_bytes, and the
 /// image layout against the view's extent (as set_image_layout). Every fd received is closed on every
-/// error path. Blocks.
+/// error path. Waits for a message as options say.
 /// Errors: InvalidArgument (a SOCK_STREAM or other socket type, named, nothing read; malformed message,
 /// naming the field, its value and the limit - "shape[0] = 0: shape [0, 3] has zero elements" -; a
 /// version-1 message from an older sender, naming both versions; a frame message, naming it; wrong fd
 /// kind; unsealed memfd; O_PATH or write-only fd; a bad layout), OutOfRange (buffer smaller than the
-/// view, or larger than max_buffer_bytes; a plane past the extent), Unavailable (peer closed), the
-/// receive_fds errors.
+/// view, or larger than max_buffer_bytes; a plane past the extent), Unavailable (peer closed), Busy
+/// (the timeout passed), the receive_fds errors, from_errno of poll, on_interrupt's error.
 [[nodiscard]] ET_API Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& options = {});
 
 /// Sends `frame` (layout, colorimetry, which buffer each plane lies in) and one fd per distinct buffer
 /// (frame.buffer_count(), 1 to 4; borrowed, the kernel installs copies in the receiver) in one message
 /// on `socket_fd` (borrowed; AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM). Every buffer must be memory a
-/// receiver can trust, as for send(). Blocks; MSG_NOSIGNAL.
+/// receiver can trust, as for send(). Waits as send() does; MSG_NOSIGNAL.
 /// Errors: FailedPrecondition (empty frame), Unsupported (a heap or PBO buffer; unsealed shared memory,
-/// with send()'s advice; each naming the buffer), InvalidArgument (socket type), the send_fds errors.
-[[nodiscard]] ET_API Result<void> send_frame(int socket_fd, const Frame& frame);
+/// with send()'s advice; each naming the buffer), InvalidArgument (socket type), then as send().
+[[nodiscard]] ET_API Result<void> send_frame(int socket_fd, const Frame& frame, const SendOptions& options = {});
 
 /// Receives one frame sent with send_frame() on `socket_fd` (borrowed; checked as receive() checks it).
 /// Validates the message (size, magic and byte order, version, format, plane and buffer counts, the
@@ -117,11 +143,11 @@ struct ReceiveOptions {
 /// by ImageLayout::validate), that exactly buffer_count fds arrived, each fd as receive() does (its kind
 /// against the header, seals, options.max_buffer_bytes), that no two fds are one buffer, and that each
 /// buffer holds its planes' tight ends (ImageLayout::plane_end_bytes). A buffer is read-only where its
-/// fd was sent read-only. Every fd received is closed on every error path. Blocks.
+/// fd was sent read-only. Every fd received is closed on every error path. Waits as receive() does.
 /// Errors: InvalidArgument (socket type; malformed message naming field, value and limit; a tensor
 /// message, naming it; an fd count other than buffer_count; wrong fd kind; unsealed memfd; two fds of
 /// one buffer), OutOfRange (a plane past its buffer's end, naming plane, buffer and both numbers; a
-/// buffer over max_buffer_bytes; more than 4 fds), Unavailable (peer closed), the receive_fds errors.
+/// buffer over max_buffer_bytes; more than 4 fds), Unavailable (peer closed), then as receive().
 [[nodiscard]] ET_API Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& options = {});
 
 }  // namespace ipc

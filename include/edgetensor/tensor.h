@@ -303,6 +303,18 @@ class ET_API TensorDyn {
   [[nodiscard]] Result<WriteMap> map_write() const;
   [[nodiscard]] Result<ReadWriteMap> map_read_write() const;
 
+  // ---- Copies --------------------------------------------------------------------------------------
+  /// Copies the elements, in C order (row-major), into `destination` through a CPU read map: a packed
+  /// copy of packed_bytes() bytes at its start, whatever this view's strides (one memcpy per run of
+  /// elements contiguous in memory). May wait as map_read does (a DMA-BUF fence, the GL thread).
+  /// Errors: FailedPrecondition (no storage), OutOfRange (destination smaller than packed_bytes(),
+  /// naming both sizes), InvalidArgument (destination overlaps the tensor's mapped bytes), map_read's.
+  [[nodiscard]] Result<void> copy_to(std::span<std::byte> destination) const;
+  /// A new C-contiguous tensor of the same shape and dtype, allocated as allocate(shape(), dtype(),
+  /// options) and filled by copy_to. It keeps the quantization and the colorimetry; it carries no
+  /// image layout or plane (its rows are packed). Errors: as allocate, then as copy_to, map_write.
+  [[nodiscard]] Result<TensorDyn> contiguous(const AllocateOptions& options = {}) const;
+
   // ---- fd export ---------------------------------------------------------------------------------
   /// A new CLOEXEC fd of the whole backing buffer; the caller owns (closes) it. Pass offset_bytes(),
   /// shape and strides along so the receiver can import the same view.

@@ -11,10 +11,13 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,6 +49,22 @@ inline void unwrap(et::Result<void>&& result) {
   if (!result) raise(result.error());
 }
 
+/// Runs `fn` (returning an et::Result) with the GIL released when `release` (a call that may block:
+/// IPC, a wait on the GL thread or a device), then unwraps its result with the GIL held. `fn` touches
+/// no Python object, except through a callback that takes the GIL itself; an exception such a callback
+/// left set (a signal handler's KeyboardInterrupt) is raised instead of the call's error.
+template <class Fn>
+auto released(Fn&& fn, bool release = true) {
+  std::optional<std::invoke_result_t<Fn>> result;
+  {
+    std::optional<py::gil_scoped_release> unlocked;
+    if (release) unlocked.emplace();
+    result.emplace(fn());
+  }
+  if (!*result && PyErr_Occurred() != nullptr) throw py::error_already_set();
+  return unwrap(std::move(*result));
+}
+
 // ---- convert.cpp --------------------------------------------------------------------------------
 /// A dtype from a numpy name ("float32"), our name ("f32"), a numpy.dtype, a numpy scalar type or
 /// anything numpy.dtype() accepts, or an edgetensor.DType. ValueError / TypeError naming the value.
@@ -70,6 +89,32 @@ py::tuple to_tuple(const auto& values) {
   py::tuple t(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) t[i] = py::int_(values[i]);
   return t;
+}
+
+/// The Python member name of an enum value from the library's name of it: upper case, with `_` where
+/// a word starts ("bt709" -> BT709, "gl_pbo" -> GL_PBO, "InvalidArgument" -> INVALID_ARGUMENT).
+inline std::string enum_member_name(std::string_view name) {
+  std::string s;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (i > 0 && std::isupper(c) && std::islower(static_cast<unsigned char>(name[i - 1]))) s += '_';
+    s += static_cast<char>(std::toupper(c));
+  }
+  return s;
+}
+
+/// An enum whose C++ values run from `first` up to the first one the library's `name` function calls
+/// `end` ("invalid", "Unknown"): members are enum_member_name of those names.
+template <class E>
+py::enum_<E> bind_named_enum(py::module_& m, const char* py_name, const char* doc, std::string_view (*name)(E),
+                             unsigned first = 0, std::string_view end = "invalid") {
+  py::enum_<E> e(m, py_name, doc);
+  for (unsigned v = first;; ++v) {
+    const std::string_view n = name(static_cast<E>(v));
+    if (n == end) break;
+    e.value(enum_member_name(n).c_str(), static_cast<E>(v));
+  }
+  return e;
 }
 
 // ---- the other binding units --------------------------------------------------------------------

@@ -119,18 +119,9 @@ et::DType to_dtype(const py::handle& obj) {
 
 void bind_enums(py::module_& m) {
   py::enum_<et::DType> dtype(m, "DType", "Element types; names as numpy's (edgetensor/dtype.h).");
-  for (const auto& n : kDTypes) {
-    std::string upper = n.numpy;
-    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    dtype.value(upper.c_str(), n.dtype);
-  }
-  py::enum_<et::MemoryKind>(m, "MemoryKind", "Which backend holds a tensor's bytes (edgetensor/memory.h).")
-      .value("AUTO", et::MemoryKind::Auto)
-      .value("HEAP", et::MemoryKind::Heap)
-      .value("SHM", et::MemoryKind::Shm)
-      .value("DMABUF", et::MemoryKind::DmaBuf)
-      .value("GL_PBO", et::MemoryKind::GlPbo)
-      .value("FOREIGN", et::MemoryKind::Foreign);
+  for (const auto& n : kDTypes) dtype.value(enum_member_name(n.numpy).c_str(), n.dtype);
+  bind_named_enum<et::MemoryKind>(m, "MemoryKind", "Which backend holds a tensor's bytes (edgetensor/memory.h).",
+                                  et::memory_kind_name);
 }
 
 et::MemoryKind to_memory_kind(const py::handle& obj) {
@@ -138,7 +129,10 @@ et::MemoryKind to_memory_kind(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) {
     auto text = obj.cast<std::string>();
     if (auto kind = et::memory_kind_from_name(text)) return *kind;
-    raise_invalid("unknown memory kind '" + text + "' (known: auto, heap, shm, dmabuf, gl_pbo, foreign)");
+    std::string known;
+    for (unsigned v = 0; et::memory_kind_name(static_cast<et::MemoryKind>(v)) != "invalid"; ++v)
+      known += (v ? ", " : "") + std::string(et::memory_kind_name(static_cast<et::MemoryKind>(v)));
+    raise_invalid("unknown memory kind '" + text + "' (known: " + known + ")");
   }
   throw py::type_error("memory must be an edgetensor.MemoryKind or its name, not " +
                        py::str(py::type::of(obj).attr("__name__")).cast<std::string>());

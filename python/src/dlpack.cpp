@@ -15,9 +15,7 @@
 
 #include <pybind11/stl.h>
 
-#include <array>
 #include <climits>
-#include <cstring>
 #include <functional>
 #include <optional>
 
@@ -62,37 +60,6 @@ void capsule_destructor(PyObject* capsule) {
   managed->deleter(managed);
   PyErr_Restore(type, value, traceback);
 #endif
-}
-
-// Copies `src`'s elements into the C-contiguous `dst` (same shape and dtype) through CPU maps, one
-// memcpy per run of `src` that is contiguous in memory (the innermost dims whose byte strides are those of
-// a C-contiguous tensor; a dim of size 1 never breaks a run). Calls no Python API: may run without the GIL.
-et::Result<void> copy_elements(const et::TensorDyn& src, const et::TensorDyn& dst) {
-  if (src.element_count() == 0) return {};
-  auto in_map = src.map_read();
-  if (!in_map) return et::fail(std::move(in_map).error());
-  auto out_map = dst.map_write();
-  if (!out_map) return et::fail(std::move(out_map).error());
-  auto& in = *in_map;
-  auto& out = *out_map;
-  std::size_t outer = src.rank();  // dims [outer, rank) form one contiguous run of `run` bytes
-  std::size_t run = src.element_size();
-  while (outer > 0 && (src.shape()[outer - 1] == 1 || static_cast<std::size_t>(src.strides()[outer - 1]) == run)) {
-    run *= src.shape()[outer - 1];
-    --outer;
-  }
-  std::array<std::size_t, et::kMaxRank> index{};
-  const std::size_t runs = src.element_count() * src.element_size() / run;
-  for (std::size_t k = 0; k < runs; ++k) {
-    std::size_t offset = 0;
-    for (std::size_t d = 0; d < outer; ++d) offset += index[d] * static_cast<std::size_t>(src.strides()[d]);
-    std::memcpy(out.data() + k * run, in.data() + offset, run);
-    for (std::size_t d = outer; d-- > 0;) {
-      if (++index[d] < src.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return {};
 }
 
 // The array API's argument types, checked by hand: a wrong type is a TypeError naming the parameter
@@ -155,14 +122,8 @@ py::object dlpack(const et::TensorDyn& self, const py::object& stream, const py:
     refuse(et::ErrorCode::Unsupported, "copy=True to kDLCUDA is not supported (copy on the CPU, then export the copy)");
   et::TensorDyn source = self;
   if (make_copy) {
-    source = unwrap(et::TensorDyn::allocate(self.shape(), self.dtype(), {.memory = et::MemoryKind::Heap}));
-    et::Result<void> copied;
-    {
-      std::optional<py::gil_scoped_release> release;  // a DMA-BUF or PBO map may wait
-      if (map_may_block(self.memory())) release.emplace();
-      copied = copy_elements(self, source);
-    }
-    unwrap(std::move(copied));
+    // A DMA-BUF or PBO map may wait.
+    source = released([&] { return self.contiguous({.memory = et::MemoryKind::Heap}); }, map_may_block(self.memory()));
   }
 
   std::optional<et::Result<dl::ManagedTensorVersioned*>> v;
@@ -306,9 +267,8 @@ et::TensorDyn from_dlpack_with(const py::object& obj, const py::object& device, 
     throw py::type_error("edgetensor.from_dlpack: copy must be None, True or False, not " + type_name(copy));
   et::TensorDyn t = from_dlpack(obj);
   if (copy.ptr() == Py_True) {
-    et::TensorDyn owned = unwrap(et::TensorDyn::allocate(t.shape(), t.dtype(), {.memory = et::MemoryKind::Heap}));
-    unwrap(copy_elements(t, owned));  // foreign memory: its map makes no call that can wait
-    t = std::move(owned);  // the producer is released with the import
+    // Foreign memory: its map makes no call that can wait. The producer is released with the import.
+    t = unwrap(t.contiguous({.memory = et::MemoryKind::Heap}));
   }
   return t;
 }

@@ -4,6 +4,7 @@
 #include "bindings.h"
 
 #include <array>
+#include <cerrno>
 
 namespace etpy {
 namespace {
@@ -71,18 +72,8 @@ PyObject* new_class(py::module_& m, const char* name, const char* doc, py::tuple
 }  // namespace
 
 void bind_errors(py::module_& m) {
-  py::enum_<et::ErrorCode>(m, "ErrorCode", "The library's error codes (edgetensor/error.h).")
-      .value("INVALID_ARGUMENT", et::ErrorCode::InvalidArgument)
-      .value("OUT_OF_RANGE", et::ErrorCode::OutOfRange)
-      .value("NOT_FOUND", et::ErrorCode::NotFound)
-      .value("ALREADY_EXISTS", et::ErrorCode::AlreadyExists)
-      .value("PERMISSION_DENIED", et::ErrorCode::PermissionDenied)
-      .value("OUT_OF_MEMORY", et::ErrorCode::OutOfMemory)
-      .value("BUSY", et::ErrorCode::Busy)
-      .value("UNAVAILABLE", et::ErrorCode::Unavailable)
-      .value("UNSUPPORTED", et::ErrorCode::Unsupported)
-      .value("FAILED_PRECONDITION", et::ErrorCode::FailedPrecondition)
-      .value("INTERNAL", et::ErrorCode::Internal);
+  bind_named_enum<et::ErrorCode>(m, "ErrorCode", "The library's error codes (edgetensor/error.h).",
+                                 et::error_code_name, 1, "Unknown");
 
   g_error = new_class(m, "Error",
                       "Base of every edgetensor error (an OSError). str(e) is the library's message; e.code is "
@@ -106,6 +97,9 @@ void bind_errors(py::module_& m) {
 }
 
 void raise(const et::Error& error) {
+  // A timeout that passed (ipc's: Busy with ETIMEDOUT) is Python's TimeoutError, as socket's is; a
+  // zero timeout's EAGAIN stays a BusyError, a BlockingIOError.
+  if (error.code() == et::ErrorCode::Busy && error.sys_errno() == ETIMEDOUT) raise_as(PyExc_TimeoutError, error);
   auto index = static_cast<std::size_t>(error.code());
   PyObject* cls = index < g_by_code.size() && g_by_code[index] != nullptr ? g_by_code[index] : g_error;
   raise_as(cls, error);

@@ -18,12 +18,7 @@ void bind_frame(py::module_& m) {
             et::AllocateOptions o;
             o.memory = to_memory_kind(memory);
             o.name = std::move(name);
-            std::optional<et::Result<et::Frame>> r;
-            {
-              py::gil_scoped_release release;
-              r.emplace(et::Frame::allocate(layout, o));
-            }
-            return unwrap(std::move(*r));
+            return released([&] { return et::Frame::allocate(layout, o); });
           },
           py::arg("layout"), py::kw_only(), py::arg("memory") = "auto", py::arg("name") = "",
           "Allocates an image with all planes in one buffer.")
@@ -36,12 +31,7 @@ void bind_frame(py::module_& m) {
             for (const auto& fd : fds) ints.push_back(to_fd(fd));
             et::ImportOptions o;
             o.allow_shrinkable = allow_shrinkable;
-            std::optional<et::Result<et::Frame>> r;
-            {
-              py::gil_scoped_release release;
-              r.emplace(et::Frame::import_planes_dup(ints, layout, o));
-            }
-            return unwrap(std::move(*r));
+            return released([&] { return et::Frame::import_planes_dup(ints, layout, o); });
           },
           py::arg("fds"), py::arg("layout"), py::kw_only(), py::arg("allow_shrinkable") = false,
           "Imports one borrowed fd per plane (the library dups them; the caller keeps and closes its own). "

@@ -12,25 +12,6 @@
 namespace etpy {
 namespace {
 
-std::string upper(std::string_view name) {
-  std::string s(name);
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// An enum whose C++ values are 0..N-1 with a name function answering "invalid" past the end:
-// members are the upper-cased names ("bt709" -> BT709).
-template <class E>
-py::enum_<E> bind_named_enum(py::module_& m, const char* py_name, const char* doc, std::string_view (*name)(E)) {
-  py::enum_<E> e(m, py_name, doc);
-  for (unsigned v = 0;; ++v) {
-    std::string_view n = name(static_cast<E>(v));
-    if (n == "invalid") break;
-    e.value(upper(n).c_str(), static_cast<E>(v));
-  }
-  return e;
-}
-
 std::string plane_repr(const et::PlaneLayout& p) {
   return "PlaneLayout(offset_bytes=" + std::to_string(p.offset_bytes) +
          ", row_stride_bytes=" + std::to_string(p.row_stride_bytes) + ")";
@@ -63,7 +44,7 @@ void bind_image(py::module_& m) {
   py::enum_<et::PixelFormat> pixel_format(m, "PixelFormat",
                                     "Pixel formats, named by their bytes in memory (edgetensor/pixel_format.h).");
   pixel_format.value("UNKNOWN", et::PixelFormat::Unknown);
-  for (const auto& info : et::pixel_formats()) pixel_format.value(upper(info.name).c_str(), info.format);
+  for (const auto& info : et::pixel_formats()) pixel_format.value(enum_member_name(info.name).c_str(), info.format);
   pixel_format.def_property_readonly(
       "plane_count", [](et::PixelFormat f) { return et::pixel_format_info(f).plane_count; }, "Planes of the format.");
   pixel_format.def_static(
@@ -134,7 +115,7 @@ void bind_image(py::module_& m) {
           "library's error naming plane, numbers and limit.")
       .def("__eq__", [](const et::ImageLayout& a, const et::ImageLayout& b) { return a == b; }, py::is_operator())
       .def("__repr__", [](const et::ImageLayout& l) {
-        std::string s = "ImageLayout(" + upper(et::pixel_format_name(l.format)) + ", " + std::to_string(l.width) +
+        std::string s = "ImageLayout(" + enum_member_name(et::pixel_format_name(l.format)) + ", " + std::to_string(l.width) +
                         "x" + std::to_string(l.height) + ", planes=[";
         for (std::size_t i = 0; i < l.plane_count(); ++i) s += (i ? ", " : "") + plane_repr(l.planes[i]);
         s += "]";

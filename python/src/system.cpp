@@ -110,12 +110,7 @@ void bind_gl(py::module_& gl) {
             o.device_index = device_index;
             o.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000.0));
             o.egl_library = std::move(egl_library);
-            std::optional<et::Result<std::shared_ptr<et::gl::Context>>> r;
-            {
-              py::gil_scoped_release release;
-              r.emplace(et::gl::Context::create(o));
-            }
-            return unwrap(std::move(*r));
+            return released([&] { return et::gl::Context::create(o); });
           },
           py::arg("platform") = et::gl::Platform::Auto, py::arg("device_index") = -1, py::arg("timeout_s") = 10.0,
           py::arg("egl_library") = "",

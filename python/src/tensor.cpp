@@ -32,18 +32,6 @@ et::ImportOptions import_options(std::size_t offset_bytes, const py::handle& str
   return o;
 }
 
-// Runs `fn` (a call returning Result<TensorDyn>) with the GIL released: allocation may wait on the GL
-// thread (PBO) or a device ioctl.
-template <class Fn>
-et::TensorDyn released(Fn&& fn) {
-  std::optional<et::Result<et::TensorDyn>> result;
-  {
-    py::gil_scoped_release release;
-    result.emplace(fn());
-  }
-  return unwrap(std::move(*result));
-}
-
 std::string repr(const et::TensorDyn& t) {
   if (t.is_empty_handle()) return "<edgetensor.Tensor (empty handle)>";
   std::string shape = "(";

@@ -49,49 +49,10 @@ Result<void> require_channel_socket(int socket_fd, std::string_view who) {
   return {};
 }
 
-ChannelClock::time_point deadline_after(std::chrono::milliseconds timeout) noexcept {
-  const auto now = ChannelClock::now();
-  if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::time_point::max() - now))
-    return ChannelClock::time_point::max();
-  return now + timeout;
-}
-
-int poll_timeout_ms(ChannelClock::time_point deadline) noexcept {
-  if (deadline == ChannelClock::time_point::max()) return -1;
-  const auto now = ChannelClock::now();
-  if (deadline <= now) return 0;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-  return left > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(left);
-}
-
 std::int64_t monotonic_ns() noexcept {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-Result<void> send_message(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds,
-                          ChannelClock::time_point deadline, std::string_view who) {
-  if (fds.size() > 4) return fail(ErrorCode::Internal, text::format("{}: {} fds in one message", who, fds.size()));
-  for (;;) {
-    const ssize_t n = sendmsg_fds(socket_fd, bytes, fds, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n >= 0) {
-      if (static_cast<std::size_t>(n) == bytes.size()) return {};
-      return fail(ErrorCode::Internal, text::format("{}: sendmsg sent {} of {} B", who, n, bytes.size()));
-    }
-    const int e = errno;
-    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN)
-      return fail(Error(ErrorCode::Unavailable, text::format("{}: the receiver is gone (sendmsg: {})", who, errno_name(e)), e));
-    if (e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS)
-      return fail(Error::from_errno(e, text::format("{}: sendmsg of {} B on socket fd {}", who, bytes.size(), socket_fd)));
-    pollfd p{socket_fd, POLLOUT, 0};
-    const int timeout = poll_timeout_ms(deadline);
-    if (timeout == 0)
-      return fail(Error(ErrorCode::Busy, text::format("{}: no room in the socket for a {} B message: the receiver is "
-                                                      "not reading", who, bytes.size()), e));
-    if (::poll(&p, 1, timeout) < 0 && errno != EINTR)
-      return fail(Error::from_errno(errno, text::format("{}: poll for room in socket fd {}", who, socket_fd)));
-  }
 }
 
 int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept {
@@ -101,19 +62,13 @@ int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept {
 }
 
 Result<Ready> wait_input(int socket_fd, int wake_fd, bool want_write, ChannelClock::time_point deadline) {
-  for (;;) {
-    pollfd p[2] = {{socket_fd, static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd, POLLIN, 0}};
-    const int n = ::poll(p, wake_fd >= 0 ? 2 : 1, poll_timeout_ms(deadline));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(Error::from_errno(errno, text::format("poll on channel socket fd {}", socket_fd)));
-    }
-    Ready r;
-    r.socket = (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) != 0;
-    r.writable = (p[0].revents & POLLOUT) != 0;
-    r.wake = wake_fd >= 0 && (p[1].revents & POLLIN) != 0;
-    return r;
-  }
+  pollfd p[2] = {{socket_fd, static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd, POLLIN, 0}};
+  ET_TRY(poll_until(std::span(p, wake_fd >= 0 ? 2 : 1), Wait{deadline, {}, nullptr}, "channel"));
+  Ready r;
+  r.socket = (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) != 0;
+  r.writable = (p[0].revents & POLLOUT) != 0;
+  r.wake = wake_fd >= 0 && (p[1].revents & POLLIN) != 0;
+  return r;
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Socket plumbing of the frame channel: the socket check, deadlines, sending one message within a
-// deadline, waiting for input (channel_socket.cpp).
+// Socket plumbing of the frame channel: the socket check, sending without waiting, waiting for input
+// (channel_socket.cpp). Deadlines and sending within one: ipc/ipc_wait.h.
 #pragma once
 
 #include <edgetensor/array_ref.h>
@@ -12,30 +12,21 @@
 #include <span>
 #include <string_view>
 
+#include "ipc/ipc_wait.h"
+
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
-using ChannelClock = std::chrono::steady_clock;
+using ChannelClock = WaitClock;  // deadline_after, poll_timeout_ms, send_within: ipc/ipc_wait.h
 
 /// Refuses anything but a connected AF_UNIX SOCK_SEQPACKET socket (docs/WIRE.md, "The frame channel":
 /// a peer to lose, message boundaries, fds). Errors: InvalidArgument naming the type or family (and
 /// an unconnected socket); from_errno of getsockopt (ENOTSOCK).
 Result<void> require_channel_socket(int socket_fd, std::string_view who);
 
-/// now + timeout, saturated: milliseconds::max() (or anything past the clock's range) never expires.
-ChannelClock::time_point deadline_after(std::chrono::milliseconds timeout) noexcept;
-/// poll(2)'s timeout for `deadline`: -1 for a deadline that never expires, else the ms left (rounded up).
-int poll_timeout_ms(ChannelClock::time_point deadline) noexcept;
-
 /// CLOCK_MONOTONIC now, in ns (clock_gettime(2)).
 std::int64_t monotonic_ns() noexcept;
-
-/// Sends `bytes` and `fds` (borrowed) as one message, waiting (poll POLLOUT) until `deadline` for room
-/// in the socket; MSG_DONTWAIT | MSG_NOSIGNAL, EINTR retried. Errors: Busy (no room before the
-/// deadline: nothing was sent), Unavailable (EPIPE, ECONNRESET: the peer is gone), from_errno otherwise.
-Result<void> send_message(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds,
-                          ChannelClock::time_point deadline, std::string_view who);
 
 /// Sends `bytes` (no fd) without waiting and without allocating: 0 when sent, else the errno (EAGAIN:
 /// no room now). For releases sent from a deleter.

@@ -87,7 +87,8 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
   };
   // One deadline for the whole send: room in the buffer table, then room in the socket.
-  const auto deadline = deadline_after(options_.send_timeout);
+  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
+  const auto deadline = wait.deadline;
   {
     std::unique_lock lock(mutex_);
     if (closed_) return fail(closed_error_locked());
@@ -136,7 +137,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   };
   for (std::size_t i = 0; i < retire.size(); i += kMaxRetireIds) {
     const auto part = std::span(retire).subspan(i, std::min(kMaxRetireIds, retire.size() - i));
-    if (auto r = send_message(socket_.get(), encode_retire(part), {}, deadline, label_); !r) {
+    if (auto r = send_within(socket_.get(), encode_retire(part), {}, wait, label_); !r) {
       if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
       forget_new(0);  // the retires not sent stay announced
       return fail(std::move(r).error());
@@ -148,7 +149,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   for (std::size_t b = 0; b < buffers.size(); ++b) {
     if (!announce[b]) continue;
     const auto msg = encode_announce(ids[b], buffers[b].memory(), buffers[b].buffer_bytes());
-    if (auto r = send_message(socket_.get(), msg, {fds[b]}, deadline, label_); !r) {
+    if (auto r = send_within(socket_.get(), msg, {fds[b]}, wait, label_); !r) {
       if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
       forget_new(b);  // buffers announced before this one stay announced
       return fail(std::move(r).error());
@@ -159,7 +160,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   const std::int64_t timestamp = options.timestamp_ns.value_or(monotonic_ns());
   const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded);
   {
-    // Held before the frame leaves: its release may arrive before send_message returns.
+    // Held before the frame leaves: its release may arrive before send_within returns.
     std::lock_guard lock(mutex_);
     if (closed_) return fail(closed_error_locked());
     const auto now = ChannelClock::now();
@@ -169,7 +170,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
         if (a.id == ids[b]) ++a.out;
     }
   }
-  if (auto r = send_message(socket_.get(), msg, {}, deadline, label_); !r) {
+  if (auto r = send_within(socket_.get(), msg, {}, wait, label_); !r) {
     if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
     std::deque<Out> dropped;  // not sent: nothing to wait for
     std::lock_guard lock(mutex_);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -332,6 +333,58 @@ Result<WriteMap> TensorDyn::map_write() const {
 Result<ReadWriteMap> TensorDyn::map_read_write() const {
   ET_TRY_ASSIGN(auto m, map_impl(MapMode::ReadWrite));
   return ReadWriteMap(std::move(m));
+}
+
+Result<void> TensorDyn::copy_to(std::span<std::byte> destination) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "copy_to: tensor has no storage");
+  const std::size_t packed = packed_bytes();
+  if (destination.size() < packed)
+    return fail(ErrorCode::OutOfRange,
+                text::format("copy_to: destination of {} B is smaller than tensor [{}]'s {} B of elements",
+                             destination.size(), text::join(shape_.begin(), shape_.begin() + rank_, ", "), packed));
+  if (packed == 0) return {};
+  ET_TRY_ASSIGN(auto in, map_read());
+  const std::byte* src = in.data();
+  std::byte* dst = destination.data();
+  if (dst < src + extent_bytes_ && src < dst + packed)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("copy_to: destination [{}, +{} B) overlaps the tensor's bytes [{}, +{} B)",
+                             static_cast<const void*>(dst), packed, static_cast<const void*>(src), extent_bytes_));
+  // Dims [outer, rank) form one run of `run` bytes contiguous in memory: the innermost dims whose strides
+  // are those of a packed tensor (a dim of size 1 never breaks a run).
+  std::size_t outer = rank_;
+  std::size_t run = element_size();
+  while (outer > 0 && (shape_[outer - 1] == 1 || static_cast<std::size_t>(strides_[outer - 1]) == run)) {
+    run *= shape_[outer - 1];
+    --outer;
+  }
+  std::array<std::size_t, kMaxRank> index{};
+  std::size_t offset = 0;  // of the current run from the first element
+  for (std::size_t done = 0; done < packed; done += run) {
+    std::memcpy(dst + done, src + offset, run);
+    for (std::size_t d = outer; d-- > 0;) {  // next index in C order over dims [0, outer)
+      const auto stride = static_cast<std::size_t>(strides_[d]);
+      if (++index[d] < shape_[d]) {
+        offset += stride;
+        break;
+      }
+      offset -= (shape_[d] - 1) * stride;
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
+Result<TensorDyn> TensorDyn::contiguous(const AllocateOptions& options) const {
+  if (!storage_) return fail(ErrorCode::FailedPrecondition, "contiguous: tensor has no storage");
+  ET_TRY_ASSIGN(auto out, allocate(shape(), dtype_, options));
+  if (packed_bytes() != 0) {
+    ET_TRY_ASSIGN(auto m, out.map_write());
+    ET_TRY(copy_to(m.bytes()));
+  }
+  out.set_colorimetry(colorimetry_);
+  if (quantization_.kind() != QuantizationKind::None) ET_TRY(out.set_quantization(quantization_));
+  return out;
 }
 
 Result<UniqueFd> TensorDyn::export_fd() const {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 
 #include "base/sys.h"
 #include "ipc/ipc_checks.h"
+#include "ipc/ipc_codec.h"
+#include "ipc/ipc_wait.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -108,6 +111,17 @@ ssize_t sendmsg_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<in
     n = sys::sendmsg(socket_fd, &msg, flags);
   } while (n < 0 && errno == EINTR);
   return n;
+}
+
+Result<ReceivedMessage> receive_message(int socket_fd, const ipc::ReceiveOptions& options, std::string_view who,
+                                        std::string_view message) {
+  ET_TRY(require_message_socket(socket_fd, who, message));
+  // Not zeroed: only the bytes received are read.
+  constexpr std::size_t kRoom = kMaxWireMessageBytes + 1;
+  ReceivedMessage out{std::make_unique_for_overwrite<std::byte[]>(kRoom), {}};
+  ET_TRY_ASSIGN(out.received, receive_within(socket_fd, std::span(out.buffer.get(), kRoom), kMaxWireFds,
+                                             wait_for(options.timeout, options.on_interrupt), who));
+  return out;
 }
 
 Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags) {

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <edgetensor/frame.h>
+#include <edgetensor/ipc.h>
 #include <edgetensor/tensor.h>
 
 #include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "ipc/ipc_wire.h"
@@ -24,6 +28,19 @@ std::vector<std::byte> encode_tensor(const TensorDyn& tensor);
 /// quantization the message carries. Errors: the layout's validation against the view
 /// ("malformed tensor message: image layout: ..."), Quantization's checks.
 Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m);
+
+/// A tensor or frame message as a receiver reads it: the bytes (in room for the largest legal message
+/// of either kind, plus one byte so a longer one shows as MSG_TRUNC) and the fds, owned.
+struct ReceivedMessage {
+  std::unique_ptr<std::byte[]> buffer;
+  ipc::Received received;
+  std::span<const std::byte> bytes() const noexcept { return {buffer.get(), received.size_bytes}; }
+};
+/// Checks the socket (require_message_socket, naming `who` and `message`), then receives one message
+/// waiting as options.timeout and options.on_interrupt say. Errors: as require_message_socket,
+/// receive_within.
+Result<ReceivedMessage> receive_message(int socket_fd, const ipc::ReceiveOptions& options, std::string_view who,
+                                        std::string_view message);
 
 /// The frame message (version 1) header describing `frame`, whose buffer b has memory kind `kinds[b]`.
 FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKind> kinds);

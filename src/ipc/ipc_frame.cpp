@@ -13,6 +13,7 @@
 #include "image/frame_access.h"
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
+#include "ipc/ipc_wait.h"
 #include "ipc/ipc_wire.h"
 
 namespace edgetensor {
@@ -52,7 +53,7 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace ipc {
 
-Result<void> send_frame(int socket_fd, const Frame& frame) {
+Result<void> send_frame(int socket_fd, const Frame& frame, const SendOptions& options) {
   if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "ipc::send_frame: the frame is empty");
   const std::size_t buffers = frame.buffer_count();
   std::array<TensorDyn, kMaxPlanes> held;  // keeps each buffer (and so its fd) alive until sent
@@ -67,16 +68,15 @@ Result<void> send_frame(int socket_fd, const Frame& frame) {
   ET_TRY(detail::require_message_socket(socket_fd, "ipc::send_frame", "a frame message"));
   const detail::FrameWireHeader h = detail::encode_frame_header(frame, std::span(kinds.data(), buffers));
   auto bytes = detail::encode_frame_message(h);
-  return send_fds(socket_fd, bytes, ArrayRef<int>(fds.data(), buffers));
+  return detail::send_within(socket_fd, bytes, ArrayRef<int>(fds.data(), buffers),
+                             detail::wait_for(options.timeout, options.on_interrupt), "ipc::send_frame");
 }
 
 Result<Frame> receive_frame(int socket_fd, const ReceiveOptions& limits) {
-  ET_TRY(detail::require_message_socket(socket_fd, "ipc::receive_frame", "a frame message"));
-  // Room for the largest legal message of either kind (a tensor message is read whole and named).
-  constexpr std::size_t kRoom = detail::kMaxWireMessageBytes + 1;
-  auto buf = std::make_unique_for_overwrite<std::byte[]>(kRoom);
-  ET_TRY_ASSIGN(auto msg, receive_fds(socket_fd, std::span(buf.get(), kRoom), detail::kMaxWireFds));
-  ET_TRY_ASSIGN(auto h, detail::decode_frame_message(std::span(buf.get(), msg.size_bytes)));
+  // Room for either kind of message, so a tensor message is read whole and named.
+  ET_TRY_ASSIGN(auto received, detail::receive_message(socket_fd, limits, "ipc::receive_frame", "a frame message"));
+  ET_TRY_ASSIGN(auto h, detail::decode_frame_message(received.bytes()));
+  auto& msg = received.received;
   if (msg.fds.size() != h.buffer_count)
     return fail(ErrorCode::InvalidArgument,
                 text::format("malformed frame message: {} fds arrived, its buffer_count is {} (one fd per buffer)",

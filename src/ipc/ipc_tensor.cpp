@@ -13,6 +13,7 @@
 #include "core/tensor_access.h"
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
+#include "ipc/ipc_wait.h"
 #include "ipc/ipc_wire.h"
 
 namespace edgetensor {
@@ -104,7 +105,7 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace ipc {
 
-Result<void> send(int socket_fd, const TensorDyn& tensor) {
+Result<void> send(int socket_fd, const TensorDyn& tensor, const SendOptions& options) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "ipc::send: tensor has no storage");
   // The zero-element rule, before the memory kind: the same answer on every backend, and a zero-element
   // view of a big buffer never sends that buffer.
@@ -119,18 +120,15 @@ Result<void> send(int socket_fd, const TensorDyn& tensor) {
   ET_TRY(detail::require_message_socket(socket_fd, "ipc::send", "a tensor message"));
   ET_TRY_ASSIGN(const int fd, detail::sendable_fd(tensor, "ipc::send"));
   const auto bytes = detail::encode_tensor(tensor);
-  return send_fds(socket_fd, bytes, {fd});
+  return detail::send_within(socket_fd, bytes, {fd}, detail::wait_for(options.timeout, options.on_interrupt),
+                             "ipc::send");
 }
 
 Result<TensorDyn> receive(int socket_fd, const ReceiveOptions& limits) {
-  ET_TRY(detail::require_message_socket(socket_fd, "ipc::receive", "a tensor message"));
-  // Room for the largest legal message of either kind and its fds, so a frame message is read whole and
-  // named; one byte more shows a longer message as MSG_TRUNC, not as a valid one. Not zeroed: only the
-  // bytes received are read.
-  constexpr std::size_t kRoom = detail::kMaxWireMessageBytes + 1;
-  auto buf = std::make_unique_for_overwrite<std::byte[]>(kRoom);
-  ET_TRY_ASSIGN(auto msg, receive_fds(socket_fd, std::span(buf.get(), kRoom), detail::kMaxWireFds));
-  ET_TRY_ASSIGN(auto m, detail::decode_tensor_message(std::span(buf.get(), msg.size_bytes)));
+  // Room for either kind of message, so a frame message is read whole and named.
+  ET_TRY_ASSIGN(auto received, detail::receive_message(socket_fd, limits, "ipc::receive", "a tensor message"));
+  ET_TRY_ASSIGN(auto m, detail::decode_tensor_message(received.bytes()));
+  auto& msg = received.received;
   const detail::WireHeader& h = m.header;
   if (msg.fds.size() != 1)
     return fail(ErrorCode::InvalidArgument,

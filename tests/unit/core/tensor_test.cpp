@@ -585,4 +585,101 @@ TEST(Tensor, BackendStatus) {
   }
 }
 
+
+// ---- copy_to, contiguous -------------------------------------------------------------------------
+// The reference: element by element through the strides, in C order.
+std::vector<std::uint8_t> gather(const TensorDyn& t) {
+  std::vector<std::uint8_t> out;
+  auto m = t.map_read();
+  EXPECT_TRUE(m.has_value());
+  if (!m || t.element_count() == 0) return out;
+  std::vector<std::size_t> index(t.rank(), 0);
+  for (std::size_t k = 0; k < t.element_count(); ++k) {
+    std::size_t offset = 0;
+    for (std::size_t d = 0; d < t.rank(); ++d) offset += index[d] * static_cast<std::size_t>(t.strides()[d]);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(m->data()) + offset;
+    out.insert(out.end(), p, p + t.element_size());
+    for (std::size_t d = t.rank(); d-- > 0;) {
+      if (++index[d] < t.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+TEST(TensorCopy, PacksEveryViewShapeInCOrder) {
+  auto base = TensorDyn::allocate({4, 6, 5}, DType::U16, {.memory = MemoryKind::Shm});
+  ASSERT_OK(base);
+  fill_pattern(*base, 3);
+  struct Case {
+    const char* what;
+    Result<TensorDyn> view;
+  };
+  Case cases[] = {
+      {"whole (contiguous)", *base},
+      {"inner slice (padded rows)", base->slice(2, 1, 4)},
+      {"middle slice", base->slice(1, 2, 5)},
+      {"every other element", base->view(0, {4, 6, 2}, {60, 10, 4})},
+      {"transposed", base->view(0, {5, 6, 4}, {2, 10, 60})},
+      {"size-1 dims with odd strides", base->view(2, {1, 3, 1, 5}, {14, 10, 1000, 2})},
+      {"zero stride on a size-1 dim", base->view(0, {2, 1, 5}, {60, 0, 2})},
+      {"batch", base->batch(3)},
+      {"rank 0", base->view(8, {})},
+      {"zero elements", base->slice(1, 2, 2)},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_OK(c.view);
+    const TensorDyn& v = *c.view;
+    const auto expect = gather(v);
+    ASSERT_EQ(expect.size(), v.packed_bytes());
+    std::vector<std::byte> out(v.packed_bytes() + 3, std::byte{0xEE});
+    ASSERT_OK(v.copy_to(out));
+    EXPECT_EQ(std::memcmp(out.data(), expect.data(), expect.size()), 0);
+    for (std::size_t i = expect.size(); i < out.size(); ++i) EXPECT_EQ(out[i], std::byte{0xEE}) << "past the end " << i;
+
+    auto copy = v.contiguous({.memory = MemoryKind::Heap});
+    ASSERT_OK(copy);
+    EXPECT_TRUE(copy->is_contiguous());
+    EXPECT_EQ(copy->memory(), MemoryKind::Heap);
+    EXPECT_FALSE(copy->same_buffer(v));
+    EXPECT_TRUE(std::equal(copy->shape().begin(), copy->shape().end(), v.shape().begin(), v.shape().end()));
+    EXPECT_EQ(copy->dtype(), DType::U16);
+    EXPECT_EQ(gather(*copy), expect);
+  }
+}
+
+TEST(TensorCopy, RefusesAShortOrOverlappingDestinationAndAnEmptyHandle) {
+  auto t = TensorDyn::allocate({3, 4}, DType::F32);
+  ASSERT_OK(t);
+  std::vector<std::byte> small(47);
+  EXPECT_ERROR(t->copy_to(small), ErrorCode::OutOfRange, "destination of 47 B is smaller than tensor [3, 4]'s 48 B");
+  auto m = t->map_write();
+  ASSERT_OK(m);
+  EXPECT_ERROR(t->copy_to(m->bytes()), ErrorCode::InvalidArgument, "overlaps");
+  auto row = t->slice(0, 0, 1);
+  ASSERT_OK(row);
+  EXPECT_ERROR(row->copy_to(m->bytes().subspan(8)), ErrorCode::InvalidArgument, "overlaps");  // its own bytes, shifted
+  ASSERT_OK(t->slice(0, 2, 3)->copy_to(m->bytes().first(16)));  // another row of the same buffer: no overlap
+  EXPECT_ERROR(TensorDyn().copy_to(small), ErrorCode::FailedPrecondition, "no storage");
+  EXPECT_ERROR(TensorDyn().contiguous(), ErrorCode::FailedPrecondition, "no storage");
+}
+
+TEST(TensorCopy, ContiguousKeepsQuantizationAndColorimetryAndAllocatesAsAsked) {
+  auto t = TensorDyn::allocate({2, 3}, DType::I8);
+  ASSERT_OK(t);
+  auto q = Quantization::per_tensor(0.5f, 3);
+  ASSERT_OK(q);
+  ASSERT_OK(t->set_quantization(*q));
+  auto col = t->slice(1, 1, 2);
+  ASSERT_OK(col);
+  auto copy = col->contiguous({.memory = MemoryKind::Shm, .name = "copy"});
+  ASSERT_OK(copy);
+  EXPECT_EQ(copy->memory(), MemoryKind::Shm);
+  EXPECT_EQ(copy->name(), "copy");
+  EXPECT_EQ(copy->quantization(), col->quantization());
+  EXPECT_EQ(copy->image_layout(), nullptr);
+  EXPECT_ERROR(col->contiguous({.memory = MemoryKind::Heap, .shm_name = "/x"}), ErrorCode::InvalidArgument, "");
+}
+
 }  // namespace

@@ -37,4 +37,9 @@ std::vector<Target> pool_targets(const FrameSize& f);
 void register_channel_benchmarks();
 std::vector<Target> channel_targets(const FrameSize& f);
 
+/// metadata_benchmark.cpp: copies and views of a plain tensor and of one with every kind of metadata;
+/// its rows (what = nullptr: the measured name is the label) compare with baseline/shared_ptr-copy.
+void register_metadata_benchmarks();
+std::vector<Target> metadata_targets();
+
 }  // namespace et_bench

@@ -221,10 +221,10 @@ class ET_API TensorDyn {
   /// Renames this tensor only: copies and views made before keep the old name. Allocates.
   void set_name(std::string name);
 
-  // ---- Image, colorimetry, quantization (image.h, quantization.h) ---------------------------------
-  // Metadata rule: copies and views share name, colorimetry and image; a view shows the image layout
-  // only at the same geometry and the format only over the same bytes or a plane's samples; quantization
-  // follows its axis. Table: docs/ARCHITECTURE.md "Tensor metadata". No view or copy allocates.
+  // ---- Image, colorimetry, quantization (image.h, quantization.h; table: ARCHITECTURE.md "Tensor metadata")
+  // Rule: views share name+colorimetry; layout needs same geometry, format same bytes/plane; quantization follows axis.
+  // Copies and views share one immutable block holding name, image and colorimetry, so they never
+  // allocate; a setter builds a new block for its tensor only.
   /// The layout of the image this tensor holds, offsets counted from its first element; nullptr when
   /// it holds no whole image (never set, dropped by a view, or a plane view). Valid while this tensor
   /// (or a copy or view sharing the layout) lives.

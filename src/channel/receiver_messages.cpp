@@ -236,8 +236,8 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
   ET_TRY(check_shared_buffer_planes(layout, std::span<const std::uint8_t>(h.plane_buffer, h.plane_count)));
   std::array<TensorDyn, kMaxPlanes> buffers;
   for (std::size_t b = 0; b < h.buffer_count; ++b) {
-    ET_TRY_ASSIGN(buffers[b], TensorAccess::make(homes[b], ArrayRef<std::size_t>(&sizes[b], 1), DType::U8, {}, 0, nullptr,
-                                                 "frame buffer"));
+    ET_TRY_ASSIGN(buffers[b], TensorAccess::make(homes[b], ArrayRef<std::size_t>(&sizes[b], 1), DType::U8, {}, 0,
+                                                 nullptr, "frame buffer"));
   }
   // Every check passed: hand each buffer out (from here a dropped tensor sends its release).
   for (std::size_t b = 0; b < h.buffer_count; ++b) {

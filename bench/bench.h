@@ -40,5 +40,9 @@ std::vector<Target> channel_targets(const FrameSize& f);
 /// result_benchmark.cpp: Result's checked accessors against tl::expected's unchecked ones (size-free rows).
 void register_result_benchmarks();
 std::vector<Target> result_targets();
+/// metadata_benchmark.cpp: copies and views of a plain tensor and of one with every kind of metadata;
+/// its rows (what = nullptr: the measured name is the label) compare with baseline/shared_ptr-copy.
+void register_metadata_benchmarks();
+std::vector<Target> metadata_targets();
 
 }  // namespace et_bench

@@ -6,6 +6,7 @@
 // After the run a ratio table is printed with each target; a missed target reads "NOT MET" (exit 0).
 // DLPack (dlpack.h): versioned export + import + deleter of one 1080p tensor, target < 1 us, printed
 // beside same-run baselines (a shared_ptr copy; a TensorDyn view, which builds a tensor too).
+// Tensor copies and views (metadata_benchmark.cpp) against the shared_ptr copy, with sizeof(TensorDyn).
 //
 // Usage: edgetensor_bench [--quick] [Google Benchmark flags]
 //   --quick   a smoke run in seconds (same as --benchmark_min_time=0.01); the ratios are then rough.
@@ -245,6 +246,19 @@ int print_dlpack(const CapturingReporter& rep) {
   return missed;
 }
 
+// Copies and views against a shared_ptr copy (metadata_benchmark.cpp): report only.
+void print_metadata(const CapturingReporter& rep) {
+  std::printf("\nTensor copies and views, sizeof(TensorDyn) = %zu B; ratio = shared_ptr copy time / this time "
+              "(same run):\n", sizeof(TensorDyn));
+  std::printf("%-48s %10s %10s %9s\n", "measured", "base cpu ns", "cpu ns", "ratio");
+  for (const Target& t : et_bench::metadata_targets()) {
+    const auto base = rep.times(t.baseline), mine = rep.times(t.measured);
+    if (base.cpu_ns < 0 || mine.cpu_ns <= 0) continue;
+    std::printf("%-48s %10.1f %10.1f %8.3fx\n", t.measured.c_str(), base.cpu_ns, mine.cpu_ns,
+                base.cpu_ns / mine.cpu_ns);
+  }
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("baseline/shared_ptr-copy", baseline_shared_ptr_copy);
   benchmark::RegisterBenchmark("baseline/tensor-view", baseline_tensor_view);
@@ -266,6 +280,7 @@ void register_all() {
   et_bench::register_pool_benchmarks();
   et_bench::register_channel_benchmarks();
   et_bench::register_result_benchmarks();
+  et_bench::register_metadata_benchmarks();
 }
 
 }  // namespace
@@ -281,5 +296,6 @@ int main(int argc, char** argv) {
   print_ratios(reporter);
   print_dlpack(reporter);
   print_size_free(reporter);
+  print_metadata(reporter);
   return 0;  // a missed target is reported, never a failure
 }

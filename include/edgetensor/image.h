@@ -12,32 +12,8 @@
 //   allocation_bytes   what allocate_image allocates for a default layout: whole padded rows of every
 //                      plane (equal to GstVideoInfo.size for the same alignment).
 //
-// Metadata rule (one rule for every operation; suite MetadataRule in the unit tests):
-//   - The image layout describes bytes from the tensor's first element, and the tensor's geometry
-//     with them. An operation that leaves the first byte, the shape and the strides unchanged keeps it
-//     (copies, a slice of a whole dimension, a reshape or view to the same shape); any other drops it
-//     (batch, a narrower slice, a reshape, unsqueeze or view that changes the shape: attach the layout
-//     again with set_image_layout if the new tensor still holds the image).
-//   - The pixel format follows the bytes: an operation that drops the layout but keeps the first byte
-//     and the extent (reshape [3, h, w] -> [1, 3, h, w]) keeps the format, with image_plane -1.
-//   - A tensor whose layout has a non-LINEAR DRM modifier has an opaque CPU layout: an operation that
-//     would drop its layout is refused (Unsupported), as are its maps and plane views.
-//   - A plane view (TensorDyn::plane, image_view) has no layout; it keeps the pixel format, says which
-//     plane it is (TensorDyn::image_plane; -1 for image_view) and keeps colorimetry. Quantization, when
-//     the view's dtype is the image tensor's (a P010 plane is u16): per-tensor is kept; per-axis is kept
-//     by an image_view in the tensor's own geometry, becomes channel i's per-tensor parameters in
-//     plane(i) when that plane is exactly the tensor's batch(i) (a planar [3, h, w] image quantized per
-//     channel on dimension 0), and is dropped otherwise. Any view, batch, slice or reshape of a plane
-//     view or of an image_view keeps the format and plane index: it still shows samples of that image
-//     (image_view(PlanarRgb) batch(0) is the R plane's samples, format PlanarRgb, image_plane -1).
-//   - Colorimetry follows the bytes: every view, batch, slice and reshape keeps it.
-//   - Quantization (quantization.h): per-tensor is kept by every view, batch, slice and reshape.
-//     Per-axis: batch along its axis leaves that channel's per-tensor parameters; batch before it
-//     re-indexes the axis (axis - 1); slice along it keeps channels [begin, end); slice along another
-//     dimension keeps it; reshape and view keep it only at the same first element with the axis's
-//     size and stride unchanged, and drop it otherwise.
-//   - None of this allocates: the layout is shared and immutable, the rest is held by value or shares
-//     its parameter arrays.
+// Which tensor operations keep a tensor's image layout, format, colorimetry and quantization: the
+// metadata rule in tensor.h (one line) and its table in docs/ARCHITECTURE.md "Tensor metadata".
 #pragma once
 
 #include <edgetensor/error.h>

@@ -4,7 +4,7 @@
 //
 // A Quantization is an immutable value. Per-axis parameters live in one shared array: copying a
 // Quantization, and slicing it along its axis (TensorDyn::batch, TensorDyn::slice), never allocates.
-// Which operations keep it: the metadata rule in image.h.
+// Which operations keep it: the metadata rule in tensor.h.
 #pragma once
 
 #include <edgetensor/dtype.h>

@@ -60,6 +60,7 @@ class Context;
 namespace detail {
 struct StorageAccess;  // defined inside the library only (src/core/storage.h)
 struct TensorAccess;   // defined inside the library only (src/core/tensor.cpp)
+struct TensorMeta;     // defined inside the library only (src/core/tensor_access.h)
 }
 
 inline constexpr std::size_t kMaxRank = 8;
@@ -215,19 +216,24 @@ class ET_API TensorDyn {
   std::string memory_detail() const;
   /// True when write maps are refused (imported O_RDONLY or sealed F_SEAL_WRITE).
   bool read_only() const noexcept;
-  const std::string& name() const noexcept { return name_; }
-  void set_name(std::string name) { name_ = std::move(name); }
+  /// Valid while this tensor (or a copy or view sharing its name) lives; empty when none was given.
+  const std::string& name() const noexcept;
+  /// Renames this tensor only: copies and views made before keep the old name. Allocates.
+  void set_name(std::string name);
 
-  // ---- Image, colorimetry, quantization (image.h, quantization.h; which operations keep which: the
-  // metadata rule in image.h's preamble) ------------------------------------------------------------
+  // ---- Image, colorimetry, quantization (image.h, quantization.h; table: ARCHITECTURE.md "Tensor metadata")
+  // Rule: views share name+colorimetry; layout needs same geometry, format same bytes/plane; quantization follows axis.
+  // Copies and views share one immutable block holding name, image and colorimetry, so they never
+  // allocate; a setter builds a new block for its tensor only.
   /// The layout of the image this tensor holds, offsets counted from its first element; nullptr when
-  /// it holds no whole image (never set, dropped by a view, or a plane view).
-  const ImageLayout* image_layout() const noexcept { return image_layout_.get(); }
+  /// it holds no whole image (never set, dropped by a view, or a plane view). Valid while this tensor
+  /// (or a copy or view sharing the layout) lives.
+  const ImageLayout* image_layout() const noexcept;
   /// The pixel format of the image, or of the image this tensor is a plane of; Unknown otherwise.
-  PixelFormat pixel_format() const noexcept { return pixel_format_; }
+  PixelFormat pixel_format() const noexcept;
   /// Which plane of pixel_format() this tensor views (0 to 3), or -1 (a whole image, or no image).
   int image_plane() const noexcept { return image_plane_; }
-  const Colorimetry& colorimetry() const noexcept { return colorimetry_; }
+  const Colorimetry& colorimetry() const noexcept;
   const Quantization& quantization() const noexcept { return quantization_; }
   /// Attaches an image layout (and its format; image_plane() becomes -1). The layout must validate
   /// against the tensor's extent: every plane ends within extent_bytes() from the first element, no
@@ -237,9 +243,10 @@ class ET_API TensorDyn {
   /// strided tensor), the validation's InvalidArgument / OutOfRange naming plane, numbers and limit,
   /// InvalidArgument naming another dtype.
   [[nodiscard]] Result<void> set_image_layout(const ImageLayout& layout);
-  /// Removes the layout and the pixel format.
+  /// Removes the layout and the pixel format (from this tensor only).
   void clear_image_layout() noexcept;
-  void set_colorimetry(const Colorimetry& colorimetry) noexcept { colorimetry_ = colorimetry; }
+  /// Sets this tensor's colorimetry only: copies and views made before keep theirs. Allocates.
+  void set_colorimetry(const Colorimetry& colorimetry);
   /// Attaches a quantization after Quantization::check(dtype(), shape()). Errors: as check.
   [[nodiscard]] Result<void> set_quantization(Quantization quantization);
   BufferIdentity identity() const;
@@ -271,8 +278,8 @@ class ET_API TensorDyn {
   /// A view with a new dimension of size 1 inserted before dimension `dim` (0 to rank; numpy's
   /// expand_dims, torch's unsqueeze): CHW [3, h, w] -> NCHW [1, 3, h, w] with unsqueeze(0). Same bytes,
   /// no copy, works on strided views. Per-axis quantization moves with its axis (axis >= dim: axis + 1);
-  /// other metadata as image.h's rule says (the geometry changes: an image layout is dropped, a plane
-  /// view keeps its format). Errors: FailedPrecondition (no storage), InvalidArgument (dim > rank, or
+  /// other metadata as the metadata rule says (the geometry changes: an image layout is dropped, the
+  /// format kept). Errors: FailedPrecondition (no storage), InvalidArgument (dim > rank, or
   /// the tensor already has kMaxRank dimensions, naming them).
   [[nodiscard]] Result<TensorDyn> unsqueeze(std::size_t dim) const;
   /// The view of image plane `index` with its natural shape and byte strides (rows row_stride apart):
@@ -282,9 +289,9 @@ class ET_API TensorDyn {
   ///   one sample per pixel (Grey, Y planes, I420 U/V, planar R/G/B, Bayer)  [rows, cols]
   ///   interleaved (Rgb [h, w, 3], Rgba [h, w, 4], NV12 UV [ceil(h/2), ceil(w/2), 2])  [rows, cols, samples]
   ///   packed 4:2:2 (Yuyv: [h, ceil(w/2), 4], one group of 2 pixels per entry)  [rows, groups, 4]
-  /// It keeps pixel_format() and colorimetry, sets image_plane(), and keeps quantization as image.h's
-  /// metadata rule says (per-tensor when the dtype is unchanged; a planar image quantized per channel on
-  /// dimension 0 gives plane i channel i's parameters). Errors:
+  /// It keeps pixel_format() and colorimetry, sets image_plane(), and keeps quantization per-tensor when
+  /// the dtype is unchanged (a planar image quantized per channel on dimension 0 gives plane i channel
+  /// i's parameters; other per-axis quantization is dropped). Errors:
   /// FailedPrecondition (no image layout), OutOfRange (index >= plane count), Unsupported (a
   /// non-linear DRM modifier, naming it in hex).
   [[nodiscard]] Result<TensorDyn> plane(std::size_t index) const;
@@ -331,20 +338,24 @@ class ET_API TensorDyn {
   const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
   Result<MapBase> map_impl(MapMode mode) const;
 
+  // How much of meta_'s image this tensor shows: Whole (the layout applies), Samples (the format only:
+  // a plane view, image_view, or the same bytes in another shape), or None.
+  enum class ImageScope : std::uint8_t { None, Samples, Whole };
+
   std::shared_ptr<detail::Storage> storage_;
+  // Name, image and colorimetry, shared by copies and views and never changed (a setter builds a new
+  // block), so that copying it is one reference count; null when none was set.
+  std::shared_ptr<const detail::TensorMeta> meta_;
   DType dtype_ = DType::U8;
-  std::size_t rank_ = 0;
+  ImageScope image_scope_ = ImageScope::None;
+  std::int8_t image_plane_ = -1;  // ImageScope::Samples only
+  std::uint8_t rank_ = 0;
   std::array<std::size_t, kMaxRank> shape_{};
   std::array<std::int64_t, kMaxRank> strides_{};
   std::size_t offset_bytes_ = 0;
   std::size_t element_count_ = 0;
   std::size_t extent_bytes_ = 0;
-  std::string name_;
-  // Metadata (image.h's rule): shared and immutable, or small values, so that views never allocate.
-  std::shared_ptr<const ImageLayout> image_layout_;
-  Colorimetry colorimetry_;
-  PixelFormat pixel_format_ = PixelFormat::Unknown;
-  std::int8_t image_plane_ = -1;
+  // Follows the geometry (its axis), so it is per view; its per-axis arrays are shared.
   Quantization quantization_;
 };
 

@@ -157,7 +157,7 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("identity", &et::TensorDyn::identity)
       .def("same_buffer", &et::TensorDyn::same_buffer, py::arg("other"),
            "True when both reach the same buffer object, even through separate imports.")
-      // Image metadata (image.h's metadata rule says which operations keep what).
+      // Image metadata (tensor.h's metadata rule says which operations keep what).
       .def_property_readonly(
           "image_layout",
           [](const et::TensorDyn& t) -> std::optional<et::ImageLayout> {

@@ -185,7 +185,7 @@ Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m
   ET_TRY_ASSIGN(TensorDyn tensor,
                 TensorAccess::make(std::move(home), ArrayRef<std::size_t>(shape.data(), h.rank), static_cast<DType>(h.dtype),
                                    ArrayRef<std::int64_t>(h.strides, h.rank), static_cast<std::size_t>(h.offset_bytes),
-                                   h.name, what));
+                                   TensorAccess::named(h.name), what));
   ET_TRY(apply_tensor_metadata(tensor, tm));
   ET_TRY_ASSIGN(auto out, hand_out(id, m.sequence));
   channel::Delivery d;
@@ -236,8 +236,8 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
   ET_TRY(check_shared_buffer_planes(layout, std::span<const std::uint8_t>(h.plane_buffer, h.plane_count)));
   std::array<TensorDyn, kMaxPlanes> buffers;
   for (std::size_t b = 0; b < h.buffer_count; ++b) {
-    ET_TRY_ASSIGN(buffers[b], TensorAccess::make(homes[b], ArrayRef<std::size_t>(&sizes[b], 1), DType::U8, {}, 0, {},
-                                                 "frame buffer"));
+    ET_TRY_ASSIGN(buffers[b], TensorAccess::make(homes[b], ArrayRef<std::size_t>(&sizes[b], 1), DType::U8, {}, 0,
+                                                 nullptr, "frame buffer"));
   }
   // Every check passed: hand each buffer out (from here a dropped tensor sends its release).
   for (std::size_t b = 0; b < h.buffer_count; ++b) {

@@ -47,8 +47,8 @@ std::unique_ptr<Backing> make_empty_backing(MemoryKind kind) { return std::make_
 
 namespace detail {
 Result<TensorDyn> TensorAccess::make(std::shared_ptr<Storage> storage, ArrayRef<std::size_t> shape, DType dtype,
-                                     ArrayRef<std::int64_t> strides, std::size_t offset, std::string name,
-                                     std::string_view what) {
+                                     ArrayRef<std::int64_t> strides, std::size_t offset,
+                                     std::shared_ptr<const TensorMeta> meta, std::string_view what) {
   if (!dtype_is_valid(dtype))
     return fail(ErrorCode::InvalidArgument, text::format("{}: invalid dtype {}", what, static_cast<int>(dtype)));
   if (shape.size() > kMaxRank)
@@ -63,7 +63,7 @@ Result<TensorDyn> TensorAccess::make(std::shared_ptr<Storage> storage, ArrayRef<
                 text::format("{}: offset {} B is not a multiple of the element size {} B", what, offset, esize));
   TensorDyn t;
   t.dtype_ = dtype;
-  t.rank_ = shape.size();
+  t.rank_ = static_cast<std::uint8_t>(shape.size());
   std::copy(shape.begin(), shape.end(), t.shape_.begin());
   if (!strides.empty()) std::copy(strides.begin(), strides.end(), t.strides_.begin());
   // The checks are pure: they run with the bare `what` and, only when one fails, again with the label
@@ -84,14 +84,19 @@ Result<TensorDyn> TensorAccess::make(std::shared_ptr<Storage> storage, ArrayRef<
   t.extent_bytes_ = layout.extent_bytes;
   t.offset_bytes_ = offset;
   t.storage_ = std::move(storage);
-  t.name_ = std::move(name);
+  t.meta_ = std::move(meta);
   return t;
+}
+
+std::shared_ptr<const TensorMeta> TensorAccess::named(std::string name) {
+  if (name.empty()) return nullptr;
+  return std::make_shared<const TensorMeta>(TensorMeta{.name = std::move(name)});
 }
 
 Result<TensorDyn> TensorAccess::import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
                                        const ImportOptions& options) {
   return make(std::make_shared<Storage>(std::move(backing)), shape, dtype, options.strides_bytes,
-              options.offset_bytes, options.name, "import");
+              options.offset_bytes, named(options.name), "import");
 }
 }  // namespace detail
 using detail::TensorAccess;
@@ -171,7 +176,8 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   }
   // The strides computed above are the tensor's (C-contiguous): make() takes them instead of deriving them again.
   return TensorAccess::make(std::make_shared<Storage>(std::move(backing)), shape, dtype,
-                            ArrayRef<std::int64_t>(strides.data(), shape.size()), 0, options.name, "allocate");
+                            ArrayRef<std::int64_t>(strides.data(), shape.size()), 0, TensorAccess::named(options.name),
+                            "allocate");
 }
 
 namespace detail {
@@ -219,6 +225,14 @@ Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t
 
 std::size_t TensorDyn::buffer_bytes() const noexcept { return storage_ ? storage_->buffer_bytes() : 0; }
 
+const std::string& TensorDyn::name() const noexcept {
+  static const std::string none;
+  return meta_ ? meta_->name : none;
+}
+void TensorDyn::set_name(std::string name) {
+  meta_ = TensorAccess::edited(*this, [&](detail::TensorMeta& m) { m.name = std::move(name); });
+}
+
 bool TensorDyn::is_contiguous() const noexcept {
   // A tensor that reaches no byte is contiguous whatever its strides (C-contiguous ones count a 0 as 1).
   if (element_count_ == 0) return true;
@@ -261,7 +275,7 @@ Result<TensorDyn> TensorDyn::batch(std::size_t n) const {
                                                     offset_bytes_, n, strides_[0]));
   TensorDyn t = *this;
   t.offset_bytes_ = *offset;
-  t.rank_ = rank_ - 1;
+  t.rank_ = static_cast<std::uint8_t>(rank_ - 1);
   std::copy(shape_.begin() + 1, shape_.begin() + rank_, t.shape_.begin());
   std::copy(strides_.begin() + 1, strides_.begin() + rank_, t.strides_.begin());
   t.shape_[t.rank_] = 0;
@@ -280,7 +294,7 @@ Result<TensorDyn> TensorDyn::view(std::size_t offset, ArrayRef<std::size_t> shap
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "view: tensor has no storage");
   auto abs = detail::checked_add<std::size_t>(offset_bytes_, offset);
   if (!abs) return fail(ErrorCode::OutOfRange, text::format("view: offset {} B + {} B overflows", offset_bytes_, offset));
-  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, name_, "view"));
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, strides, *abs, meta_, "view"));
   ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::View}));
   return t;
 }
@@ -302,17 +316,17 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
                 text::format("reshape [{}] ({} elements) to [{}] ({} elements): counts differ",
                             text::join(shape_.begin(), shape_.begin() + rank_, ", "), element_count_,
                             text::join(shape, ", "), count));
-  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, name_, "reshape"));
+  ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, shape, dtype_, {}, offset_bytes_, meta_, "reshape"));
   ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Reshape}));
   return t;
 }
 
 Result<MapBase> TensorDyn::map_impl(MapMode mode) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "map: tensor has no storage");
-  if (image_layout_ && image_layout_->modifier != kDrmFormatModLinear)
+  if (const ImageLayout* layout = image_layout(); layout && layout->modifier != kDrmFormatModLinear)
     return fail(ErrorCode::Unsupported,
                 text::format("map: DRM format modifier 0x{:016x} is not LINEAR (0): the CPU layout of a tiled or "
-                            "compressed image is opaque; export or send it instead", image_layout_->modifier));
+                            "compressed image is opaque; export or send it instead", layout->modifier));
   if (extent_bytes_ == 0) {
     if ((static_cast<unsigned>(mode) & 2u) && storage_->backing().read_only())
       return fail(ErrorCode::PermissionDenied, "write map refused: storage is read-only");

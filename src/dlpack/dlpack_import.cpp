@@ -132,7 +132,8 @@ Result<TensorDyn> adopt_tensor(ProducerRef producer, const DlTensor& dl, bool re
   auto backing = std::make_unique<ForeignBacking>(std::move(producer), reinterpret_cast<std::byte*>(first),
                                                   layout.extent_bytes, read_only, version, dl.device);
   return detail::TensorAccess::make(std::make_shared<detail::Storage>(std::move(backing)), {shape.data(), rank}, dtype,
-                                    {strides.data(), rank}, 0, options.name, "dlpack import");
+                                    {strides.data(), rank}, 0, detail::TensorAccess::named(options.name),
+                                    "dlpack import");
 }
 
 }  // namespace

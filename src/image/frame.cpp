@@ -133,7 +133,13 @@ Result<TensorDyn> Frame::plane(std::size_t index) const {
   if (index >= plane_count())
     return fail(ErrorCode::OutOfRange, text::format("Frame::plane {}: a {} frame has {} planes", index,
                                                     pixel_format_name(layout_.format), plane_count()));
-  return TensorAccess::plane_view(buffers_[plane_buffer_[index]], layout_, index, colorimetry_);
+  const TensorDyn& buffer = buffers_[plane_buffer_[index]];
+  // The plane's block: the buffer's name, this frame's image and colorimetry (one allocation per plane view).
+  auto meta = TensorAccess::edited(buffer, [&](detail::TensorMeta& m) {
+    m.image = layout_;
+    m.colorimetry = colorimetry_;
+  });
+  return TensorAccess::plane_view(buffer, layout_, index, std::move(meta));
 }
 
 template <class MapT>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // TensorDyn's image side: image layouts, plane views, slices, quantization, and the metadata rule of
-// image.h (which operation keeps which metadata).
+// tensor.h (which operation keeps which metadata; docs/ARCHITECTURE.md "Tensor metadata").
 #include <edgetensor/tensor.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 
 using detail::TensorAccess;
+using detail::TensorMeta;
 using detail::ViewInfo;
 using detail::ViewOp;
 
@@ -32,7 +33,7 @@ std::string_view view_op_name(ViewOp op) noexcept {
   return "view";
 }
 
-// Per-axis quantization through an operation (image.h's rule); per-tensor and none pass unchanged.
+// Per-axis quantization through an operation (the metadata rule); per-tensor and none pass unchanged.
 Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, const ViewInfo& how) noexcept {
   const Quantization& q = from.quantization();
   if (q.kind() != QuantizationKind::PerAxis) return q;
@@ -67,39 +68,30 @@ Quantization carry_quantization(const TensorDyn& from, const TensorDyn& to, cons
 }  // namespace
 
 Result<void> TensorAccess::carry_metadata(const TensorDyn& from, TensorDyn& to, const ViewInfo& how) {
-  to.colorimetry_ = from.colorimetry_;
-  const bool same_bytes = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_;
-  const bool same_geometry = same_bytes && std::ranges::equal(to.shape(), from.shape()) &&
-                             std::ranges::equal(to.strides(), from.strides());
-  if (from.image_layout_ && same_geometry) {
-    to.image_layout_ = from.image_layout_;
-    to.pixel_format_ = from.pixel_format_;
-    to.image_plane_ = -1;
-  } else if (from.image_layout_) {
+  to.meta_ = from.meta_;
+  to.image_scope_ = from.image_scope_;
+  to.image_plane_ = from.image_plane_;
+  if (from.image_scope_ == TensorDyn::ImageScope::Whole) {
     // The layout follows the geometry, the format the bytes: the same bytes in another shape still hold
     // that image's samples.
-    if (from.image_layout_->modifier != kDrmFormatModLinear)
+    const bool same_bytes = to.offset_bytes_ == from.offset_bytes_ && to.extent_bytes_ == from.extent_bytes_;
+    const bool same_geometry = same_bytes && std::ranges::equal(to.shape(), from.shape()) &&
+                               std::ranges::equal(to.strides(), from.strides());
+    const ImageLayout& layout = from.meta_->image;
+    if (!same_geometry && layout.modifier != kDrmFormatModLinear)
       return fail(ErrorCode::Unsupported,
                   text::format("{}: the tensor holds a {} image with DRM format modifier 0x{:016x} (not LINEAR): "
                                "its CPU layout is opaque, so only views of the whole tensor are meaningful; export "
                                "or send it instead",
-                               view_op_name(how.op), pixel_format_name(from.pixel_format_),
-                               from.image_layout_->modifier));
-    to.image_layout_.reset();
-    to.pixel_format_ = same_bytes ? from.pixel_format_ : PixelFormat::Unknown;
-    to.image_plane_ = -1;
-  } else {
-    // A view of a plane view or of an image_view (a format and no layout) still shows samples of that image.
-    to.image_layout_.reset();
-    to.pixel_format_ = from.pixel_format_;
-    to.image_plane_ = from.pixel_format_ != PixelFormat::Unknown ? from.image_plane_ : std::int8_t{-1};
+                               view_op_name(how.op), pixel_format_name(layout.format), layout.modifier));
+    if (!same_geometry) to.image_scope_ = same_bytes ? TensorDyn::ImageScope::Samples : TensorDyn::ImageScope::None;
   }
   to.quantization_ = carry_quantization(from, to, how);
   return {};
 }
 
 Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLayout& layout, std::size_t index,
-                                           const Colorimetry& colorimetry) {
+                                           std::shared_ptr<const TensorMeta> meta) {
   if (layout.modifier != kDrmFormatModLinear)
     return fail(ErrorCode::Unsupported,
                 text::format("plane {}: DRM format modifier 0x{:016x} is not LINEAR (0): the CPU layout of a "
@@ -126,13 +118,15 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
   if (!offset)
     return fail(ErrorCode::OutOfRange, text::format("plane {}: offset {} B + {} B overflows", index,
                                                     base.offset_bytes_, layout.planes[index].offset_bytes));
-  ET_TRY_ASSIGN(auto t, make(base.storage_, ArrayRef<std::size_t>(shape.data(), rank), dtype,
-                             ArrayRef<std::int64_t>(strides.data(), rank), *offset, base.name_,
-                             text::format("plane {} of a {} image", index, info.name)));
-  t.image_layout_.reset();
-  t.pixel_format_ = layout.format;
+  const auto build = [&](std::string_view what) {
+    return make(base.storage_, ArrayRef<std::size_t>(shape.data(), rank), dtype,
+                ArrayRef<std::int64_t>(strides.data(), rank), *offset, meta, what);
+  };
+  auto built = build("plane");  // named only on failure: a plane view formats no text
+  if (!built) built = build(text::format("plane {} of a {} image", index, info.name));
+  ET_TRY_ASSIGN(auto t, std::move(built));
+  t.image_scope_ = TensorDyn::ImageScope::Samples;
   t.image_plane_ = static_cast<std::int8_t>(index);
-  t.colorimetry_ = colorimetry;
   // Per-tensor parameters describe values of the base's dtype: kept when the plane has that dtype.
   // Per-axis parameters: when the plane is exactly the base's sub-tensor batch(index) (a planar image
   // quantized per channel on dimension 0), that channel's per-tensor parameters, as batch gives them.
@@ -152,10 +146,27 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
 Result<TensorDyn> TensorAccess::whole_buffer(const TensorDyn& t) {
   if (!t.storage_) return fail(ErrorCode::FailedPrecondition, "tensor has no storage");
   const std::size_t bytes = t.buffer_bytes();
-  return make(t.storage_, ArrayRef<std::size_t>(&bytes, 1), DType::U8, {}, 0, t.name_, "buffer");
+  return make(t.storage_, ArrayRef<std::size_t>(&bytes, 1), DType::U8, {}, 0, named(t.name()), "buffer");
 }
 
 }  // namespace detail
+
+const ImageLayout* TensorDyn::image_layout() const noexcept {
+  return image_scope_ == ImageScope::Whole ? &meta_->image : nullptr;
+}
+
+PixelFormat TensorDyn::pixel_format() const noexcept {
+  return image_scope_ != ImageScope::None ? meta_->image.format : PixelFormat::Unknown;
+}
+
+const Colorimetry& TensorDyn::colorimetry() const noexcept {
+  static const Colorimetry unspecified;
+  return meta_ ? meta_->colorimetry : unspecified;
+}
+
+void TensorDyn::set_colorimetry(const Colorimetry& colorimetry) {
+  meta_ = TensorAccess::edited(*this, [&](TensorMeta& m) { m.colorimetry = colorimetry; });
+}
 
 Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image_layout: tensor has no storage");
@@ -176,15 +187,14 @@ Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
                              "to the contiguous tensor holding the image's bytes (import_image_dup, allocate_image "
                              "or a contiguous view)",
                              text::join(shape(), ", "), text::join(strides(), ", ")));
-  image_layout_ = std::make_shared<const ImageLayout>(layout);
-  pixel_format_ = layout.format;
+  meta_ = TensorAccess::edited(*this, [&](TensorMeta& m) { m.image = layout; });
+  image_scope_ = ImageScope::Whole;
   image_plane_ = -1;
   return {};
 }
 
 void TensorDyn::clear_image_layout() noexcept {
-  image_layout_.reset();
-  pixel_format_ = PixelFormat::Unknown;
+  image_scope_ = ImageScope::None;  // the block is shared: only this tensor stops showing its image
   image_plane_ = -1;
 }
 
@@ -196,16 +206,16 @@ Result<void> TensorDyn::set_quantization(Quantization quantization) {
 
 Result<TensorDyn> TensorDyn::plane(std::size_t index) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "plane: tensor has no storage");
-  if (!image_layout_)
+  if (image_scope_ != ImageScope::Whole)
     return fail(ErrorCode::FailedPrecondition,
                 text::format("plane {}: tensor has no image layout (set_image_layout, allocate_image or "
                             "import_image_dup attach one; views and batches drop it)", index));
-  return TensorAccess::plane_view(*this, *image_layout_, index, colorimetry_);
+  return TensorAccess::plane_view(*this, meta_->image, index, meta_);
 }
 
 Result<TensorDyn> TensorDyn::image_view() const {
   ET_TRY_ASSIGN(auto first, plane(0));
-  const ImageLayout& layout = *image_layout_;
+  const ImageLayout& layout = meta_->image;
   const PixelFormatInfo& info = pixel_format_info(layout.format);
   // The image in the tensor's own geometry (CHW over a [3, h, w] tensor) keeps all its quantization.
   const auto keep_if_same_geometry = [this](TensorDyn& v) {
@@ -242,10 +252,9 @@ Result<TensorDyn> TensorDyn::image_view() const {
   std::array<std::size_t, 3> shape{info.plane_count, first.shape_[0], first.shape_[1]};
   std::array<std::int64_t, 3> strides{spacing, first.strides_[0], first.strides_[1]};
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, ArrayRef<std::size_t>(shape.data(), 3), first.dtype_,
-                                           ArrayRef<std::int64_t>(strides.data(), 3), first.offset_bytes_, name_,
+                                           ArrayRef<std::int64_t>(strides.data(), 3), first.offset_bytes_, meta_,
                                            "image_view"));
-  t.pixel_format_ = first.pixel_format_;
-  t.colorimetry_ = first.colorimetry_;
+  t.image_scope_ = ImageScope::Samples;
   t.quantization_ = first.quantization_.kind() == QuantizationKind::PerTensor ? first.quantization_ : Quantization{};
   keep_if_same_geometry(t);
   return t;
@@ -272,7 +281,7 @@ Result<TensorDyn> TensorDyn::unsqueeze(std::size_t dim) const {
       dim < rank_ && !__builtin_mul_overflow(strides_[dim], static_cast<std::int64_t>(shape_[dim]), &p))
     next = p;
   t.strides_[dim] = next;
-  t.rank_ = rank_ + 1;
+  t.rank_ = static_cast<std::uint8_t>(rank_ + 1);
   ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Unsqueeze, dim}));
   return t;
 }
@@ -293,7 +302,7 @@ Result<TensorDyn> TensorDyn::slice(std::size_t dim, std::size_t begin, std::size
   std::array<std::size_t, kMaxRank> shape = shape_;
   shape[dim] = end - begin;
   ET_TRY_ASSIGN(auto t, TensorAccess::make(storage_, ArrayRef<std::size_t>(shape.data(), rank_), dtype_,
-                                           ArrayRef<std::int64_t>(strides_.data(), rank_), *offset, name_, "slice"));
+                                           ArrayRef<std::int64_t>(strides_.data(), rank_), *offset, meta_, "slice"));
   ET_TRY(TensorAccess::carry_metadata(*this, t, {ViewOp::Slice, dim, begin, end}));
   return t;
 }

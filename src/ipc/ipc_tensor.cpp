@@ -92,7 +92,8 @@ Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m) {
   } else if (format != PixelFormat::Unknown) {
     TensorAccess::set_image_plane(tensor, format, h.image_plane);
   }
-  tensor.set_colorimetry(wire_colorimetry(h.colorimetry));
+  // Each setter builds a new metadata block: only a colorimetry the sender gave is set.
+  if (const Colorimetry c = wire_colorimetry(h.colorimetry); c != Colorimetry{}) tensor.set_colorimetry(c);
   if (m.quantization.kind() != QuantizationKind::None) ET_TRY(tensor.set_quantization(std::move(m.quantization)));
   return {};
 }

@@ -176,6 +176,20 @@ TEST(DlpackExport, ZeroElementTensorKeepsItsShape) {
   EXPECT_NE(z->dl_tensor.data, nullptr);
 }
 
+// Both forms of an export of `t`, deleted when the test leaves the scope.
+struct BothForms {
+  Owned<dl::ManagedTensorVersioned> versioned;
+  Owned<dl::ManagedTensor> legacy;
+};
+void export_both(const TensorDyn& t, BothForms& out) {
+  auto v = dl::export_versioned(t);
+  ASSERT_OK(v);
+  out.versioned.p = *v;
+  auto l = dl::export_legacy(t);
+  ASSERT_OK(l);
+  out.legacy.p = *l;
+}
+
 // Adversarial trial: a zero-element export passed data = NULL and held the storage; torch before 2.3
 // never calls the deleter of a null-data tensor (pytorch issues 117058, 117273), so the buffer stayed
 // out for good. Now it holds nothing and its data is a non-null dummy, aligned for any dtype.
@@ -190,13 +204,9 @@ TEST(DlpackExport, ZeroElementExportHoldsNoStorageAndHasNonNullData) {
   ASSERT_OK(t);
   auto empty = t->slice(0, 64, 64);  // [0, 100]: a view with no elements, at the buffer's end
   ASSERT_OK(empty);
-  auto e = dl::export_versioned(*empty);
-  ASSERT_OK(e);
-  Owned<dl::ManagedTensorVersioned> x{*e};
-  auto e0 = dl::export_legacy(*empty);
-  ASSERT_OK(e0);
-  Owned<dl::ManagedTensor> y{*e0};
-  for (const dl::DlTensor* d : {&x->dl_tensor, &y->dl_tensor}) {
+  BothForms pooled;
+  ASSERT_NO_FATAL_FAILURE(export_both(*empty, pooled));
+  for (const dl::DlTensor* d : {&pooled.versioned->dl_tensor, &pooled.legacy->dl_tensor}) {
     EXPECT_NE(d->data, nullptr) << "torch < 2.3 never deletes a null-data tensor";
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d->data) % alignof(std::max_align_t), 0u);
     EXPECT_EQ(vec(d->shape, 2), (std::vector<std::int64_t>{0, 100}));
@@ -213,12 +223,8 @@ TEST(DlpackExport, ZeroElementExportHoldsNoStorageAndHasNonNullData) {
   ASSERT_EQ(open_fd_count(), fds_before + 1);
   auto none = big->slice(0, 100, 100);
   ASSERT_OK(none);
-  auto v = dl::export_versioned(*none);
-  ASSERT_OK(v);
-  Owned<dl::ManagedTensorVersioned> vx{*v};
-  auto l = dl::export_legacy(*none);
-  ASSERT_OK(l);
-  Owned<dl::ManagedTensor> lx{*l};
+  BothForms plain;
+  ASSERT_NO_FATAL_FAILURE(export_both(*none, plain));
   *none = TensorDyn();
   *big = TensorDyn();
   EXPECT_EQ(open_fd_count(), fds_before) << "the memfd is closed though both capsules live";

@@ -17,6 +17,8 @@
 //     when the last map or export closes);
 //   - a GL PBO stays mapped: other CPU maps and cuda::map of it answer Busy until the deleter runs;
 //   - a pooled buffer is not returned to its pool while an export of it lives.
+// An export of zero elements holds neither (nothing to reach): its data is a non-null dummy, because
+// torch before 2.3 never calls the deleter of a null-data tensor (pytorch issues 117058 and 117273).
 //
 // Metadata: DLPack carries data, device, dtype, shape and strides only. An export drops the name, the
 // image layout (pixel format, planes, colorimetry) and the quantization; an import has none of them
@@ -164,8 +166,9 @@ struct ExportOptions {
 /// `tensor` and all its views are gone.
 /// Filled as the spec asks: data = first element (the tensor's byte offset folded in; byte_offset = 0,
 /// because PyTorch ignores byte_offset, pytorch issue 168177); shape; strides in elements, always
-/// filled (required from DLPack 1.2 on for ndim > 0); a zero-element tensor keeps its shape (data may
-/// be null); flags = kFlagReadOnly for read-only storage or options.read_only, never kFlagIsCopied.
+/// filled (required from DLPack 1.2 on for ndim > 0); a zero-element tensor keeps its shape, holds no
+/// map and no storage, and has a non-null data pointer (aligned for any dtype) that must not be read;
+/// flags = kFlagReadOnly for read-only storage or options.read_only, never kFlagIsCopied.
 /// Errors: FailedPrecondition (empty handle; the map's: GL context gone), InvalidArgument (a byte
 /// stride that is not a multiple of the element size, naming the dimension and the stride),
 /// Unsupported (a non-linear DRM modifier: the CPU layout is opaque), Busy (a PBO already mapped),

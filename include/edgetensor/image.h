@@ -86,9 +86,11 @@ struct ET_API ImageLayout {
 
   /// Checks the layout on its own: a known format, width and height non-zero, every used plane's stride
   /// at least its row bytes, unused planes zero. With `buffer_bytes` (single-buffer images), also that
-  /// every plane ends inside it and no two planes overlap (byte ranges [offset, end)). Each error names
-  /// the plane, the numbers and the limit: InvalidArgument (format, size, stride, overlap), OutOfRange
-  /// (a plane past the end; arithmetic overflow).
+  /// every plane ends inside it and no two planes share a byte, row by row (row r of a plane is
+  /// [offset + r * stride, + row bytes): planes whose rows interleave without touching are fine, as in
+  /// GStreamer). Each error names the plane, the numbers and the limit: InvalidArgument (format, size,
+  /// stride, overlap, naming the first rows that share bytes), OutOfRange (a plane past the end;
+  /// arithmetic overflow).
   [[nodiscard]] Result<void> validate() const;
   [[nodiscard]] Result<void> validate(std::size_t buffer_bytes) const;
 

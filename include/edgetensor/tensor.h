@@ -166,8 +166,9 @@ class ET_API TensorDyn {
   /// Imports an image held in one buffer (as import_fd_dup: the fd is dup'd): a U8 tensor
   /// [layout.min_buffer_bytes()] at options.offset_bytes, with `layout` attached (its offsets count from
   /// options.offset_bytes). The buffer must hold offset + min_buffer_bytes (a tight last row is enough).
-  /// options.strides_bytes must be empty. Errors: the layout's validation, then as import_fd_dup
-  /// (OutOfRange naming the buffer size and what the layout needs).
+  /// options.strides_bytes must be empty. Errors: the layout's validation; InvalidArgument for a
+  /// 16-bit format (P010, Y16) at an odd offset_bytes (naming it and the sample size); then as
+  /// import_fd_dup (OutOfRange naming the buffer size and what the layout needs).
   [[nodiscard]] static Result<TensorDyn> import_image_dup(int borrowed_fd, const ImageLayout& layout,
                                                           const ImportOptions& options = {});
 
@@ -239,9 +240,11 @@ class ET_API TensorDyn {
   /// against the tensor's extent: every plane ends within extent_bytes() from the first element, no
   /// overlap (ImageLayout::validate(extent_bytes())). The tensor must be contiguous, and u8 or i8 for
   /// 8-bit formats (an int8 model input), u16 or u8 for formats whose samples are all 16-bit (Y16,
-  /// P010): plane views are views of its bytes in that dtype. Errors: FailedPrecondition (no storage, a
-  /// strided tensor), the validation's InvalidArgument / OutOfRange naming plane, numbers and limit,
-  /// InvalidArgument naming another dtype.
+  /// P010): plane views are views of its bytes in that dtype, so a 16-bit format's planes must start on
+  /// a sample counted from the buffer's start (offset_bytes() + plane offset even). Errors:
+  /// FailedPrecondition (no storage, a strided tensor), the validation's InvalidArgument / OutOfRange
+  /// naming plane, numbers and limit, InvalidArgument naming another dtype or an odd 16-bit plane start
+  /// (the tensor's offset and the sample size).
   [[nodiscard]] Result<void> set_image_layout(const ImageLayout& layout);
   /// Removes the layout and the pixel format (from this tensor only).
   void clear_image_layout() noexcept;

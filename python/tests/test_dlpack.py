@@ -15,7 +15,7 @@ import pytest
 
 import edgetensor as et
 
-from conftest import settle
+from conftest import mappings, open_fds, settle
 
 NUMPY_DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16", "float32",
                 "float64"]
@@ -131,6 +131,26 @@ def test_torch_from_dlpack(torch, dtype, view):
 def test_torch_refuses_unsigned_wider_than_8_bits(torch, dtype):
     with pytest.raises(RuntimeError, match="[Uu]nsupported"):
         torch.from_dlpack(et.allocate((3,), dtype))
+
+
+def test_zero_element_view_given_to_torch_holds_no_memfd(torch):
+    """Adversarial trial: a zero-element export passed data = NULL and held its storage, and torch
+    before 2.3 never calls the deleter of a null-data tensor (pytorch issues 117058, 117273), so a 64 MiB
+    memfd stayed open for the life of the process. Now the export holds nothing and torch deletes it."""
+    from edgetensor import _edgetensor
+
+    settle()
+    fds, maps, exports = open_fds(), mappings(), _edgetensor._live_export_count()
+    t = et.allocate((64 << 20,), "uint8", memory="shm")
+    assert open_fds() == fds + 1
+    x = torch.from_dlpack(t.slice(0, 100, 100))
+    assert tuple(x.shape) == (0,)
+    del t
+    settle()
+    assert (open_fds(), mappings()) == (fds, maps), "the memfd and its mapping are gone while x lives"
+    del x
+    settle()
+    assert _edgetensor._live_export_count() == exports, "torch called the deleter"
 
 
 def test_capsule_names_and_rename_on_consume():

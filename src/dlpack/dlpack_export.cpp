@@ -20,6 +20,10 @@ namespace {
 
 std::atomic<std::size_t> g_live_exports{0};
 
+// The data of every zero-element export: not null, because torch before 2.3 never calls the deleter of
+// a tensor whose data is null (pytorch issues 117058, 117273), and aligned for any dtype. Never read.
+alignas(256) std::byte g_no_elements[256];
+
 template <class Managed>
 struct ExportContext {
   Managed managed{};
@@ -41,6 +45,16 @@ void delete_export(Managed* self) noexcept {
 // The data pointer and device of `t` as the options ask, kept valid by what is stored in `view`.
 Result<void> open_view(const TensorDyn& t, const ExportOptions& o, bool read_only,
                        std::variant<std::monostate, ReadMap, ReadWriteMap, cuda::CudaMap>& view, DlTensor& out) {
+  if (o.device != ExportDevice::Cpu && o.device != ExportDevice::Cuda)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("dlpack export: invalid ExportDevice {}", static_cast<int>(o.device)));
+  if (t.element_count() == 0) {
+    // Nothing to reach, so nothing held: no map, no storage (a pooled buffer goes back to its pool).
+    out.device = o.device == ExportDevice::Cpu ? Device{DeviceType::Cpu, 0}
+                                               : Device{DeviceType::Cuda, o.cuda.device >= 0 ? o.cuda.device : 0};
+    out.data = g_no_elements;
+    return {};
+  }
   if (o.device == ExportDevice::Cpu) {
     out.device = {DeviceType::Cpu, 0};
     if (read_only) {
@@ -52,15 +66,6 @@ Result<void> open_view(const TensorDyn& t, const ExportOptions& o, bool read_onl
       out.data = m.data();
       view = std::move(m);
     }
-    return {};
-  }
-  if (o.device != ExportDevice::Cuda)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("dlpack export: invalid ExportDevice {}", static_cast<int>(o.device)));
-  if (t.extent_bytes() == 0) {
-    // cuda::map refuses a zero-byte tensor; a zero-element export has no bytes to reach anyway.
-    out.device = {DeviceType::Cuda, o.cuda.device >= 0 ? o.cuda.device : 0};
-    out.data = nullptr;
     return {};
   }
   ET_TRY_ASSIGN(auto m, cuda::map(t, o.cuda));
@@ -94,7 +99,7 @@ Result<Managed*> export_impl(const TensorDyn& t, const ExportOptions& o, bool ve
   ET_TRY(detail::dlpack_layout::export_strides(t.strides(), t.element_size(), {ctx->strides.data(), rank}));
   DlTensor& dl = ctx->managed.dl_tensor;
   ET_TRY(open_view(t, o, read_only, ctx->view, dl));
-  ctx->storage = storage;
+  if (t.element_count() != 0) ctx->storage = storage;
   dl.ndim = static_cast<std::int32_t>(rank);
   dl.dtype = dtype;
   dl.shape = ctx->shape.data();

@@ -8,6 +8,7 @@
 
 #include "core/backend.h"
 #include "image/frame_access.h"
+#include "image/image_layout_math.h"
 #include "core/tensor_access.h"
 
 namespace edgetensor {
@@ -34,18 +35,14 @@ Result<void> require_linear(const ImageLayout& layout, std::string_view what) {
 
 namespace detail {
 Result<void> check_shared_buffer_planes(const ImageLayout& layout, std::span<const std::uint8_t> plane_buffer) {
-  const PixelFormatInfo& info = pixel_format_info(layout.format);
   for (std::size_t i = 0; i < plane_buffer.size(); ++i) {
-    ET_TRY_ASSIGN(std::size_t end_i, layout.plane_end_bytes(i));
+    ET_TRY(layout.plane_end_bytes(i));
     for (std::size_t j = i + 1; j < plane_buffer.size(); ++j) {
       if (plane_buffer[i] != plane_buffer[j]) continue;
-      ET_TRY_ASSIGN(std::size_t end_j, layout.plane_end_bytes(j));
-      const std::size_t begin_i = layout.planes[i].offset_bytes, begin_j = layout.planes[j].offset_bytes;
-      if (begin_i < end_j && begin_j < end_i)
+      ET_TRY(layout.plane_end_bytes(j));
+      if (auto rows = shared_rows(layout, i, j))
         return fail(ErrorCode::InvalidArgument,
-                    text::format("plane {} ({}) [{}, {}) and plane {} ({}) [{}, {}) overlap in buffer {}", i,
-                                info.planes[i].samples, begin_i, end_i, j, info.planes[j].samples, begin_j, end_j,
-                                plane_buffer[i]));
+                    overlap_text(layout, i, j, *rows, text::format(" in buffer {}", plane_buffer[i])));
     }
   }
   return {};

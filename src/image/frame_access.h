@@ -13,8 +13,9 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
-/// Planes that share a buffer must not overlap (byte ranges [offset, plane_end_bytes)). Errors:
-/// InvalidArgument naming both planes and their ranges; the layout's own errors.
+/// Planes that share a buffer must not share a byte (row by row: interleaved rows that do not touch are
+/// fine). Call on a validated layout. Errors: InvalidArgument naming both planes, their ranges and the
+/// first rows that overlap; the layout's own errors.
 Result<void> check_shared_buffer_planes(const ImageLayout& layout, std::span<const std::uint8_t> plane_buffer);
 
 struct FrameAccess {

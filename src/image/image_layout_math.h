@@ -121,6 +121,58 @@ Result<LayoutSize<L>> min_buffer(const L& l) {
   return most;
 }
 
+/// Two planes' first rows that share a byte: row r of a plane is [offset + r * stride, + row bytes).
+struct SharedRows {
+  std::uint64_t first, second;
+};
+
+/// The first rows of planes i and j of `l` (validated: strides at least row bytes, ends computed) that
+/// share a byte, or nullopt: planes whose rows interleave without touching (GStreamer accepts them) do
+/// not overlap. A merge of the two sorted row lists that jumps over the rows ending before the other's
+/// current row, so the two jump in turn: at most 2 * min(rows_i, rows_j) + 1 steps.
+template <class L>
+std::optional<SharedRows> shared_rows(const L& l, std::size_t i, std::size_t j) {
+  using U = LayoutSize<L>;
+  const auto& info = pixel_format_info(l.format);
+  struct Rows {
+    U offset, stride, bytes, count;
+    U begin(U r) const { return offset + r * stride; }  // r < count: within the plane's end
+    U first_ending_after(U x) const { return (x - offset - bytes) / stride + 1; }  // x >= offset + bytes
+  };
+  const auto rows = [&](std::size_t k) {
+    return Rows{l.planes[k].offset_bytes, l.planes[k].row_stride_bytes,
+                *plane_row_bytes_of<U>(info.planes[k], l.width), static_cast<U>(plane_rows_of(info.planes[k], l.height))};
+  };
+  const Rows a = rows(i), b = rows(j);
+  U ra = 0, rb = 0;
+  while (ra < a.count && rb < b.count) {
+    const U a_begin = a.begin(ra), b_begin = b.begin(rb);
+    if (a_begin + a.bytes <= b_begin)
+      ra = a.first_ending_after(b_begin);
+    else if (b_begin + b.bytes <= a_begin)
+      rb = b.first_ending_after(a_begin);
+    else
+      return SharedRows{ra, rb};
+  }
+  return std::nullopt;
+}
+
+/// "plane 1 (U) [16, 22) and plane 2 (V) [16, 24) overlap<where> (row 0 [16, 18) and row 0 [16, 20))":
+/// the planes' spans and the first rows that share a byte.
+template <class L>
+std::string overlap_text(const L& l, std::size_t i, std::size_t j, const SharedRows& rows, std::string_view where = {}) {
+  const auto& info = pixel_format_info(l.format);
+  const auto span = [&](std::size_t k) {
+    return text::format("{} [{}, {})", plane_text(info, k), l.planes[k].offset_bytes, *plane_end(l, k));
+  };
+  const auto row = [&](std::size_t k, std::uint64_t r) {
+    const std::uint64_t begin = l.planes[k].offset_bytes + r * l.planes[k].row_stride_bytes;
+    return text::format("row {} [{}, {})", r, begin, begin + *plane_row_bytes_of<LayoutSize<L>>(info.planes[k], l.width));
+  };
+  return text::format("{} and {} overlap{} ({} and {})", span(i), span(j), where, row(i, rows.first),
+                      row(j, rows.second));
+}
+
 /// Checks `l` on its own (buffer_bytes null) or against a buffer of *buffer_bytes bytes.
 template <class L>
 Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
@@ -163,13 +215,27 @@ Result<void> validate_layout(const L& l, const LayoutSize<L>* buffer_bytes) {
                                plane_rows_of(info->planes[i], l.height), l.planes[i].row_stride_bytes,
                                *plane_row_bytes_of<U>(info->planes[i], l.width), *buffer_bytes));
   for (std::size_t i = 0; i < info->plane_count; ++i)
-    for (std::size_t j = i + 1; j < info->plane_count; ++j) {
-      const U a = l.planes[i].offset_bytes, b = l.planes[j].offset_bytes;
-      if (a < ends[j] && b < ends[i])
-        return fail(ErrorCode::InvalidArgument,
-                    text::format("{}: {} [{}, {}) and {} [{}, {}) overlap", image_text(l), plane_text(*info, i), a,
-                                 ends[i], plane_text(*info, j), b, ends[j]));
-    }
+    for (std::size_t j = i + 1; j < info->plane_count; ++j)
+      if (auto rows = shared_rows(l, i, j))
+        return fail(ErrorCode::InvalidArgument, text::format("{}: {}", image_text(l), overlap_text(l, i, j, *rows)));
+  return {};
+}
+
+/// Checks that every 16-bit plane of `l` (P010, Y16: read as u16) starts on a sample when the image's
+/// first byte lies `image_offset` bytes into its buffer: validate_layout sees only the offsets relative
+/// to that byte. Errors: InvalidArgument naming the plane, both offsets and the sample size.
+template <class L>
+Result<void> check_image_offset(const L& l, LayoutSize<L> image_offset) {
+  const PixelFormatInfo* info = known_format(l.format);
+  if (!info) return unknown_format(l);
+  for (std::size_t i = 0; i < info->plane_count; ++i) {
+    const unsigned sample = info->planes[i].bits_per_sample / 8u;
+    if (sample > 1 && (image_offset % sample + l.planes[i].offset_bytes % sample) % sample != 0)
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("{} {}: the image starts at offset {} B of its buffer, so the plane (at {} B in the "
+                               "image) does not start on a multiple of its {}-byte samples",
+                               image_text(l), plane_text(*info, i), image_offset, l.planes[i].offset_bytes, sample));
+  }
   return {};
 }
 

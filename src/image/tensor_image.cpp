@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/layout.h"
 #include "core/tensor_access.h"
+#include "image/image_layout_math.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -171,6 +172,8 @@ void TensorDyn::set_colorimetry(const Colorimetry& colorimetry) {
 Result<void> TensorDyn::set_image_layout(const ImageLayout& layout) {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "set_image_layout: tensor has no storage");
   ET_TRY(layout.validate(extent_bytes_));
+  if (auto starts = detail::check_image_offset(layout, offset_bytes_); !starts)
+    return fail(starts.error().code(), "set_image_layout: " + starts.error().message());
   // Plane views are views of the bytes in the tensor's dtype: u8 or i8 samples, u16 for 16-bit formats.
   const PixelFormatInfo& info = pixel_format_info(layout.format);
   const bool wide = std::all_of(info.planes.begin(), info.planes.begin() + info.plane_count,
@@ -330,6 +333,9 @@ Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout
                 text::format("import_image_dup: ImportOptions::strides_bytes has {} entries; an image's strides come "
                             "from its layout (leave it empty)", options.strides_bytes.size()));
   ET_TRY(layout.validate());
+  if (auto starts = detail::check_image_offset(layout, options.offset_bytes); !starts)
+    return fail(starts.error().code(), text::format("import_image_dup of fd {} at offset_bytes {}: {}", borrowed_fd,
+                                                    options.offset_bytes, starts.error().message()));
   ET_TRY_ASSIGN(std::size_t bytes, layout.min_buffer_bytes());
   // Name the plane that does not fit (import_fd_dup would only say the whole extent is too long). A
   // probe that fails, or an offset past the end, is left to import_fd_dup to report.

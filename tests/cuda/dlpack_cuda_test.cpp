@@ -88,7 +88,7 @@ TEST_F(CudaFakeDlpack, LegacyAndZeroElementExports) {
   ASSERT_OK(z);
   auto ez = dl::export_versioned(*z, on_cuda(0));
   ASSERT_OK(ez);
-  EXPECT_EQ((*ez)->dl_tensor.data, nullptr);
+  EXPECT_NE((*ez)->dl_tensor.data, nullptr) << "torch < 2.3 never deletes a null-data tensor";
   EXPECT_EQ((*ez)->dl_tensor.shape[0], 0);
   EXPECT_EQ((*ez)->dl_tensor.device.device_type, dl::DeviceType::Cuda);
   (*ez)->deleter(*ez);

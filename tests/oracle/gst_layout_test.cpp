@@ -446,6 +446,72 @@ TEST(Oracle, GstPaddedFramesReadTheSameSamplesThroughPlaneViews) {
                 gst_version_text().c_str(), frames, kFormatCount, samples - tolerated, tolerated);
 }
 
+// Adversarial trial: I420 with U and V rows interleaved so that their spans overlap but no byte is
+// shared (4x4: U rows at 16 and 20, V rows at 18 and 22; 640x480: U and V rows alternate after Y) was
+// refused by validate; GStreamer takes it. Both sides accept it, and the samples GStreamer writes through
+// gst_video_frame_map's plane pointers are the ones our plane views read.
+TEST(Oracle, InterleavedPlaneRowsAreAcceptedAsByGstreamer) {
+  const Size sizes[] = {{4, 4}, {640, 480}};
+  for (Size s : sizes) {
+    SCOPED_TRACE(trace("I420", s));
+    const gsize y = std::size_t{s.w} * s.h, chroma_row = s.w / 2;
+    gsize offsets[GST_VIDEO_MAX_PLANES] = {0, y, y + chroma_row};
+    gint strides[GST_VIDEO_MAX_PLANES] = {static_cast<gint>(s.w), static_cast<gint>(s.w), static_cast<gint>(s.w)};
+    const gsize size = y + std::size_t{s.w} * (s.h / 2);
+    GstBuffer* buffer = gst_buffer_new_allocate(nullptr, size, nullptr);
+    ASSERT_NE(buffer, nullptr);
+    ASSERT_NE(gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_I420, s.w, s.h, 3,
+                                             offsets, strides),
+              nullptr);
+    GstVideoInfo info;
+    gst_video_info_init(&info);
+    ASSERT_TRUE(gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, s.w, s.h));
+    GstVideoFrame frame;
+    ASSERT_TRUE(gst_video_frame_map(&frame, &info, buffer, GST_MAP_WRITE)) << "GStreamer accepts the layout";
+    for (guint p = 0; p < 3; ++p) {
+      EXPECT_EQ(GST_VIDEO_FRAME_PLANE_OFFSET(&frame, p), offsets[p]);
+      auto* data = static_cast<guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+      const guint rows = GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p), cols = GST_VIDEO_FRAME_COMP_WIDTH(&frame, p);
+      for (guint r = 0; r < rows; ++r)
+        for (guint c = 0; c < cols; ++c) data[r * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p) + c] = static_cast<guint8>(p * 64 + (r + c) % 61);
+    }
+    gst_video_frame_unmap(&frame);
+    ImageLayout l;
+    l.format = PixelFormat::I420;
+    l.width = s.w;
+    l.height = s.h;
+    for (std::size_t p = 0; p < 3; ++p) l.planes[p] = {offsets[p], static_cast<std::size_t>(strides[p])};
+    auto ok = l.validate(size);
+    EXPECT_TRUE(ok.has_value()) << ok.error().to_string();
+    auto t = TensorDyn::allocate({size}, DType::U8);
+    ASSERT_TRUE(t.has_value());
+    {
+      auto m = t->map_write();
+      ASSERT_TRUE(m.has_value());
+      ASSERT_EQ(gst_buffer_extract(buffer, 0, m->bytes().data(), size), size);
+    }
+    ASSERT_TRUE(t->set_image_layout(l).has_value());
+    long long mismatches = 0;
+    for (std::size_t p = 0; p < 3; ++p) {
+      auto v = t->plane(p);
+      ASSERT_TRUE(v.has_value()) << v.error().to_string();
+      auto m = v->map_read();
+      ASSERT_TRUE(m.has_value());
+      for (std::size_t r = 0; r < v->shape()[0]; ++r)
+        for (std::size_t c = 0; c < v->shape()[1]; ++c)
+          mismatches += static_cast<guint8>(m->bytes()[r * static_cast<std::size_t>(v->strides()[0]) + c]) !=
+                        static_cast<guint8>(p * 64 + (r + c) % 61);
+    }
+    EXPECT_EQ(mismatches, 0);
+    gst_buffer_unref(buffer);
+  }
+  if (!::testing::Test::HasFailure())
+    std::printf("gst oracle (GStreamer %s): I420 4x4 and 640x480 with U and V rows interleaved (spans overlap, no "
+                "byte shared): gst_video_frame_map and ImageLayout::validate both accept, plane views read what "
+                "GStreamer wrote\n",
+                gst_version_text().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

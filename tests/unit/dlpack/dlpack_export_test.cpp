@@ -17,6 +17,7 @@
 using namespace edgetensor;
 namespace dl = edgetensor::dlpack;
 using et_test::mem;
+using et_test::open_fd_count;
 
 namespace {
 
@@ -173,6 +174,60 @@ TEST(DlpackExport, ZeroElementTensorKeepsItsShape) {
   Owned<dl::ManagedTensorVersioned> z{*e1};
   EXPECT_EQ(z->dl_tensor.ndim, 0);
   EXPECT_NE(z->dl_tensor.data, nullptr);
+}
+
+// Both forms of an export of `t`, deleted when the test leaves the scope.
+struct BothForms {
+  Owned<dl::ManagedTensorVersioned> versioned;
+  Owned<dl::ManagedTensor> legacy;
+};
+void export_both(const TensorDyn& t, BothForms& out) {
+  auto v = dl::export_versioned(t);
+  ASSERT_OK(v);
+  out.versioned.p = *v;
+  auto l = dl::export_legacy(t);
+  ASSERT_OK(l);
+  out.legacy.p = *l;
+}
+
+// Adversarial trial: a zero-element export passed data = NULL and held the storage; torch before 2.3
+// never calls the deleter of a null-data tensor (pytorch issues 117058, 117273), so the buffer stayed
+// out for good. Now it holds nothing and its data is a non-null dummy, aligned for any dtype.
+TEST(DlpackExport, ZeroElementExportHoldsNoStorageAndHasNonNullData) {
+  PoolOptions po;
+  po.name = "dlpack-zero";
+  po.max_buffers = 1;
+  po.allocate.memory = MemoryKind::Shm;
+  auto pool = Pool::create({64, 100}, DType::F32, po);
+  ASSERT_OK(pool);
+  auto t = pool->acquire(std::chrono::milliseconds(0));
+  ASSERT_OK(t);
+  auto empty = t->slice(0, 64, 64);  // [0, 100]: a view with no elements, at the buffer's end
+  ASSERT_OK(empty);
+  BothForms pooled;
+  ASSERT_NO_FATAL_FAILURE(export_both(*empty, pooled));
+  for (const dl::DlTensor* d : {&pooled.versioned->dl_tensor, &pooled.legacy->dl_tensor}) {
+    EXPECT_NE(d->data, nullptr) << "torch < 2.3 never deletes a null-data tensor";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d->data) % alignof(std::max_align_t), 0u);
+    EXPECT_EQ(vec(d->shape, 2), (std::vector<std::int64_t>{0, 100}));
+    EXPECT_EQ(d->device.device_type, dl::DeviceType::Cpu);
+  }
+  *empty = TensorDyn();
+  *t = TensorDyn();
+  EXPECT_EQ(pool->stats().in_use, 0u) << "the buffer is back in its pool while both capsules live";
+  EXPECT_TRUE(pool->try_acquire().has_value()) << "the pool has it to give again";
+  // And a plain shm tensor: its memfd is closed while the capsules of its empty view live.
+  const int fds_before = open_fd_count();
+  auto big = TensorDyn::allocate({1 << 20}, DType::U8, mem(MemoryKind::Shm));
+  ASSERT_OK(big);
+  ASSERT_EQ(open_fd_count(), fds_before + 1);
+  auto none = big->slice(0, 100, 100);
+  ASSERT_OK(none);
+  BothForms plain;
+  ASSERT_NO_FATAL_FAILURE(export_both(*none, plain));
+  *none = TensorDyn();
+  *big = TensorDyn();
+  EXPECT_EQ(open_fd_count(), fds_before) << "the memfd is closed though both capsules live";
 }
 
 TEST(DlpackExport, ReadOnlyStorageIsFlaggedAndRefusedInLegacyForm) {

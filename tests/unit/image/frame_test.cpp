@@ -138,6 +138,19 @@ TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
   EXPECT_EQ(a->buffer_count(), 1u);
 }
 
+// A 16-bit plane at an odd offset of its buffer (adversarial trial: accepted through tensors) is refused
+// by import_planes_dup too: a frame's offsets count from the buffer's start.
+TEST(Frame, SixteenBitPlaneAtAnOddOffsetIsRefused) {
+  UniqueFd buf = sealed_memfd(256, 0);
+  auto l = ImageLayout::make(4, 4, PixelFormat::P010);
+  ASSERT_OK(l);
+  const int planes[] = {buf.get(), buf.get()};
+  ASSERT_OK(Frame::import_planes_dup(planes, *l));
+  l->planes[1].offset_bytes += 1;
+  EXPECT_ERROR(Frame::import_planes_dup(planes, *l), ErrorCode::InvalidArgument,
+               "plane 1 (UV): offset 33 B and row stride 8 B must be multiples of its 2-byte samples");
+}
+
 // Planes that share one buffer must not overlap, however they arrive (fresh-user trial: was accepted).
 TEST(Frame, OverlappingPlanesInOneBufferAreRefused) {
   const int fds_before = open_fd_count();
@@ -151,6 +164,55 @@ TEST(Frame, OverlappingPlanesInOneBufferAreRefused) {
     const int separate[] = {buf.get(), other.get()};
     l.planes[1].offset_bytes = 0;  // the same offsets in two buffers are fine
     ASSERT_OK(Frame::import_planes_dup(separate, l));
+  }
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
+// Adversarial trial: I420 4x4 with U rows at 16 and 20 and V rows at 18 and 22 (2 bytes each, stride 4)
+// share no byte, but were refused as overlapping spans by validate and both imports; GStreamer accepts
+// them. Accepted now, through Frame::import_planes_dup and set_image_layout, and each plane is written
+// through its own view without touching the other's bytes.
+TEST(Frame, InterleavedPlaneRowsThatShareNoByteAreAcceptedAndKeptApart) {
+  const int fds_before = open_fd_count();
+  {
+    ImageLayout l;
+    l.format = PixelFormat::I420;
+    l.width = 4;
+    l.height = 4;
+    l.planes[0] = {0, 4};
+    l.planes[1] = {16, 4};
+    l.planes[2] = {18, 4};
+    UniqueFd buf = sealed_memfd(24, 0);
+    const int planes[] = {buf.get(), buf.get(), buf.get()};
+    auto f = Frame::import_planes_dup(planes, l);
+    ASSERT_OK(f);
+    EXPECT_EQ(f->buffer_count(), 1u);
+    const std::uint8_t fill[] = {0x01, 0x11, 0x22};
+    for (std::size_t p = 0; p < 3; ++p) {
+      auto v = f->plane(p);
+      ASSERT_OK(v);
+      auto m = v->map_write();
+      ASSERT_OK(m);
+      for (std::size_t r = 0; r < v->shape()[0]; ++r)
+        for (std::size_t c = 0; c < v->shape()[1]; ++c)
+          m->bytes()[r * static_cast<std::size_t>(v->strides()[0]) + c] = std::byte{fill[p]};
+    }
+    std::vector<std::uint8_t> bytes(24);
+    ASSERT_EQ(::pread(buf.get(), bytes.data(), bytes.size(), 0), 24);
+    std::vector<std::uint8_t> expected(16, 0x01);
+    for (std::uint8_t b : {0x11, 0x11, 0x22, 0x22, 0x11, 0x11, 0x22, 0x22}) expected.push_back(b);
+    EXPECT_EQ(bytes, expected);
+    // The same layout attached to a tensor (ImageLayout::validate(extent)) and the frame made of it.
+    auto t = TensorDyn::allocate({24}, DType::U8, et_test::mem(MemoryKind::Shm));
+    ASSERT_OK(t);
+    ASSERT_OK(t->set_image_layout(l));
+    ASSERT_OK(Frame::from_tensor(*t));
+    // A V plane one byte closer shares bytes with U: refused, both planes and rows named.
+    l.planes[2].offset_bytes = 17;
+    EXPECT_ERROR(Frame::import_planes_dup(planes, l), ErrorCode::InvalidArgument,
+                 "plane 1 (U) [16, 22) and plane 2 (V) [17, 23) overlap in buffer 0 (row 0 [16, 18) and row 0 [17, "
+                 "19))");
+    EXPECT_ERROR(t->set_image_layout(l), ErrorCode::InvalidArgument, "plane 1 (U) [16, 22) and plane 2 (V) [17, 23) overlap");
   }
   EXPECT_EQ(open_fd_count(), fds_before);
 }

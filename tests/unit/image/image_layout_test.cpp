@@ -262,9 +262,66 @@ TEST(ImageLayoutValidate, OverlappingPlanesNameBothRanges) {
   // Planes in another order than the table's, touching but not overlapping, are fine.
   auto swapped = layout(PixelFormat::I420, 4, 4, {{8, 4}, {4, 2}, {0, 2}});
   EXPECT_OK(swapped.validate(24));
-  // Rows interleaved so that ranges overlap are refused, though no byte is shared.
+  // Rows of U and V interleaved one byte too close: the first rows share byte 17, both rows named.
+  auto touching = layout(PixelFormat::I420, 4, 4, {{0, 4}, {16, 4}, {17, 4}});
+  EXPECT_ERROR(touching.validate(64), ErrorCode::InvalidArgument,
+               "i420 4x4: plane 1 (U) [16, 22) and plane 2 (V) [17, 23) overlap (row 0 [16, 18) and row 0 [17, 19))");
+  // Rows that share a byte only further down (V's stride is U's half: its second row is U's second).
+  auto later = layout(PixelFormat::I420, 4, 4, {{0, 4}, {16, 4}, {18, 2}});
+  EXPECT_ERROR(later.validate(64), ErrorCode::InvalidArgument,
+               "plane 1 (U) [16, 22) and plane 2 (V) [18, 22) overlap (row 1 [20, 22) and row 1 [20, 22))");
+}
+
+// Adversarial trial: rows interleaved so that the planes' spans overlap but no byte is shared were
+// refused ("plane 1 (U) [16, 22) and plane 2 (V) [18, 24) overlap"); GStreamer 1.22 accepts them
+// (tests/oracle: InterleavedPlaneRowsAreAcceptedAsByGstreamer). Overlap is now checked row by row.
+TEST(ImageLayoutValidate, InterleavedRowsThatShareNoByteAreAccepted) {
   auto interleaved = layout(PixelFormat::I420, 4, 4, {{0, 4}, {16, 4}, {18, 4}});
-  EXPECT_ERROR(interleaved.validate(64), ErrorCode::InvalidArgument, "overlap");
+  EXPECT_OK(interleaved.validate(24));
+  EXPECT_OK(interleaved.validate(64));
+  // A 4K NV12 with Y and UV rows interleaved (UV rows in the gaps of every second Y row pair).
+  auto nv12 = layout(PixelFormat::Nv12, 3840, 2160, {{0, 2 * 3840}, {3840, 4 * 3840}});
+  EXPECT_OK(nv12.validate(2160 * 2 * 3840));
+  nv12.planes[1].offset_bytes -= 1;  // one byte into Y's first row
+  EXPECT_ERROR(nv12.validate(2160 * 2 * 3840), ErrorCode::InvalidArgument, "(row 0 [0, 3840) and row 0 [3839, 7679))");
+}
+
+// The row-by-row check against a byte map, for every pair of small two-plane layouts (offsets 0..11,
+// strides row bytes..row bytes + 5): shared_rows finds a pair exactly when some byte lies in both planes,
+// and the pair it names does share a byte; with 64-bit and 32-bit sizes.
+template <class L>
+void shared_rows_match_a_byte_map() {
+  int overlapping = 0, apart = 0;
+  for (std::size_t o1 = 0; o1 < 12; ++o1)
+    for (std::size_t s0 = 2; s0 < 8; ++s0)
+      for (std::size_t s1 = 2; s1 < 8; ++s1) {
+        L l{};
+        l.format = PixelFormat::Nv16;  // two planes of 2-byte rows at width 2, 3 rows each at height 3
+        l.width = 2;
+        l.height = 3;
+        l.planes[0] = {0, static_cast<detail::LayoutSize<L>>(s0)};
+        l.planes[1] = {static_cast<detail::LayoutSize<L>>(o1), static_cast<detail::LayoutSize<L>>(s1)};
+        std::array<int, 64> owner{};
+        bool shared = false;
+        for (std::size_t p = 0; p < 2; ++p)
+          for (std::size_t r = 0; r < 3; ++r)
+            for (std::size_t b = 0; b < 2; ++b) {
+              int& o = owner[l.planes[p].offset_bytes + r * l.planes[p].row_stride_bytes + b];
+              shared |= o != 0 && o != static_cast<int>(p + 1);
+              o = static_cast<int>(p + 1);
+            }
+        const auto rows = detail::shared_rows(l, 0, 1);
+        ASSERT_EQ(rows.has_value(), shared) << "offset " << o1 << " strides " << s0 << ", " << s1;
+        if (rows) {
+          const auto b0 = l.planes[0].offset_bytes + rows->first * s0, b1 = o1 + rows->second * s1;
+          EXPECT_TRUE(b0 < b1 + 2 && b1 < b0 + 2) << "the named rows share a byte";
+          ++overlapping;
+        } else {
+          ++apart;
+        }
+      }
+  EXPECT_GT(overlapping, 0);
+  EXPECT_GT(apart, 0);
 }
 
 TEST(ImageLayoutValidate, PlanePastTheEndIsOutOfRange) {
@@ -346,6 +403,11 @@ TEST(ImageLayout32, SameAnswersAs64BitWhereTheyFit) {
         EXPECT_TRUE(detail::validate_layout(*l32, none));
         EXPECT_TRUE(detail::validate_layout(*l32, &alloc32));
       }
+}
+
+TEST(ImageLayoutValidate, SharedRowsMatchAByteMap) {
+  shared_rows_match_a_byte_map<ImageLayout>();
+  shared_rows_match_a_byte_map<Layout32>();
 }
 
 TEST(ImageLayout32, OverflowsAreOutOfRangeNamingThe32BitLimit) {

@@ -362,6 +362,52 @@ TEST(ImageLayoutValidate, SixteenBitPlanesStartOnASample) {
   EXPECT_ERROR(shifted.validate(), ErrorCode::InvalidArgument, "plane 1 (UV): offset 1025 B");
 }
 
+// Adversarial trial: a P010 or Y16 layout attached or imported at an odd byte offset was accepted, and
+// every plane() and image_view() failed afterwards ("offset 1 B is not a multiple of the element size
+// 2 B"): the 16-bit check saw only offsets relative to the first element. Now refused up front.
+TEST(TensorImage, SixteenBitImageAtAnOddByteOffsetIsRefused) {
+  auto p010 = ImageLayout::make(4, 4, PixelFormat::P010);
+  ASSERT_OK(p010);
+  auto y16 = ImageLayout::make(4, 4, PixelFormat::Y16);
+  ASSERT_OK(y16);
+  auto grey = ImageLayout::make(4, 4, PixelFormat::Grey);
+  ASSERT_OK(grey);
+  auto whole = TensorDyn::allocate({256}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(whole);
+  auto odd = whole->view(1, {128});
+  ASSERT_OK(odd);
+  EXPECT_ERROR(odd->set_image_layout(*p010), ErrorCode::InvalidArgument,
+               "set_image_layout: p010 4x4 plane 0 (Y): the image starts at offset 1 B of its buffer, so the plane "
+               "(at 0 B in the image) does not start on a multiple of its 2-byte samples");
+  EXPECT_ERROR(odd->set_image_layout(*y16), ErrorCode::InvalidArgument, "offset 1 B");
+  EXPECT_EQ(odd->image_layout(), nullptr);
+  EXPECT_ERROR(Frame::from_tensor(*odd), ErrorCode::InvalidArgument, "no image layout");
+  ASSERT_OK(odd->set_image_layout(*grey));  // 8-bit samples start anywhere
+  // At an even offset both work, and so do their planes.
+  auto even = whole->view(2, {128});
+  ASSERT_OK(even);
+  ASSERT_OK(even->set_image_layout(*p010));
+  ASSERT_OK(even->plane(1));
+  auto frame = Frame::from_tensor(*even);
+  ASSERT_OK(frame);
+  ASSERT_OK(frame->plane(0));
+  // import_image_dup at offset_bytes 1, before anything is imported.
+  UniqueFd fd = sealed_memfd(256);
+  ImportOptions at1;
+  at1.offset_bytes = 1;
+  const int fds = et_test::open_fd_count();
+  EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), *p010, at1), ErrorCode::InvalidArgument,
+               "at offset_bytes 1: p010 4x4 plane 0 (Y): the image starts at offset 1 B");
+  EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), *y16, at1), ErrorCode::InvalidArgument, "2-byte samples");
+  EXPECT_EQ(et_test::open_fd_count(), fds);
+  ImportOptions at2;
+  at2.offset_bytes = 2;
+  auto ok = TensorDyn::import_image_dup(fd.get(), *p010, at2);
+  ASSERT_OK(ok);
+  ASSERT_OK(ok->plane(1));
+  ASSERT_OK(TensorDyn::import_image_dup(fd.get(), *grey, at1));
+}
+
 TEST(TensorImage, SetImageLayoutTakesU8OrU16ForSixteenBitFormats) {
   auto f = TensorDyn::allocate({16}, DType::F32);
   ASSERT_OK(f);

@@ -252,6 +252,20 @@ TEST(IpcTensor, MalformedMessagesAreRefusedNamingTheFieldAndLeakNoFd) {
          m.h.planes[1][0] = 1024;
        },
        "overlap"},
+      {"16-bit image at an odd offset (adversarial trial: was accepted, its planes unusable)",
+       [](Msg& m) {
+         m.h.offset_bytes = 1;
+         m.h.shape[0] = 1024;
+         m.h.pixel_format = static_cast<std::uint16_t>(PixelFormat::P010);
+         m.h.plane_count = 2;
+         m.h.image_width = 4;
+         m.h.image_height = 4;
+         m.h.planes[0][1] = 8;
+         m.h.planes[1][0] = 32;
+         m.h.planes[1][1] = 8;
+       },
+       "image layout: set_image_layout: p010 4x4 plane 0 (Y): the image starts at offset 1 B of its buffer, so the "
+       "plane (at 0 B in the image) does not start on a multiple of its 2-byte samples"},
       {"zero width", [](Msg& m) {
          nv12(m);
          m.h.image_width = 0;

@@ -61,6 +61,17 @@ Result<TensorDyn> alloc(std::size_t bytes, const std::string& heap, const std::s
   return TensorDyn::allocate({bytes}, DType::U8, o);
 }
 
+// The default allocator keeps each node it opens (dmabuf.h): on a machine with DMA-BUF devices, open
+// them once before any test, so that tests counting fds around their first allocation see no change.
+class OpenDefaultAllocatorNodes : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    for (const char* heap : {"system", "udmabuf"}) (void)dmabuf::default_allocator()->allocate(4096, heap);
+  }
+};
+[[maybe_unused]] const auto* const kOpenDefaultAllocatorNodes =
+    ::testing::AddGlobalTestEnvironment(new OpenDefaultAllocatorNodes);
+
 std::string fdinfo_field(int fd, const std::string& key) {
   std::ifstream f("/proc/self/fdinfo/" + std::to_string(fd));
   for (std::string line; std::getline(f, line);)

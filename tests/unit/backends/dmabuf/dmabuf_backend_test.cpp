@@ -39,6 +39,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The default allocator keeps each node it opens (dmabuf.h): on a machine with DMA-BUF devices, open
+// them once before any test, so that tests counting fds around their first allocation see no change.
+class OpenDefaultAllocatorNodes : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    for (const char* heap : {"", "udmabuf"}) (void)dmabuf::default_allocator()->allocate(4096, heap);
+  }
+};
+[[maybe_unused]] const auto* const kOpenDefaultAllocatorNodes =
+    ::testing::AddGlobalTestEnvironment(new OpenDefaultAllocatorNodes);
+
 struct IoctlRecord {
   unsigned long request;
   std::string target;       // basename of the fd's path ("system", "memfd:...")
@@ -859,21 +870,29 @@ TEST(DmaBufDefault, IsOneObjectCreatedOnce) {
   EXPECT_EQ(a->options().heap_dir, "/dev/dma_heap");
 }
 
-// The default is destroyed at exit (not leaked), and a call after that (an atexit handler registered
-// before its first use runs after its destructor) gets a working allocator, not a destroyed one.
+// The default is destroyed at exit (not leaked), and a call after that gets a working allocator, not a
+// destroyed one. The check is an atexit handler registered at static initialisation, before the default
+// exists, so it runs after the default's destructor; it acts only in the death test's child.
+std::atomic<bool> g_late_default_armed{false};
+std::weak_ptr<dmabuf::Allocator> g_first_default;
+[[maybe_unused]] const int kLateDefaultCheck = [] {
+  std::atexit([] {
+    if (!g_late_default_armed.load()) return;
+    const bool destroyed = g_first_default.expired();
+    auto late = dmabuf::default_allocator();
+    auto r = late->allocate(4096);  // served or refused (this host), never undefined
+    const bool works = r.has_value() || !r.error().message().empty();
+    std::_Exit(destroyed && works ? 7 : 8);
+  });
+  return 0;
+}();
+
 TEST(DmaBufDefault, IsDestroyedAtExitAndStillServesAfter) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        static std::weak_ptr<dmabuf::Allocator> first;
-        std::atexit([] {
-          const bool destroyed = first.expired();
-          auto late = dmabuf::default_allocator();
-          auto r = late->allocate(4096);  // served or refused (this host), never undefined
-          const bool works = r.has_value() || !r.error().message().empty();
-          std::_Exit(destroyed && works ? 7 : 8);
-        });
-        first = dmabuf::default_allocator();
+        g_first_default = dmabuf::default_allocator();
+        g_late_default_armed = true;
         std::exit(0);
       },
       ::testing::ExitedWithCode(7), "");

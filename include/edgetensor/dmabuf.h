@@ -87,8 +87,9 @@ struct Allocation {
 };
 
 /// Allocates DMA-BUFs from dma-heaps and udmabuf in the order of the preamble. It opens each node the
-/// first time an allocation needs it and keeps the fd; it remembers nodes that are missing (ENOENT) or
-/// refuse this process (EACCES/EPERM) and the kernel's heap list, so automatic allocation makes no
+/// first time an allocation needs it and keeps the fd (open heaps are tried in order every time: a full
+/// CMA heap may have room again); it remembers nodes that are missing (ENOENT) or refuse this process
+/// (EACCES/EPERM), the kernel's heap list and udmabuf's size limit, so automatic allocation makes no
 /// failed system call after the first. It forgets all of it, and closes its fds, only on refresh().
 /// Kept fds outlive a change of credentials: after dropping privileges, create a new allocator.
 /// Thread-safe: any member may run on any thread at once; ioctls run outside its lock, and refresh()

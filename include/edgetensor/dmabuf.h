@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// DMA-BUF specifics: what this machine offers (for `edgetensor info`) and udmabuf from a caller's memfd.
+// DMA-BUF allocators: dma-heap and udmabuf nodes, what this machine offers (for `edgetensor info`),
+// and udmabuf from a caller's memfd.
 //
-// Allocation itself goes through TensorDyn::allocate (memory DmaBuf or Auto). Heap probe order
+// Tensors allocate through TensorDyn::allocate (memory DmaBuf or Auto) with
+// AllocateOptions::dmabuf_allocator, or default_allocator() when it is null. Heap probe order
 // (automatic): the CMA heaps by every name kernels give them — `default_cma_region` (Linux >= 6.17),
 // then the legacy names `linux,cma`, `reserved`, `default-pool` (Documentation/userspace-api/
 // dma-buf-heaps.rst) — then `system`; if none allocates, udmabuf (/dev/udmabuf from a memfd). Other
@@ -9,11 +11,8 @@
 // variable EDGETENSOR_DMA_HEAP. A heap asked for by name is required: no fallback to other heaps.
 // The name "udmabuf" asks for udmabuf.
 //
-// Automatic allocation remembers what it found: a node that does not exist or refuses this process
-// (ENOENT, EACCES/EPERM) is not opened again, and the kernel's heap list is read once, so after the
-// first allocation an Auto allocation on a machine without DMA-BUF devices makes no failed system call
-// (heaps that exist are still tried in order each time: a CMA heap that was full may have room again).
-// probe() forgets it all: call it after adding a device node or granting access.
+// The nodes are served by an Allocator (below), which keeps the nodes it opened and what it learned
+// about the others until refresh(); docs/DMABUF.md has the design.
 #pragma once
 
 #include <edgetensor/error.h>
@@ -21,8 +20,10 @@
 #include <edgetensor/unique_fd.h>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgetensor {
@@ -56,8 +57,7 @@ struct UdmabufNode {
   std::optional<std::size_t> size_limit_mb;
 };
 
-/// What the DMA-BUF backend finds on this machine. Opens each node once (and closes it); allocates
-/// nothing.
+/// What an allocator finds on this machine (Allocator::status).
 struct Status {
   /// The probe-order heaps first (present or not), then any other node found in /dev/dma_heap.
   std::vector<HeapNode> heaps;
@@ -72,18 +72,80 @@ struct Status {
   std::string why_none;
 };
 
-/// Probes heaps and udmabuf, and makes the next automatic allocation look at every node again (see the
-/// preamble). Thread-safe.
-[[nodiscard]] ET_API Status probe();
+/// Where an allocator looks for its devices. Every path must be absolute.
+struct AllocatorOptions {
+  std::string heap_dir = "/dev/dma_heap";                 ///< dma-heap nodes
+  std::string kernel_heap_dir = "/sys/class/dma_heap";    ///< the kernel's heap list (for messages)
+  std::string udmabuf_dev = "/dev/udmabuf";
+  std::string udmabuf_limit = "/sys/module/udmabuf/parameters/size_limit_mb";
+};
 
-/// Makes a DMA-BUF (udmabuf) of `size_bytes` at `offset_bytes` of the caller's memfd (borrowed; the
-/// caller keeps and closes it; the DMA-BUF keeps the pages alive on its own). The returned fd is
-/// CLOEXEC and owned by the caller; import it with TensorDyn::adopt_fd. Kernel rules (drivers/dma-buf/
-/// udmabuf.c): the memfd must be sealed with F_SEAL_SHRINK and not F_SEAL_WRITE; offset and size are
-/// multiples of the page size; the size is at most udmabuf.size_limit_mb MiB.
-/// Errors: InvalidArgument (not a memfd/shmem file, missing F_SEAL_SHRINK, F_SEAL_WRITE, unaligned
-/// offset/size, range past the end of the memfd, size 0), OutOfRange (over size_limit_mb, naming it),
-/// Unavailable (/dev/udmabuf missing), PermissionDenied (node not accessible), from_errno otherwise.
+/// A new DMA-BUF and what served it.
+struct Allocation {
+  UniqueFd fd;         ///< O_RDWR | O_CLOEXEC; owned by the caller.
+  std::string source;  ///< "dma-heap <name>" or "udmabuf".
+};
+
+/// Allocates DMA-BUFs from dma-heaps and udmabuf in the order of the preamble. It opens each node the
+/// first time an allocation needs it and keeps the fd (open heaps are tried in order every time: a full
+/// CMA heap may have room again); it remembers nodes that are missing (ENOENT) or refuse this process
+/// (EACCES/EPERM), the kernel's heap list and udmabuf's size limit, so automatic allocation makes no
+/// failed system call after the first. It forgets all of it, and closes its fds, only on refresh().
+/// Kept fds outlive a change of credentials: after dropping privileges, create a new allocator.
+/// Thread-safe: any member may run on any thread at once; ioctls run outside its lock, and refresh()
+/// lets allocations in flight finish on the fds they hold.
+class ET_API Allocator {
+ public:
+  /// Makes no system call. Errors: InvalidArgument naming an empty or relative path.
+  [[nodiscard]] static Result<std::shared_ptr<Allocator>> create(AllocatorOptions options = {});
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  /// A DMA-BUF of at least `size_bytes` (the kernel rounds to pages), named with DMA_BUF_SET_NAME
+  /// "et:<buffer_name>" (a refusal is logged). `heap_name` empty: EDGETENSOR_DMA_HEAP, else the
+  /// automatic order; otherwise that heap only ("udmabuf": udmabuf only). Errors: InvalidArgument (a
+  /// name that cannot be a node), Unavailable (no node), PermissionDenied, OutOfMemory, OutOfRange
+  /// (over udmabuf.size_limit_mb); automatic allocation reports every node it tried, ranked by code.
+  [[nodiscard]] Result<Allocation> allocate(std::size_t size_bytes, std::string_view heap_name = {},
+                                            std::string_view buffer_name = {});
+
+  /// Makes a DMA-BUF (udmabuf) of `size_bytes` at `offset_bytes` of the caller's memfd (borrowed; the
+  /// caller keeps and closes it; the DMA-BUF keeps the pages alive on its own). The returned fd is
+  /// CLOEXEC and owned by the caller; import it with TensorDyn::adopt_fd. Kernel rules (drivers/dma-buf/
+  /// udmabuf.c): the memfd must be sealed with F_SEAL_SHRINK and not F_SEAL_WRITE; offset and size are
+  /// multiples of the page size; the size is at most udmabuf.size_limit_mb MiB.
+  /// Errors: InvalidArgument (not a memfd/shmem file, missing F_SEAL_SHRINK, F_SEAL_WRITE, unaligned
+  /// offset/size, range past the end of the memfd, size 0), OutOfRange (over size_limit_mb, naming it),
+  /// Unavailable (/dev/udmabuf missing), PermissionDenied (node not accessible), from_errno otherwise.
+  [[nodiscard]] Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes);
+
+  /// True when automatic allocation is known to fail: every node of the automatic order and udmabuf
+  /// was found missing or refusing. No system call; false until an automatic allocation tried them.
+  [[nodiscard]] bool known_unusable() const;
+
+  /// What this allocator's paths show now: opens each node once and closes it; allocates nothing, and
+  /// neither reads nor changes what the allocator remembers.
+  [[nodiscard]] Status status() const;
+
+  /// Forgets what was learned and drops the kept fds: the next allocation looks at every node again.
+  /// Call it after adding a device node or granting access.
+  void refresh();
+
+  [[nodiscard]] const AllocatorOptions& options() const noexcept;
+
+ private:
+  struct State;
+  explicit Allocator(AllocatorOptions options);
+  std::unique_ptr<State> state_;
+};
+
+/// The process default allocator (AllocatorOptions{}), created on the first call (thread-safe) and
+/// used by every allocation whose options name none. Destroyed at exit; a call during static
+/// destruction after that gets a new allocator of its own, which works and remembers nothing.
+[[nodiscard]] ET_API std::shared_ptr<Allocator> default_allocator();
+
+/// default_allocator()->udmabuf_from_memfd(memfd, offset_bytes, size_bytes).
 [[nodiscard]] ET_API Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes,
                                                          std::size_t size_bytes);
 

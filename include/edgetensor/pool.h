@@ -64,7 +64,8 @@ struct PoolOptions {
   std::size_t min_buffers = 0;
   /// Buffers that may exist at once (free plus in use). At least 1.
   std::size_t max_buffers = 4;
-  /// How each buffer is allocated (TensorDyn::allocate): memory kind, dma_heap, gl_context. `name` is
+  /// How each buffer is allocated (TensorDyn::allocate): memory kind, dma_heap, dmabuf_allocator (the
+  /// pool keeps it alive), gl_context. `name` is
   /// replaced by the pool's name; a shm_name is refused (a named object can be created only once).
   AllocateOptions allocate;
   /// Zero a reused buffer before handing it out again (through a write map: a DMA-BUF sync bracket, a

@@ -54,6 +54,9 @@
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 
+namespace dmabuf {
+class Allocator;
+}
 namespace gl {
 class Context;
 }
@@ -83,6 +86,9 @@ struct AllocateOptions {
   std::string shm_name;
   /// With DMA-BUF: require this dma-heap by name (no fallback to other heaps). Empty = probe order.
   std::string dma_heap;
+  /// With DMA-BUF (or Auto): the allocator that serves (dmabuf.h; shared: copies of these options,
+  /// e.g. a Pool's, keep it alive). Null = dmabuf::default_allocator().
+  std::shared_ptr<dmabuf::Allocator> dmabuf_allocator;
   /// With memory == GlPbo: the context that owns the buffer.
   std::shared_ptr<gl::Context> gl_context;
 };

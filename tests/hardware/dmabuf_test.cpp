@@ -51,13 +51,26 @@ constexpr const char* kUdmabuf = "/dev/udmabuf";
 // The kernel's page size (4, 16 or 64 KiB on arm64): udmabuf and dma-heap buffers are whole pages.
 std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
-Result<TensorDyn> alloc(std::size_t bytes, const std::string& heap, const std::string& name = "hw-test") {
+Result<TensorDyn> alloc(std::size_t bytes, const std::string& heap, const std::string& name = "hw-test",
+                        std::shared_ptr<dmabuf::Allocator> allocator = nullptr) {
   AllocateOptions o;
   o.memory = MemoryKind::DmaBuf;
   o.dma_heap = heap;
   o.name = name;
+  o.dmabuf_allocator = std::move(allocator);
   return TensorDyn::allocate({bytes}, DType::U8, o);
 }
+
+// The default allocator keeps each node it opens (dmabuf.h): on a machine with DMA-BUF devices, open
+// them once before any test, so that tests counting fds around their first allocation see no change.
+class OpenDefaultAllocatorNodes : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    for (const char* heap : {"system", "udmabuf"}) (void)dmabuf::default_allocator()->allocate(4096, heap);
+  }
+};
+[[maybe_unused]] const auto* const kOpenDefaultAllocatorNodes =
+    ::testing::AddGlobalTestEnvironment(new OpenDefaultAllocatorNodes);
 
 std::string fdinfo_field(int fd, const std::string& key) {
   std::ifstream f("/proc/self/fdinfo/" + std::to_string(fd));
@@ -134,7 +147,7 @@ TEST(DmaBufHardware, AutoSelectionServesFromTheSystemHeap) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
   EXPECT_EQ(t->memory_detail(), "dma-heap system");  // Debian kernels have no CMA heap
-  auto st = dmabuf::probe();
+  auto st = dmabuf::default_allocator()->status();
   EXPECT_EQ(st.serving, "dma-heap system");
   EXPECT_NE(std::find(st.kernel_heaps.begin(), st.kernel_heaps.end(), "system"), st.kernel_heaps.end());
   auto bs = backend_status(MemoryKind::DmaBuf);
@@ -300,7 +313,7 @@ TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
 
 TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
   NEED_DEVICE(kUdmabuf);
-  auto st = dmabuf::probe();
+  auto st = dmabuf::default_allocator()->status();
   ASSERT_TRUE(st.udmabuf.size_limit_mb.has_value()) << "cannot read /sys/module/udmabuf/parameters/size_limit_mb";
   const std::size_t limit_mb = *st.udmabuf.size_limit_mb;
   if (const std::string want = et_test::env("ET_DMABUF_EXPECT_SIZE_LIMIT_MB"); !want.empty()) {
@@ -521,14 +534,17 @@ TEST(DmaBufHardware, UnprivilegedUserGetsEaccesWithAHint) {
     if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) {
       report = "setuid failed";
     } else {
+      // A new allocator: the default one keeps the nodes it opened as root (dmabuf.h).
+      auto allocator = dmabuf::Allocator::create();
+      if (!allocator) ::_exit(2);
       for (const char* heap : {"system", "udmabuf"}) {
-        auto t = alloc(4096, heap);
+        auto t = alloc(4096, heap, "hw-test", *allocator);
         if (t) report += std::string(heap) + ": allocation succeeded unprivileged; ";
         else if (t.error().code() != ErrorCode::PermissionDenied || t.error().sys_errno() != EACCES ||
                  t.error().message().find("video") == std::string::npos)
           report += std::string(heap) + ": " + t.error().to_string() + "; ";
       }
-      auto st2 = dmabuf::probe();
+      auto st2 = (*allocator)->status();
       if (!st2.serving.empty()) report += "probe says '" + st2.serving + "' serves unprivileged; ";
     }
     if (!report.empty()) (void)!::write(pipefd[1], report.data(), report.size());

@@ -143,7 +143,7 @@ Section probe_named_shm(const std::string& self_exe) {
 // DMA-BUF: every heap node and udmabuf as the kernel shows them, which one serves, and a real
 // cross-process round trip when one works.
 Section probe_dmabuf(const std::string& self_exe) {
-  auto st = et::dmabuf::probe();
+  auto st = et::dmabuf::default_allocator()->status();
   Section s = probe_shared("dmabuf", {.memory = et::MemoryKind::DmaBuf}, self_exe);
   json heaps = json::array();
   for (const auto& h : st.heaps)

@@ -14,14 +14,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "text/format.h"
 
-#include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf_sync.h"
-#include "backends/dmabuf/udmabuf.h"
 #include "base/address_space.h"
 #include "core/fd_backing.h"
 #include "base/log_internal.h"
@@ -83,132 +82,32 @@ class DmaBufBacking final : public FdBacking {
 
 };
 
-Result<std::unique_ptr<Backing>> finish(UniqueFd fd, std::size_t requested, const std::string& tensor_name,
-                                        std::string detail) {
-  name_dmabuf(fd.get(), tensor_name);
-  ET_TRY_ASSIGN(auto key, object_key_of(fd.get(), "DMA-BUF"));
-  ET_TRY_ASSIGN(std::size_t size, dmabuf_buffer_bytes(fd.get()));
+Result<std::unique_ptr<Backing>> finish(dmabuf::Allocation a, std::size_t requested) {
+  ET_TRY_ASSIGN(auto key, object_key_of(a.fd.get(), "DMA-BUF"));
+  ET_TRY_ASSIGN(std::size_t size, dmabuf_buffer_bytes(a.fd.get()));
   if (size < requested)
-    return fail(ErrorCode::Internal, text::format("{} returned a DMA-BUF of {} B for a request of {} B", detail, size,
+    return fail(ErrorCode::Internal, text::format("{} returned a DMA-BUF of {} B for a request of {} B", a.source, size,
                                                  requested));
-  return make_dmabuf_backing(std::move(fd), size, false, key, std::move(detail));
+  return make_dmabuf_backing(std::move(a.fd), size, false, key, std::move(a.source));
 }
 
-std::string requested_heap(const AllocateOptions& options) {
-  if (!options.dma_heap.empty()) return options.dma_heap;
-  const char* env = std::getenv(dmabuf::kHeapEnvVar);
-  return env ? std::string(env) : std::string();
-}
-
-// Auto's shortcut: the automatic plan (no heap requested) has failed before on every node, and the memo
-// still says so. Then dmabuf_allocate would make no system call and only build a text Auto drops.
-bool dmabuf_auto_skips(const AllocateOptions& options) {
-  if (!options.dma_heap.empty() || std::getenv(dmabuf::kHeapEnvVar) != nullptr) return false;
-  static const std::vector<std::string_view> nodes = [] {  // the automatic plan's nodes, listed once
-    std::vector<std::string_view> v;
-    for (const auto& c : heap_probe_table()) v.push_back(c.name);
-    v.push_back(kUdmabufName);
-    return v;
-  }();
-  return all_nodes_known(nodes);
-}
-
-ErrorCode rank_code(ErrorCode a, ErrorCode b) {
-  // The most actionable code wins: permissions, then memory/size, then "not here".
-  auto rank = [](ErrorCode c) {
-    switch (c) {
-      case ErrorCode::PermissionDenied: return 3;
-      case ErrorCode::OutOfMemory: case ErrorCode::OutOfRange: return 2;
-      case ErrorCode::Unavailable: return 0;
-      default: return 1;
-    }
-  };
-  return rank(b) > rank(a) ? b : a;
-}
-
-// A heap or udmabuf asked for by name: one attempt, its error is the answer (no memo).
-Result<std::unique_ptr<Backing>> allocate_required(const HeapPlan& plan, std::size_t size, const AllocateOptions& options) {
-  if (plan.heaps.empty()) {
-    ET_TRY_ASSIGN(auto fd, udmabuf_allocate(size, options.name));
-    return finish(std::move(fd), size, options.name, "udmabuf");
-  }
-  const std::string& heap = plan.heaps.front();
-  HeapAttempt a = try_dma_heap_allocate(heap, size);
-  if (!a.fd) return fail(heap_attempt_error(heap, size, a));
-  return finish(std::move(a.fd), size, options.name, "dma-heap " + heap);
+Result<std::unique_ptr<Backing>> allocate_with(dmabuf::Allocator& allocator, std::size_t size,
+                                               const AllocateOptions& options) {
+  ET_TRY_ASSIGN(auto a, allocator.allocate(size, options.dma_heap, options.name));
+  return finish(std::move(a), size);
 }
 
 Result<std::unique_ptr<Backing>> dmabuf_allocate(std::size_t size, const AllocateOptions& options) {
-  const std::string requested = requested_heap(options);
-  auto plan = make_heap_plan(requested);
-  if (!plan)
-    return fail(plan.error().code(), text::format("{}{}", plan.error().message(),
-                                                 options.dma_heap.empty() ? text::format(" (from {})", dmabuf::kHeapEnvVar) : ""));
-  if (!requested.empty()) return allocate_required(*plan, size, options);
-  // The automatic probe order. Nodes that were missing or refused us are skipped (dma_heap.h, the
-  // memo); messages are built only for an error that is returned.
-  std::vector<std::string> missing;
-  std::vector<Error> failures;
-  for (const auto& heap : plan->heaps) {
-    NodeMemo known = node_memo(heap);
-    if (known.state == NodeState::Absent) {
-      missing.push_back(heap);
-      continue;
-    }
-    if (known.state == NodeState::Refused) {
-      failures.push_back(std::move(*known.error));
-      continue;
-    }
-    HeapAttempt a = try_dma_heap_allocate(heap, size);
-    if (a.fd) {
-      if (!failures.empty())
-        log(LogLevel::Info, "dma-heap {} serves {} B after: {}", heap, size, failures.front().message());
-      return finish(std::move(a.fd), size, options.name, "dma-heap " + heap);
-    }
-    if (a.open_errno == ENOENT) {
-      remember_node(heap, NodeState::Absent, std::nullopt);
-      missing.push_back(heap);
-      continue;
-    }
-    Error e = heap_attempt_error(heap, size, a);
-    if (a.open_errno == EACCES || a.open_errno == EPERM) remember_node(heap, NodeState::Refused, e);
-    failures.push_back(std::move(e));
-  }
-  if (plan->use_udmabuf) {
-    NodeMemo known = node_memo(kUdmabufName);
-    if (known.state != NodeState::Unknown) {
-      failures.push_back(std::move(*known.error));
-    } else {
-      auto fd = udmabuf_allocate(size, options.name);
-      if (fd) {
-        log(LogLevel::Info, "no dma-heap served {} B ({} missing, {} failed): udmabuf serves", size, missing.size(),
-            failures.size());
-        return finish(std::move(*fd), size, options.name, "udmabuf");
-      }
-      const int e = fd.error().sys_errno();
-      // Only the device node's open answers Unavailable/PermissionDenied with these errnos.
-      if (fd.error().code() == ErrorCode::Unavailable && e == ENOENT)
-        remember_node(kUdmabufName, NodeState::Absent, fd.error());
-      else if (fd.error().code() == ErrorCode::PermissionDenied && (e == EACCES || e == EPERM))
-        remember_node(kUdmabufName, NodeState::Refused, fd.error());
-      failures.push_back(std::move(fd).error());
-    }
-  }
-  ErrorCode code = ErrorCode::Unavailable;
-  int err = 0;
-  std::vector<std::string> parts;
-  if (!missing.empty()) {
-    auto kernel = memo_kernel_heaps();
-    parts.push_back(text::format("no node {}/{{{}}} (kernel heaps: {})", dmabuf_paths().heap_dir, text::join(missing, ","),
-                                kernel.empty() ? std::string("none") : text::format("{}", text::join(kernel, ", "))));
-    err = ENOENT;
-  }
-  for (const auto& f : failures) {
-    code = rank_code(code, f.code());
-    if (f.code() == code) err = f.sys_errno();
-    parts.push_back(f.message());
-  }
-  return fail(code, text::format("no DMA-BUF allocator served {} B: {}", size, text::join(parts, "; ")), err);
+  if (options.dmabuf_allocator) return allocate_with(*options.dmabuf_allocator, size, options);
+  return allocate_with(*dmabuf::default_allocator(), size, options);
+}
+
+// Auto's shortcut: no heap is requested and the allocator knows every node of the automatic order is
+// missing or refuses us. Then allocating would make no system call and only build a text Auto drops.
+bool dmabuf_auto_skips(const AllocateOptions& options) {
+  if (!options.dma_heap.empty() || std::getenv(dmabuf::kHeapEnvVar) != nullptr) return false;
+  if (options.dmabuf_allocator) return options.dmabuf_allocator->known_unusable();
+  return dmabuf::default_allocator()->known_unusable();
 }
 
 // The exporter's name from /proc/self/fdinfo ("exp_name:"), so memory_detail() says where it came from.
@@ -231,8 +130,11 @@ Result<std::unique_ptr<Backing>> dmabuf_import(UniqueFd fd, const FdInfo& info) 
   return make_dmabuf_backing(std::move(fd), info.buffer_bytes, info.read_only, info.key, std::move(detail));
 }
 
-BackendStatus dmabuf_status() {
-  auto st = dmabuf::probe();
+BackendStatus dmabuf_status() { return dmabuf_backend_status(dmabuf::default_allocator()->status()); }
+
+}  // namespace
+
+BackendStatus dmabuf_backend_status(const dmabuf::Status& st) {
   BackendStatus s{MemoryKind::DmaBuf, true, !st.serving.empty(), {}};
   std::vector<std::string> heaps;
   for (const auto& h : st.heaps)
@@ -243,8 +145,6 @@ BackendStatus dmabuf_status() {
   s.detail = s.available ? text::format("{} ({})", st.serving, found) : text::format("{} ({})", st.why_none, found);
   return s;
 }
-
-}  // namespace
 
 std::unique_ptr<Backing> make_dmabuf_backing(UniqueFd fd, std::size_t size_bytes, bool read_only, ObjectKey key,
                                              std::string detail) {
@@ -267,96 +167,5 @@ const BackendOps& dmabuf_backend() {
 }
 
 }  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
-
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
-namespace dmabuf {
-namespace {
-
-void fill_access(const std::string& path, bool& present, bool& accessible, std::string& permissions,
-                 std::string& open_error) {
-  int fd = sys::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0) {
-    sys::close(fd);
-    present = accessible = true;
-  } else {
-    int e = errno;
-    present = e != ENOENT;
-    if (present) open_error = Error::from_errno(e, "open").message();
-  }
-  permissions = detail::node_permissions(path);
-}
-
-}  // namespace
-
-Status probe() {
-  using namespace detail;
-  forget_nodes();  // what Auto allocation remembered is probed again (dma_heap.h, the memo)
-  Status st;
-  const auto& paths = dmabuf_paths();
-  st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);
-  auto nodes = list_dir_names(paths.heap_dir);
-  auto add = [&](std::string_view name, bool contiguous, bool in_order) {
-    HeapNode h;
-    h.name = std::string(name);
-    h.path = paths.heap_dir + "/" + h.name;
-    h.contiguous = contiguous;
-    h.in_probe_order = in_order;
-    fill_access(h.path, h.present, h.accessible, h.permissions, h.open_error);
-    st.heaps.push_back(std::move(h));
-  };
-  for (const auto& c : heap_probe_table()) add(c.name, c.contiguous, true);
-  for (const auto& n : nodes) {
-    bool known = false;
-    for (const auto& c : heap_probe_table()) known = known || c.name == n;
-    if (!known) add(n, false, false);
-  }
-  st.udmabuf.path = paths.udmabuf_dev;
-  fill_access(st.udmabuf.path, st.udmabuf.present, st.udmabuf.accessible, st.udmabuf.permissions,
-              st.udmabuf.open_error);
-  st.udmabuf.size_limit_mb = udmabuf_size_limit_mb();
-  if (const char* env = std::getenv(kHeapEnvVar)) st.requested = env;
-
-  auto heap = [&](std::string_view name) -> const HeapNode* {
-    for (const auto& h : st.heaps)
-      if (h.name == name) return &h;
-    return nullptr;
-  };
-  if (!st.requested.empty() && st.requested != kUdmabufName) {
-    const HeapNode* h = heap(st.requested);
-    if (h && h->accessible) {
-      st.serving = "dma-heap " + h->name;
-    } else {
-      st.why_none = text::format("{}={} is required but {}", kHeapEnvVar, st.requested,
-                                !h || !h->present ? "its node is missing" : "it cannot be opened (" + h->open_error + ")");
-    }
-    return st;
-  }
-  if (st.requested.empty()) {
-    for (const auto& c : heap_probe_table()) {
-      const HeapNode* h = heap(c.name);
-      if (h && h->accessible) {
-        st.serving = "dma-heap " + h->name;
-        return st;
-      }
-    }
-  }
-  if (st.udmabuf.accessible) {
-    st.serving = "udmabuf";
-    return st;
-  }
-  std::vector<std::string> why;
-  for (const auto& h : st.heaps)
-    if (h.present && h.in_probe_order) why.push_back(text::format("{}: {}", h.path, h.open_error));
-  if (why.empty()) why.push_back(text::format("no dma-heap node in {}", paths.heap_dir));
-  why.push_back(st.udmabuf.present ? text::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
-                                   : text::format("no {}", st.udmabuf.path));
-  st.why_none = text::format("no DMA-BUF allocator usable: {}", text::join(why, "; "));
-  return st;
-}
-
-}  // namespace dmabuf
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
+#include <edgetensor/dmabuf.h>
 
 #include "core/backend.h"
 
@@ -10,8 +11,12 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
-/// Allocation (heap probe -> udmabuf; see include/edgetensor/dmabuf.h), import, status.
+/// Allocation (through AllocateOptions::dmabuf_allocator or the default; see include/edgetensor/dmabuf.h),
+/// import, status.
 const BackendOps& dmabuf_backend();
+
+/// backend_status(DmaBuf) of an allocator's status (the default allocator's, in backend_status).
+BackendStatus dmabuf_backend_status(const dmabuf::Status& status);
 
 /// A Backing over an existing DMA-BUF fd (owned). `name_it`: give it our DMA_BUF_SET_NAME (only for
 /// buffers we allocated; never for imports). Maps: one persistent mmap made on the first CPU map,

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/dmabuf/udmabuf.h"
 
-#include <edgetensor/dmabuf.h>
-
 #include <fcntl.h>
 #include <linux/udmabuf.h>
 #include <sys/stat.h>
@@ -15,7 +13,6 @@
 
 #include "text/format.h"
 
-#include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/backend.h"
 #include "base/memfd.h"
@@ -26,28 +23,21 @@ inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 namespace {
 
-Result<UniqueFd> open_udmabuf_device() {
-  const std::string& path = dmabuf_paths().udmabuf_dev;
-  UniqueFd dev(sys::open(path.c_str(), O_RDWR | O_CLOEXEC));
-  if (!dev) {
-    int e = errno;
-    return fail(device_open_error(path, e, "", {}, e == ENOENT ? "" : node_permissions(path)));
-  }
-  return dev;
-}
-
 // In 64 bits: a limit of 4096 MiB or more wraps to 0 in a 32-bit size_t and would refuse everything.
 std::uint64_t mib_to_bytes(std::size_t mib) { return std::uint64_t{mib} << 20; }
 
-Result<void> check_limit(std::size_t size_bytes) {
-  if (auto limit = udmabuf_size_limit_mb(); limit && size_bytes > mib_to_bytes(*limit))
+Result<void> check_limit(std::size_t size_bytes, std::optional<std::size_t> limit) {
+  if (limit && size_bytes > mib_to_bytes(*limit))
     return fail(udmabuf_size_limit_error(size_bytes, *limit));
   return {};
 }
 
-// UDMABUF_CREATE on an open /dev/udmabuf; the ioctl's return value is the new fd.
-Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size) {
-  udmabuf_create args{};
+}  // namespace
+
+// The ioctl's return value is the new fd.
+Result<UniqueFd> create_udmabuf(int dev, int memfd, std::size_t offset, std::size_t size,
+                                std::optional<std::size_t> limit) {
+  ::udmabuf_create args{};
   args.memfd = static_cast<__u32>(memfd);
   args.flags = UDMABUF_FLAGS_CLOEXEC;
   args.offset = offset;
@@ -57,7 +47,7 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
     int e = errno;
     // The kernel answers EINVAL for every refusal (size cap, seals, alignment); name the cap when it applies.
     if (e == EINVAL) {
-      if (auto limit = udmabuf_size_limit_mb(); limit && size > mib_to_bytes(*limit))
+      if (limit && size > mib_to_bytes(*limit))
         return fail(udmabuf_size_limit_error(size, *limit));
     }
     return fail(Error::from_errno(e, text::format("UDMABUF_CREATE of {} B at offset {} of memfd {}", size, offset, memfd)));
@@ -65,11 +55,9 @@ Result<UniqueFd> create(int dev, int memfd, std::size_t offset, std::size_t size
   return UniqueFd(fd);
 }
 
-}  // namespace
-
-std::optional<std::size_t> udmabuf_size_limit_mb() {
+std::optional<std::size_t> read_udmabuf_size_limit_mb(const std::string& limit_path) {
   // Through the seam, so the memo's "no failed call after the first allocation" counts this read too.
-  UniqueFd f(sys::open(dmabuf_paths().udmabuf_limit.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd f(sys::open(limit_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!f) return std::nullopt;
   char buf[32] = {};
   const ssize_t n = sys::read(f.get(), buf, sizeof buf - 1);
@@ -80,27 +68,19 @@ std::optional<std::size_t> udmabuf_size_limit_mb() {
   return static_cast<std::size_t>(v);
 }
 
-Result<UniqueFd> udmabuf_allocate(std::size_t size_bytes, std::string_view tensor_name) {
-  ET_TRY_ASSIGN(std::size_t rounded, round_up_to_page(size_bytes, sys::page_size()));
-  ET_TRY(check_limit(rounded));
-  ET_TRY_ASSIGN(UniqueFd dev, open_udmabuf_device());
+Result<UniqueFd> udmabuf_allocate(int dev, std::optional<std::size_t> limit_mb, std::size_t size_bytes,
+                                  std::string_view tensor_name) {
+  ET_TRY(check_limit(size_bytes, limit_mb));
   // drivers/dma-buf/udmabuf.c requires F_SEAL_SHRINK (pages cannot vanish under the DMA-BUF) and refuses
   // F_SEAL_WRITE (and F_SEAL_FUTURE_WRITE since 6.13). No F_SEAL_SEAL: it would be accepted, but this
   // memfd is closed on return and only the DMA-BUF fd, which takes no seals, ever leaves the process.
   ET_TRY_ASSIGN(UniqueFd memfd,
-                create_sealed_memfd(memfd_name("edgetensor-udmabuf", tensor_name), rounded, F_SEAL_SHRINK));
-  return create(dev.get(), memfd.get(), 0, rounded);
+                create_sealed_memfd(memfd_name("edgetensor-udmabuf", tensor_name), size_bytes, F_SEAL_SHRINK));
+  return create_udmabuf(dev, memfd.get(), 0, size_bytes, limit_mb);
 }
 
-}  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
-
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
-namespace dmabuf {
-
-Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
+Result<void> check_udmabuf_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes,
+                                 std::optional<std::size_t> limit_mb) {
   if (memfd < 0) return fail(ErrorCode::InvalidArgument, text::format("udmabuf_from_memfd: fd {} is not a valid fd", memfd));
   if (size_bytes == 0) return fail(ErrorCode::InvalidArgument, "udmabuf_from_memfd: size is 0 B; the kernel refuses empty udmabufs");
   const std::size_t page = sys::page_size();
@@ -127,16 +107,14 @@ Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::si
                             memfd));
   struct stat st {};
   if (sys::fstat(memfd, &st) != 0) return fail(Error::from_errno(errno, text::format("fstat(memfd {})", memfd)));
-  ET_TRY_ASSIGN(const std::size_t file_size, detail::object_bytes(memfd, st.st_size, "udmabuf_from_memfd: memfd"));
+  ET_TRY_ASSIGN(const std::size_t file_size, object_bytes(memfd, st.st_size, "udmabuf_from_memfd: memfd"));
   if (offset_bytes > file_size || size_bytes > file_size - offset_bytes)
     return fail(ErrorCode::OutOfRange,
                 text::format("udmabuf_from_memfd: range [{}, +{}) B passes the end of memfd {} ({} B)", offset_bytes,
                             size_bytes, memfd, file_size));
-  ET_TRY(detail::check_limit(size_bytes));
-  ET_TRY_ASSIGN(UniqueFd dev, detail::open_udmabuf_device());
-  return detail::create(dev.get(), memfd, offset_bytes, size_bytes);
+  return check_limit(size_bytes, limit_mb);
 }
 
-}  // namespace dmabuf
+}  // namespace detail
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: Apache-2.0
+// dmabuf::Allocator: the dma-heap and udmabuf nodes of one set of paths, opened once, with what was
+// learned about them (docs/DMABUF.md), and the process default allocator.
+#include <edgetensor/dmabuf.h>
+#include <edgetensor/shared_fd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "text/format.h"
+
+#include "backends/dmabuf/dma_heap.h"
+#include "backends/dmabuf/dma_heap_plan.h"
+#include "backends/dmabuf/dmabuf.h"
+#include "backends/dmabuf/udmabuf.h"
+#include "base/log_internal.h"
+#include "base/sys.h"
+
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace dmabuf {
+namespace {
+
+// What an allocator knows of one node. Absent and Refused are remembered so that automatic allocation
+// does not repeat a failed open; other open errors (EMFILE, ENOMEM, ...) pass and are not remembered.
+enum class NodeState { Unknown, Open, Absent, Refused };
+struct Node {
+  NodeState state = NodeState::Unknown;
+  SharedFd fd;        // while Open; shared so that refresh() never closes an fd an ioctl is using
+  int open_errno = 0; // while Absent or Refused
+};
+
+// A node's fd, or the errno of its (remembered) open.
+struct Opened {
+  SharedFd fd;
+  int err = 0;
+};
+
+// A heap that did not serve an automatic allocation: its error is built only if it is returned.
+struct HeapFailure {
+  std::string_view heap;
+  int open_errno = 0;
+  int alloc_errno = 0;
+};
+
+ErrorCode rank_code(ErrorCode a, ErrorCode b) {
+  // The most actionable code wins: permissions, then memory/size, then "not here".
+  auto rank = [](ErrorCode c) {
+    switch (c) {
+      case ErrorCode::PermissionDenied: return 3;
+      case ErrorCode::OutOfMemory: case ErrorCode::OutOfRange: return 2;
+      case ErrorCode::Unavailable: return 0;
+      default: return 1;
+    }
+  };
+  return rank(b) > rank(a) ? b : a;
+}
+
+std::string env_heap() {
+  const char* env = std::getenv(kHeapEnvVar);
+  return env ? std::string(env) : std::string();
+}
+
+}  // namespace
+
+struct Allocator::State {
+  explicit State(AllocatorOptions o) : options(std::move(o)) {}
+
+  const AllocatorOptions options;
+  mutable std::mutex mutex;  // guards everything below; held for opens and reads, never for an ioctl
+  std::map<std::string, Node, std::less<>> heaps;  // by heap name
+  Node udmabuf;
+  std::optional<std::vector<std::string>> kernel_heaps;  // the kernel's heap list, for messages
+  bool limit_read = false;
+  std::optional<std::size_t> limit_mb;  // udmabuf.size_limit_mb, once limit_read
+
+  std::string heap_path(std::string_view heap) const { return text::format("{}/{}", options.heap_dir, heap); }
+
+  // The node's kept fd, opening it now if nothing is known. `retry`: open again a node remembered as
+  // missing or refusing (a required node: its answer is always live).
+  Opened open_node(Node& node, const std::string& path, bool retry) {
+    if (node.state == NodeState::Open) return {node.fd, 0};
+    if (node.state != NodeState::Unknown && !retry) return {{}, node.open_errno};
+    UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd) {
+      node = Node{NodeState::Open, SharedFd::adopt(std::move(fd)), 0};
+      return {node.fd, 0};
+    }
+    const int e = errno;
+    if (e == ENOENT) node = Node{NodeState::Absent, {}, e};
+    else if (e == EACCES || e == EPERM) node = Node{NodeState::Refused, {}, e};
+    else node = Node{};
+    return {{}, e};
+  }
+  Opened open_heap(std::string_view heap, bool retry) {
+    std::lock_guard lock(mutex);
+    auto it = heaps.find(heap);
+    if (it == heaps.end()) it = heaps.emplace(std::string(heap), Node{}).first;
+    if (it->second.state == NodeState::Open) return {it->second.fd, 0};  // no path built
+    return open_node(it->second, heap_path(heap), retry);
+  }
+  Opened open_udmabuf(bool retry) {
+    std::lock_guard lock(mutex);
+    return open_node(udmabuf, options.udmabuf_dev, retry);
+  }
+
+  std::vector<std::string> kernel_heap_list() {
+    std::lock_guard lock(mutex);
+    if (!kernel_heaps) kernel_heaps = detail::list_dir_names(options.kernel_heap_dir);
+    return *kernel_heaps;
+  }
+  std::optional<std::size_t> udmabuf_limit_mb() {
+    std::lock_guard lock(mutex);
+    if (!limit_read) {
+      limit_mb = detail::read_udmabuf_size_limit_mb(options.udmabuf_limit);
+      limit_read = true;
+    }
+    return limit_mb;
+  }
+
+  Error heap_error(std::string_view heap, std::size_t size, int open_errno, int alloc_errno) {
+    const std::string path = heap_path(heap);
+    if (open_errno != 0)
+      return detail::device_open_error(path, open_errno, heap, kernel_heap_list(),
+                                       open_errno == ENOENT ? "" : detail::node_permissions(path));
+    return Error::from_errno(alloc_errno, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size, path));
+  }
+  Error udmabuf_open_error(int err) const {
+    const std::string& path = options.udmabuf_dev;
+    return detail::device_open_error(path, err, "", {}, err == ENOENT ? "" : detail::node_permissions(path));
+  }
+
+  Result<Allocation> allocate_udmabuf(std::size_t size, std::string_view name, bool retry) {
+    ET_TRY_ASSIGN(std::size_t rounded, detail::round_up_to_page(size, sys::page_size()));
+    Opened dev = open_udmabuf(retry);
+    if (!dev.fd) return fail(udmabuf_open_error(dev.err));
+    ET_TRY_ASSIGN(UniqueFd fd, detail::udmabuf_allocate(dev.fd.get(), udmabuf_limit_mb(), rounded, name));
+    return Allocation{std::move(fd), "udmabuf"};
+  }
+
+  Result<Allocation> allocate_required(const detail::HeapPlan& plan, std::size_t size, std::string_view name) {
+    if (plan.heaps.empty()) return allocate_udmabuf(size, name, true);
+    const std::string& heap = plan.heaps.front();
+    Opened node = open_heap(heap, true);
+    if (!node.fd) return fail(heap_error(heap, size, node.err, 0));
+    detail::HeapAllocation a = detail::heap_ioctl_allocate(node.fd.get(), size);
+    if (!a.fd) return fail(heap_error(heap, size, 0, a.err));
+    return Allocation{std::move(a.fd), "dma-heap " + heap};
+  }
+
+  // The automatic order. Nodes remembered as missing or refusing are not opened again; messages are
+  // built only for an error that is returned (or logged).
+  Result<Allocation> allocate_auto(const detail::HeapPlan& plan, std::size_t size, std::string_view name) {
+    std::vector<std::string_view> missing;
+    std::vector<HeapFailure> failures;
+    for (const auto& heap : plan.heaps) {
+      Opened node = open_heap(heap, false);
+      if (!node.fd) {
+        if (node.err == ENOENT) missing.push_back(heap);
+        else failures.push_back({heap, node.err, 0});
+        continue;
+      }
+      detail::HeapAllocation a = detail::heap_ioctl_allocate(node.fd.get(), size);
+      if (a.fd) {
+        if (!failures.empty()) {
+          const HeapFailure& f = failures.front();
+          detail::log(LogLevel::Info, "dma-heap {} serves {} B after: {}", heap, size,
+                      heap_error(f.heap, size, f.open_errno, f.alloc_errno).message());
+        }
+        return Allocation{std::move(a.fd), "dma-heap " + heap};
+      }
+      failures.push_back({heap, 0, a.err});
+    }
+    std::optional<Error> udmabuf_failure;
+    if (plan.use_udmabuf) {
+      auto r = allocate_udmabuf(size, name, false);
+      if (r) {
+        detail::log(LogLevel::Info, "no dma-heap served {} B ({} missing, {} failed): udmabuf serves", size,
+                    missing.size(), failures.size());
+        return r;
+      }
+      udmabuf_failure = std::move(r).error();
+    }
+    ErrorCode code = ErrorCode::Unavailable;
+    int err = 0;
+    std::vector<std::string> parts;
+    if (!missing.empty()) {
+      auto kernel = kernel_heap_list();
+      parts.push_back(text::format("no node {}/{{{}}} (kernel heaps: {})", options.heap_dir, text::join(missing, ","),
+                                   kernel.empty() ? std::string("none") : text::join(kernel, ", ")));
+      err = ENOENT;
+    }
+    auto add = [&](const Error& e) {
+      code = rank_code(code, e.code());
+      if (e.code() == code) err = e.sys_errno();
+      parts.push_back(e.message());
+    };
+    for (const auto& f : failures) add(heap_error(f.heap, size, f.open_errno, f.alloc_errno));
+    if (udmabuf_failure) add(*udmabuf_failure);
+    return fail(code, text::format("no DMA-BUF allocator served {} B: {}", size, text::join(parts, "; ")), err);
+  }
+};
+
+Allocator::Allocator(AllocatorOptions options) : state_(std::make_unique<State>(std::move(options))) {}
+Allocator::~Allocator() = default;
+
+Result<std::shared_ptr<Allocator>> Allocator::create(AllocatorOptions options) {
+  const std::pair<const char*, const std::string*> paths[] = {{"heap_dir", &options.heap_dir},
+                                                              {"kernel_heap_dir", &options.kernel_heap_dir},
+                                                              {"udmabuf_dev", &options.udmabuf_dev},
+                                                              {"udmabuf_limit", &options.udmabuf_limit}};
+  for (const auto& [field, path] : paths)
+    if (path->empty() || path->front() != '/')
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("dmabuf::AllocatorOptions::{} '{}' is not an absolute path", field, *path));
+  return std::shared_ptr<Allocator>(new Allocator(std::move(options)));
+}
+
+const AllocatorOptions& Allocator::options() const noexcept { return state_->options; }
+
+Result<Allocation> Allocator::allocate(std::size_t size_bytes, std::string_view heap_name,
+                                       std::string_view buffer_name) {
+  const std::string requested = heap_name.empty() ? env_heap() : std::string(heap_name);
+  auto plan = detail::make_heap_plan(requested);
+  if (!plan)
+    return fail(plan.error().code(),
+                text::format("{}{}", plan.error().message(), heap_name.empty() ? text::format(" (from {})", kHeapEnvVar) : ""));
+  ET_TRY_ASSIGN(Allocation a, requested.empty() ? state_->allocate_auto(*plan, size_bytes, buffer_name)
+                                                : state_->allocate_required(*plan, size_bytes, buffer_name));
+  detail::name_dmabuf(a.fd.get(), buffer_name);
+  return a;
+}
+
+Result<UniqueFd> Allocator::udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
+  const auto limit = state_->udmabuf_limit_mb();
+  ET_TRY(detail::check_udmabuf_memfd(memfd, offset_bytes, size_bytes, limit));
+  Opened dev = state_->open_udmabuf(true);
+  if (!dev.fd) return fail(state_->udmabuf_open_error(dev.err));
+  return detail::create_udmabuf(dev.fd.get(), memfd, offset_bytes, size_bytes, limit);
+}
+
+bool Allocator::known_unusable() const {
+  auto refuses = [](const Node& n) { return n.state == NodeState::Absent || n.state == NodeState::Refused; };
+  std::lock_guard lock(state_->mutex);
+  if (!refuses(state_->udmabuf)) return false;
+  return std::all_of(detail::heap_probe_table().begin(), detail::heap_probe_table().end(), [&](const auto& c) {
+    auto it = state_->heaps.find(c.name);
+    return it != state_->heaps.end() && refuses(it->second);
+  });
+}
+
+void Allocator::refresh() {
+  std::lock_guard lock(state_->mutex);
+  state_->heaps.clear();  // fds in use by an allocation in flight stay open until it finishes
+  state_->udmabuf = Node{};
+  state_->kernel_heaps.reset();
+  state_->limit_read = false;
+  state_->limit_mb.reset();
+}
+
+namespace {
+
+void fill_access(const std::string& path, bool& present, bool& accessible, std::string& permissions,
+                 std::string& open_error) {
+  int fd = sys::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    sys::close(fd);
+    present = accessible = true;
+  } else {
+    int e = errno;
+    present = e != ENOENT;
+    if (present) open_error = Error::from_errno(e, "open").message();
+  }
+  permissions = detail::node_permissions(path);
+}
+
+}  // namespace
+
+Status Allocator::status() const {
+  using namespace detail;
+  const AllocatorOptions& paths = state_->options;
+  Status st;
+  st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);
+  auto nodes = list_dir_names(paths.heap_dir);
+  auto add = [&](std::string_view name, bool contiguous, bool in_order) {
+    HeapNode h;
+    h.name = std::string(name);
+    h.path = state_->heap_path(name);
+    h.contiguous = contiguous;
+    h.in_probe_order = in_order;
+    fill_access(h.path, h.present, h.accessible, h.permissions, h.open_error);
+    st.heaps.push_back(std::move(h));
+  };
+  for (const auto& c : heap_probe_table()) add(c.name, c.contiguous, true);
+  for (const auto& n : nodes) {
+    bool known = false;
+    for (const auto& c : heap_probe_table()) known = known || c.name == n;
+    if (!known) add(n, false, false);
+  }
+  st.udmabuf.path = paths.udmabuf_dev;
+  fill_access(st.udmabuf.path, st.udmabuf.present, st.udmabuf.accessible, st.udmabuf.permissions,
+              st.udmabuf.open_error);
+  st.udmabuf.size_limit_mb = read_udmabuf_size_limit_mb(paths.udmabuf_limit);
+  st.requested = env_heap();
+
+  auto heap = [&](std::string_view name) -> const HeapNode* {
+    for (const auto& h : st.heaps)
+      if (h.name == name) return &h;
+    return nullptr;
+  };
+  if (!st.requested.empty() && st.requested != kUdmabufName) {
+    const HeapNode* h = heap(st.requested);
+    if (h && h->accessible) {
+      st.serving = "dma-heap " + h->name;
+    } else {
+      st.why_none = text::format("{}={} is required but {}", kHeapEnvVar, st.requested,
+                                 !h || !h->present ? "its node is missing" : "it cannot be opened (" + h->open_error + ")");
+    }
+    return st;
+  }
+  if (st.requested.empty()) {
+    for (const auto& c : heap_probe_table()) {
+      const HeapNode* h = heap(c.name);
+      if (h && h->accessible) {
+        st.serving = "dma-heap " + h->name;
+        return st;
+      }
+    }
+  }
+  if (st.udmabuf.accessible) {
+    st.serving = "udmabuf";
+    return st;
+  }
+  std::vector<std::string> why;
+  for (const auto& h : st.heaps)
+    if (h.present && h.in_probe_order) why.push_back(text::format("{}: {}", h.path, h.open_error));
+  if (why.empty()) why.push_back(text::format("no dma-heap node in {}", paths.heap_dir));
+  why.push_back(st.udmabuf.present ? text::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
+                                   : text::format("no {}", st.udmabuf.path));
+  st.why_none = text::format("no DMA-BUF allocator usable: {}", text::join(why, "; "));
+  return st;
+}
+
+// ---- The process default ---------------------------------------------------------------------------
+namespace {
+
+// Set when the default's holder is destroyed at exit (trivially destructible: readable after that).
+constinit std::atomic<bool> g_default_destroyed{false};
+
+struct DefaultHolder {
+  std::shared_ptr<Allocator> allocator = *Allocator::create();  // the default paths are absolute
+  ~DefaultHolder() { g_default_destroyed.store(true, std::memory_order_release); }
+};
+
+}  // namespace
+
+std::shared_ptr<Allocator> default_allocator() {
+  // During static destruction, after the holder: a fresh allocator serves (it works, remembers nothing).
+  if (g_default_destroyed.load(std::memory_order_acquire)) return *Allocator::create();
+  static DefaultHolder holder;
+  return holder.allocator;
+}
+
+Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes) {
+  return default_allocator()->udmabuf_from_memfd(memfd, offset_bytes, size_bytes);
+}
+
+}  // namespace dmabuf
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -29,6 +29,7 @@ int count_dir(const char* path) {
 }  // namespace
 
 int open_fd_count() { return count_dir("/proc/self/fd"); }
+int thread_count() { return count_dir("/proc/self/task"); }
 
 std::string proc_fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 

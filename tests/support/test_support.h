@@ -18,6 +18,8 @@ namespace et_test {
 
 /// Entries in /proc/self/fd.
 int open_fd_count();
+/// Threads of this process (entries in /proc/self/task); a joined thread is gone from it.
+int thread_count();
 /// "/proc/self/fd/<fd>": reopening it gives a new open file description (e.g. O_RDONLY of a RW fd).
 std::string proc_fd_path(int fd);
 /// Where /proc/self/fd/<fd> points ("memfd:name (deleted)", "/dev/dma_heap/system"), or "" on error.

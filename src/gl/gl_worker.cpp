@@ -17,38 +17,47 @@ namespace detail {
 namespace {
 std::atomic<std::size_t> g_live_workers{0};
 std::atomic<std::size_t> g_retired{0};
-std::atomic<bool> g_reaper_gone{false};  // static destruction has joined the retired list
 }  // namespace
 
-// Workers whose last reference went where their thread could not be joined (module comment in
-// gl_worker.h at retired_gl_workers). A function-local static made after EGL's first initialisation
-// (start arms it), so it is destroyed before EGL's own exit handlers run.
+// Workers whose last reference went where their thread could not be joined (gl_worker.h at
+// retired_gl_workers). A function-local static first made after EGL's first initialisation (start),
+// so it is destroyed before EGL's own exit handlers run.
 struct GlReaper {
   std::mutex mutex;
   std::vector<GlWorker*> retired;  // owned; guarded by mutex
+  bool closed = false;             // guarded by mutex: static destruction has joined the list
   ProcessToken process = process_token();
 
-  // Static destruction: join what is left. Only a program that dropped a context's last handle on its
-  // own GL thread, or whose GL job hung past shutdown, has anything here.
+  // Static destruction: join what is left (outside the lock: a job still running there may retire
+  // another worker). Only a program that dropped a context's last handle on its own GL thread, or whose
+  // GL job hung past shutdown, has anything here.
   ~GlReaper() {
-    std::lock_guard lock(mutex);
     if (forked_since(process)) return;  // a forked child has none of these threads: leak them
-    for (GlWorker* w : retired) {
-      w->thread_->join();
-      delete w;
+    for (;;) {
+      std::vector<GlWorker*> batch;
+      {
+        std::lock_guard lock(mutex);
+        batch.swap(retired);
+        if (batch.empty()) {
+          closed = true;
+          break;
+        }
+      }
+      join_and_delete(batch);
     }
     g_retired.store(0);
-    retired.clear();
-    g_reaper_gone.store(true);
   }
 
-  void retire(GlWorker* worker) {
+  // False once static destruction has closed the list.
+  bool retire(GlWorker* worker) {
     std::lock_guard lock(mutex);
+    if (closed) return false;
     retired.push_back(worker);
     g_retired.store(retired.size());
+    return true;
   }
 
-  // Joins and deletes every retired worker whose thread has finished (never waits on a running one).
+  // Joins and deletes every retired worker whose thread has ended (never waits on a running one).
   void reap() noexcept {
     std::vector<GlWorker*> done;
     {
@@ -59,7 +68,11 @@ struct GlReaper {
       retired.erase(it, retired.end());
       g_retired.store(retired.size());
     }
-    for (GlWorker* w : done) {
+    join_and_delete(done);
+  }
+
+  static void join_and_delete(const std::vector<GlWorker*>& workers) noexcept {
+    for (GlWorker* w : workers) {
       w->thread_->join();
       delete w;
     }
@@ -93,8 +106,8 @@ GlWorker::~GlWorker() { g_live_workers.fetch_sub(1); }
 
 void GlWorker::dispose(GlWorker* worker) noexcept {
   if (forked_since(worker->process_)) {
-    (void)worker->thread_.release();  // a forked child has no such thread: leak the handle rather than join
-    delete worker;
+    // A forked child has no such thread, and the copies of its mutex and condition variable may be
+    // mid-use by it (destroying a condition variable with a waiter blocks forever): leak the worker.
     return;
   }
   worker->request_exit();
@@ -104,11 +117,8 @@ void GlWorker::dispose(GlWorker* worker) noexcept {
     stuck = worker->stuck_;
   }
   const bool on_thread = worker->on_thread();
-  if ((on_thread || stuck) && !g_reaper_gone.load()) {
-    // The thread cannot join itself, and a hung job must not block this caller: hand the worker over.
-    reaper().retire(worker);
-    return;
-  }
+  // The thread cannot join itself, and a hung job must not block this caller: hand the worker over.
+  if ((on_thread || stuck) && reaper().retire(worker)) return;
   if (on_thread) {
     // Only during static destruction, after the retired list was joined (a handle dropped on its own GL
     // thread that late): nothing is left to join it.
@@ -132,7 +142,6 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
   if (options.device_index >= 0 && options.platform == gl::Platform::Surfaceless)
     return fail(ErrorCode::InvalidArgument,
                 text::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
-  reaper().reap();  // join workers retired earlier whose thread has finished since
   std::unique_ptr<GlWorker> worker(new GlWorker(options));
   auto init = std::make_shared<Init>();
   try {
@@ -157,6 +166,8 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
     return fail(std::move(error));
   }
   lock.unlock();
+  // After EGL's first initialisation, so the retired list is destroyed before EGL's exit handlers run.
+  reaper().reap();  // joins workers retired earlier whose thread has ended since
   return std::shared_ptr<GlWorker>(worker.release(), &GlWorker::dispose);
 }
 

@@ -59,7 +59,7 @@ class GlWorker {
   /// reference joins the thread (see dispose); on the GL thread itself it hands the worker to the
   /// retired list instead (retired_gl_workers()).
   static Result<std::shared_ptr<GlWorker>> start(const gl::ContextOptions& options);
-  ~GlWorker();  // the thread is joined or detached before (see dispose)
+  ~GlWorker();  // the thread is joined (or, for a hung EGL initialisation, detached) before
   GlWorker(const GlWorker&) = delete;
   GlWorker& operator=(const GlWorker&) = delete;
 

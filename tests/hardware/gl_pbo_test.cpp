@@ -655,15 +655,8 @@ TEST(GlExitHardware, CreateDropLoopJoinsEveryThreadAndExitDoesNotWait) {
     loop_done = std::chrono::steady_clock::now();  // main is returning once the line is out
   }
   ::close(out[0]);
-  int status = 0;
-  pid_t done = 0;
-  for (int i = 0; i < 10000 && (done = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (done == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    FAIL() << "the helper hung at exit";
-  }
+  const int status = et_test::wait_child_or_kill(pid, 10000);
+  ASSERT_NE(status, -1) << "the helper hung at exit";
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - loop_done);
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   if (WEXITSTATUS(status) == 77 && !et_test::gl_required()) GTEST_SKIP() << "no headless GL here";

@@ -142,15 +142,8 @@ TEST(GlInitHang, ExitDoesNotWaitForAThreadHungInEglInitialize) {
     std::exit(0);  // static destructors and atexit handlers run with the thread still in eglInitialize
   }
   // Nothing at exit waits for that thread (there is no exit guard); 10 s is a hang bound only.
-  int status = 0;
-  pid_t done = 0;
-  for (int i = 0; i < 10000 && (done = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (done == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    FAIL() << "the child hung at exit behind the hung EGL initialisation";
-  }
+  const int status = et_test::wait_child_or_kill(pid, 10000);
+  ASSERT_NE(status, -1) << "the child hung at exit behind the hung EGL initialisation";
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }

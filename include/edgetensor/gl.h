@@ -20,7 +20,12 @@
 // context shuts down: every unmapped PBO is deleted and becomes disconnected (maps and with_buffer fail
 // with FailedPrecondition "GL context gone"; releasing it is a no-op). A PBO that is CPU-mapped at
 // that moment stays valid until its map closes (the worker thread keeps the EGL context alive for it,
-// deletes the buffer at the unmap, then terminates), so no open span ever dangles.
+// deletes the buffer at the unmap, then terminates; the last PBO tensor's release joins it), so no
+// open span ever dangles.
+//
+// Threads: each context's worker thread is joined by whoever drops the last handle of the context (or
+// of its last PBO tensor); nothing waits at exit. Do not drop that last handle in code running on the
+// GL thread: the thread cannot join itself, and is joined later (next Context::create, or at exit).
 //
 // fork(): the child has no worker thread. Every GL operation in the child (run, maps, allocation)
 // fails fast with FailedPrecondition; contexts and PBO tensors inherited from the parent may be
@@ -132,7 +137,8 @@ class ET_API Context {
   /// errors. Returns fn's error, or: Busy when the GL thread did not start `fn` within `timeout` (fn
   /// is then cancelled and never runs) or started but did not finish it (run() returns; fn still
   /// completes later on the GL thread, so whatever it captures by reference must outlive it: capture
-  /// by value when using short timeouts); FailedPrecondition "GL context gone" / after fork().
+  /// by value when using short timeouts); FailedPrecondition "GL context gone" / after fork(). The
+  /// callable is destroyed on the calling thread before run() returns, unless abandoned by a timeout.
   [[nodiscard]] Result<void> run(std::function<Result<void>()> fn) const;
   [[nodiscard]] Result<void> run(std::function<Result<void>()> fn, std::chrono::milliseconds timeout) const;
 

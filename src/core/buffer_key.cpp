@@ -43,7 +43,8 @@ struct Registry {
   std::unordered_map<RegistryKey, Entry, RegistryKeyHash> entries;  // guarded by mutex
 };
 Registry& registry() {
-  static Registry* r = new Registry;  // never destroyed: storages may die during static destruction
+  // Leaked on purpose (docs/ARCHITECTURE.md "Threads"): storages may die during static destruction.
+  static Registry* r = new Registry;
   return *r;
 }
 

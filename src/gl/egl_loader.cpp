@@ -71,7 +71,8 @@ Result<const EglApi*> load_egl(const std::string& library_in) {
   const std::string library = library_in.empty() ? kDefaultEglLibrary : library_in;
   // One table per name for the life of the process; failures are not cached (a later install works).
   static std::mutex mutex;
-  static auto* tables = new std::map<std::string, std::unique_ptr<EglApi>>();  // never destroyed
+  // Leaked on purpose (docs/ARCHITECTURE.md "Threads"): GL threads use it until their last EGL call.
+  static auto* tables = new std::map<std::string, std::unique_ptr<EglApi>>();
   std::lock_guard lock(mutex);
   if (auto it = tables->find(library); it != tables->end()) return it->second.get();
   ET_TRY_ASSIGN(auto egl, open_egl(library));

@@ -11,15 +11,6 @@ namespace gl {
 using detail::GlContextAccess;
 using detail::GlWorker;
 
-std::string_view platform_name(Platform platform) noexcept {
-  switch (platform) {
-    case Platform::Auto: return "auto";
-    case Platform::Device: return "device";
-    case Platform::Surfaceless: return "surfaceless";
-  }
-  return "unknown";
-}
-
 Context::Context(std::shared_ptr<GlWorker> worker) noexcept : worker_(std::move(worker)) {}
 
 Context::~Context() {

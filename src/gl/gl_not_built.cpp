@@ -11,15 +11,6 @@ namespace {
 constexpr const char* kWhy = "GL unavailable: the GL backend was not built into this library (ET_WITH_EGL=OFF)";
 }
 
-std::string_view platform_name(Platform platform) noexcept {
-  switch (platform) {
-    case Platform::Auto: return "auto";
-    case Platform::Device: return "device";
-    case Platform::Surfaceless: return "surfaceless";
-  }
-  return "unknown";
-}
-
 // No Context can exist in this build (create() never makes one), so the members below are never
 // reached through a live object; they exist so that programs link identically in every build.
 Context::Context(std::shared_ptr<detail::GlWorker> worker) noexcept : worker_(std::move(worker)) {}

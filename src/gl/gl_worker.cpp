@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <system_error>
 #include <vector>
 
@@ -14,64 +15,118 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 namespace {
-
-// Worker threads that have been told to finish (shutdown decided, or creation abandoned) and have not
-// yet finished tearing EGL down. Such a thread may be detached (Context dropped on the GL thread, a
-// mapped orphan, an abandoned creation); if the process exits meanwhile, EGL's exit handlers would run
-// under it. The guard (a static made after EGL's first initialisation, so destroyed before EGL's atexit
-// handlers run) waits a bounded time for them. Idle threads of leaked contexts are not counted.
-struct ThreadCensus {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int running = 0;
-};
-ThreadCensus& census() {
-  static auto* c = new ThreadCensus();  // never destroyed: late threads may still signal it
-  return *c;
-}
-void census_enter() {
-  std::lock_guard lock(census().mutex);
-  ++census().running;
-}
-void census_leave() noexcept {
-  {
-    std::lock_guard lock(census().mutex);
-    --census().running;
-  }
-  census().cv.notify_all();
-}
-struct ExitGuard {
-  ProcessToken process = process_token();
-  ~ExitGuard() {
-    if (forked_since(process)) return;  // a forked child has none of the parent's threads
-    std::unique_lock lock(census().mutex);
-    census().cv.wait_for(lock, std::chrono::seconds(2), [] { return census().running == 0; });
-  }
-};
-void arm_exit_guard() { static ExitGuard guard; }
-
+std::atomic<std::size_t> g_live_workers{0};
+std::atomic<std::size_t> g_retired{0};
 }  // namespace
+
+// Workers whose last reference went where their thread could not be joined (gl_worker.h at
+// retired_gl_workers). A function-local static first made after EGL's first initialisation (start),
+// so it is destroyed before EGL's own exit handlers run.
+struct GlReaper {
+  std::mutex mutex;
+  std::vector<GlWorker*> retired;  // owned; guarded by mutex
+  bool closed = false;             // guarded by mutex: static destruction has joined the list
+  ProcessToken process = process_token();
+
+  // Static destruction: join what is left (outside the lock: a job still running there may retire
+  // another worker). Only a program that dropped a context's last handle on its own GL thread, or whose
+  // GL job hung past shutdown, has anything here.
+  ~GlReaper() {
+    if (forked_since(process)) return;  // a forked child has none of these threads: leak them
+    for (;;) {
+      std::vector<GlWorker*> batch;
+      {
+        std::lock_guard lock(mutex);
+        batch.swap(retired);
+        if (batch.empty()) {
+          closed = true;
+          break;
+        }
+      }
+      join_and_delete(batch);
+    }
+    g_retired.store(0);
+  }
+
+  // False once static destruction has closed the list.
+  bool retire(GlWorker* worker) {
+    std::lock_guard lock(mutex);
+    if (closed) return false;
+    retired.push_back(worker);
+    g_retired.store(retired.size());
+    return true;
+  }
+
+  // Joins and deletes every retired worker whose thread has ended (never waits on a running one).
+  void reap() noexcept {
+    std::vector<GlWorker*> done;
+    {
+      std::lock_guard lock(mutex);
+      if (forked_since(process)) return;
+      auto it = std::partition(retired.begin(), retired.end(), [](GlWorker* w) { return !w->finished_.load(); });
+      done.assign(it, retired.end());
+      retired.erase(it, retired.end());
+      g_retired.store(retired.size());
+    }
+    join_and_delete(done);
+  }
+
+  static void join_and_delete(const std::vector<GlWorker*>& workers) noexcept {
+    for (GlWorker* w : workers) {
+      w->thread_->join();
+      delete w;
+    }
+  }
+};
+
+namespace {
+GlReaper& reaper() {
+  static GlReaper r;
+  return r;
+}
+}  // namespace
+
+std::size_t retired_gl_workers() noexcept { return g_retired.load(); }
+std::size_t live_gl_workers() noexcept { return g_live_workers.load(); }
 
 struct GlWorker::Init {
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
-  bool abandoned = false;  // the creator stopped waiting
+  std::unique_ptr<GlWorker> abandoned;  // the creator stopped waiting and handed the worker to its thread
   std::optional<Error> error;
 };
 
 GlWorker::GlWorker(const gl::ContextOptions& options)
-    : timeout_(options.timeout), process_(process_token()), creator_pid_(static_cast<int>(::getpid())) {}
+    : timeout_(options.timeout), process_(process_token()), creator_pid_(static_cast<int>(::getpid())) {
+  g_live_workers.fetch_add(1);
+}
 
-GlWorker::~GlWorker() {
-  if (!thread_ || !thread_->joinable()) return;
-  if (forked_since(process_)) {
-    (void)thread_.release();  // a forked child has no such thread: leak the handle rather than join
-  } else if (thread_->get_id() == std::this_thread::get_id()) {
-    thread_->detach();  // the last reference went on the worker thread itself, at its very end
-  } else {
-    thread_->join();
+GlWorker::~GlWorker() { g_live_workers.fetch_sub(1); }
+
+void GlWorker::dispose(GlWorker* worker) noexcept {
+  if (forked_since(worker->process_)) {
+    // A forked child has no such thread, and the copies of its mutex and condition variable may be
+    // mid-use by it (destroying a condition variable with a waiter blocks forever): leak the worker.
+    return;
   }
+  worker->request_exit();
+  bool stuck = false;
+  {
+    std::lock_guard lock(worker->mutex_);
+    stuck = worker->stuck_;
+  }
+  const bool on_thread = worker->on_thread();
+  // The thread cannot join itself, and a hung job must not block this caller: hand the worker over.
+  if ((on_thread || stuck) && reaper().retire(worker)) return;
+  if (on_thread) {
+    // Only during static destruction, after the retired list was joined (a handle dropped on its own GL
+    // thread that late): nothing is left to join it.
+    (void)worker->thread_.release();
+    return;
+  }
+  if (worker->thread_ && worker->thread_->joinable()) worker->thread_->join();
+  delete worker;
 }
 
 Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& options) {
@@ -87,24 +142,20 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
   if (options.device_index >= 0 && options.platform == gl::Platform::Surfaceless)
     return fail(ErrorCode::InvalidArgument,
                 text::format("gl::Context: device_index {} needs the device platform, not surfaceless", options.device_index));
-
-  std::shared_ptr<GlWorker> worker(new GlWorker(options));
+  std::unique_ptr<GlWorker> worker(new GlWorker(options));
   auto init = std::make_shared<Init>();
   try {
-    worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), worker, init, options);
+    worker->thread_ = std::make_unique<std::thread>(&GlWorker::thread_main, worker.get(), init, options);
   } catch (const std::system_error& e) {
     return fail(ErrorCode::Unavailable, text::format("GL unavailable: cannot start the GL worker thread: {}", e.what()));
   }
   std::unique_lock lock(init->mutex);
   if (!init->cv.wait_for(lock, options.timeout, [&] { return init->done; })) {
-    init->abandoned = true;  // the thread tears down whatever it made and exits on its own
-    {
-      std::lock_guard q(worker->mutex_);
-      worker->finishing_ = true;  // under init->mutex: the thread reads both only after it
-      census_enter();
-    }
-    lock.unlock();
+    // The one detached thread (docs/ARCHITECTURE.md "Threads"): EGL initialisation hung in the driver,
+    // and joining would wait for the driver. The thread owns its worker now, tears down whatever it made
+    // once EGL returns, and deletes it; nothing waits for it, at exit either.
     worker->thread_->detach();
+    init->abandoned = std::move(worker);
     return fail(ErrorCode::Busy, text::format("gl::Context: EGL initialisation did not finish within {} ms",
                                              options.timeout.count()));
   }
@@ -114,18 +165,19 @@ Result<std::shared_ptr<GlWorker>> GlWorker::start(const gl::ContextOptions& opti
     worker->thread_->join();
     return fail(std::move(error));
   }
-  arm_exit_guard();
-  return worker;
+  lock.unlock();
+  // After EGL's first initialisation, so the retired list is destroyed before EGL's exit handlers run.
+  reaper().reap();  // joins workers retired earlier whose thread has ended since
+  return std::shared_ptr<GlWorker>(worker.release(), &GlWorker::dispose);
 }
 
-void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init> init,
-                           gl::ContextOptions options) noexcept {
+void GlWorker::thread_main(std::shared_ptr<Init> init, gl::ContextOptions options) noexcept {
   thread_id_.store(std::this_thread::get_id());
   auto session = EglSession::open(options);
-  bool abandoned = false;
+  std::unique_ptr<GlWorker> abandoned;  // set when the creator stopped waiting: this thread owns *this
   {
     std::lock_guard lock(init->mutex);
-    abandoned = init->abandoned;
+    abandoned = std::move(init->abandoned);
     if (!session) {
       init->error = session.error();
     } else {
@@ -138,7 +190,11 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
     init->done = true;
   }
   init->cv.notify_all();
-  if (session_ && !abandoned) {
+  if (abandoned) {
+    if (session_) session_->close();
+    return;  // `abandoned` deletes *this (its thread handle is detached)
+  }
+  if (session_) {
     for (;;) {
       std::function<void()> job;
       {
@@ -158,8 +214,8 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
       }
     }
   }
-  // Resources still registered here were never released (only possible if the thread is abandoned
-  // during init); EGL frees them with the context.
+  // Resources still registered here were never released (only when the last reference went without a
+  // shutdown, e.g. a Context that was never made); EGL frees them with the context.
   resources_.clear();
   if (session_) session_->close();
   {
@@ -167,13 +223,7 @@ void GlWorker::thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init>
     state_ = State::Stopped;
   }
   thread_id_.store(std::thread::id{});  // thread ids are reused: a later thread must not look like ours
-  bool counted = false;
-  {
-    std::lock_guard lock(mutex_);
-    counted = finishing_;
-  }
-  self.reset();  // may destroy *this: touch no member below
-  if (counted) census_leave();
+  finished_.store(true);  // the retired list may join and delete *this from here on
 }
 
 // ---- posting ------------------------------------------------------------------------------------
@@ -220,20 +270,16 @@ bool GlWorker::post_detached(std::function<void()> fn, bool drain_ok) noexcept {
 // ---- shutdown -----------------------------------------------------------------------------------
 
 void GlWorker::shutdown() noexcept {
-  if (forked_since(process_)) {
-    // A forked child: the worker thread exists only in the parent. Leave everything as it is.
-    if (thread_) (void)thread_.release();
-    return;
-  }
+  if (forked_since(process_)) return;  // a forked child: the worker thread exists only in the parent
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::Running) return;
     state_ = State::Draining;
   }
   if (on_thread()) {
-    // Dropped from inside GL-thread work: shut down inline; the loop ends after the current job.
+    // Dropped from inside GL-thread work: shut down inline; the loop ends after the current job and the
+    // last reference joins the thread (or retires the worker, if it goes on this thread).
     shutdown_on_thread();
-    if (thread_ && thread_->joinable()) thread_->detach();
     return;
   }
   auto r = call<void>(
@@ -242,22 +288,20 @@ void GlWorker::shutdown() noexcept {
         return {};
       },
       timeout_, {}, /*drain_ok=*/true);
-  if (!r) {
-    log(LogLevel::Error, "gl::Context shutdown: {}; the GL worker thread is left to finish on its own",
-        r.error().message());
-    if (thread_ && thread_->joinable()) thread_->detach();
-    return;
-  }
-  bool exiting = false;
+  bool ending = false;
   {
     std::lock_guard lock(mutex_);
-    exiting = exit_;
+    if (!r) stuck_ = true;  // the last reference must not wait for the hung job: it retires the worker
+    ending = exit_;
   }
-  // With kept resources the thread lives on until they are released; it holds its own reference.
-  if (thread_ && thread_->joinable()) {
-    if (exiting) thread_->join();
-    else thread_->detach();
+  if (!r) {
+    log(LogLevel::Error, "gl::Context shutdown: {}; the GL worker thread finishes on its own and is joined later",
+        r.error().message());
+    return;
   }
+  // With kept resources the thread lives on until they are released, and the last reference joins it.
+  // Without, it is ending now: join it here, so the context and its surface are gone when ~Context returns.
+  if (ending && thread_->joinable()) thread_->join();
 }
 
 void GlWorker::shutdown_on_thread() noexcept {
@@ -273,10 +317,6 @@ void GlWorker::shutdown_on_thread() noexcept {
 void GlWorker::request_exit() noexcept {
   {
     std::lock_guard lock(mutex_);
-    if (!finishing_) {
-      finishing_ = true;
-      census_enter();
-    }
     exit_ = true;
   }
   cv_.notify_all();

@@ -4,12 +4,14 @@
 // so it can release them when its gl::Context goes.
 //
 //   gl::Context ──shared──> GlWorker <──shared── PboBacking (backends/gl_pbo, one per PBO storage)
-//                              │ <──shared── the worker thread itself (until its loop ends)
+//                              ├─ owns the worker thread: whoever drops the last reference joins it
 //                              └─ registry of live GlResources (GL-thread only)
 //
 // Tensors do not keep the Context alive; they keep the GlWorker object alive, which outlives its
 // thread as a tombstone that refuses work ("GL context gone"). Every GL call, and every read or write
-// of a resource's GL-thread fields, happens on the worker thread, so they need no lock.
+// of a resource's GL-thread fields, happens on the worker thread, so they need no lock. The thread holds
+// no reference to its worker and library jobs hold a plain GlWorker& (a job runs on the worker's thread,
+// and the worker joins that thread before it dies). docs/ARCHITECTURE.md "Threads" gives the rules.
 #pragma once
 
 #include <edgetensor/error.h>
@@ -51,11 +53,15 @@ class GlResource {
   virtual bool release_at_shutdown(GlWorker& worker) noexcept = 0;
 };
 
-class GlWorker : public std::enable_shared_from_this<GlWorker> {
+class GlWorker {
  public:
-  /// Starts the thread and creates the EGL context on it. Errors: see gl::Context::create.
+  /// Starts the thread and creates the EGL context on it. Errors: see gl::Context::create. The last
+  /// reference joins the thread (see dispose); on the GL thread itself it hands the worker to the
+  /// retired list instead (retired_gl_workers()).
   static Result<std::shared_ptr<GlWorker>> start(const gl::ContextOptions& options);
-  ~GlWorker();
+  ~GlWorker();  // the thread is joined (or, for a hung EGL initialisation, detached) before
+  GlWorker(const GlWorker&) = delete;
+  GlWorker& operator=(const GlWorker&) = delete;
 
   /// Runs `fn` on the GL thread and waits up to `timeout` (inline on the GL thread). If the caller
   /// stops waiting after `fn` started, `undo` (if any) runs on the GL thread with fn's successful
@@ -96,8 +102,13 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   enum class State { Starting, Running, Draining, Stopped };
   struct Init;
 
+  friend struct GlReaper;
+
   explicit GlWorker(const gl::ContextOptions& options);
-  void thread_main(std::shared_ptr<GlWorker> self, std::shared_ptr<Init> init, gl::ContextOptions options) noexcept;
+  /// The deleter of every shared_ptr<GlWorker>: tells the loop to end and joins the thread; on the GL
+  /// thread itself, or when a job hung past shutdown's timeout, retires the worker instead.
+  static void dispose(GlWorker* worker) noexcept;
+  void thread_main(std::shared_ptr<Init> init, gl::ContextOptions options) noexcept;
   void shutdown_on_thread() noexcept;
   void request_exit() noexcept;  // the loop ends once the queue is empty
   bool enqueue(std::function<void()> job, bool drain_ok);
@@ -107,15 +118,17 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
   const ProcessToken process_;  // core/process.h: a fork() child has no worker thread
   const int creator_pid_;       // for messages
   std::atomic<std::thread::id> thread_id_{};
-  // The thread object is heap-held so a forked child can leak it (it has no such thread to join).
+  // Joined by dispose() or shutdown(), or by the retired list; detached only when EGL initialisation
+  // hangs (start). Heap-held so a forked child can leak it (it has no such thread to join).
   std::unique_ptr<std::thread> thread_;
+  std::atomic<bool> finished_{false};  // thread_main touches no member after setting it
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;  // guarded by mutex_
   State state_ = State::Starting;            // guarded by mutex_
   bool exit_ = false;                        // guarded by mutex_: leave the loop once the queue is empty
-  bool finishing_ = false;                   // guarded by mutex_: counted in the exit census
+  bool stuck_ = false;                       // guarded by mutex_: shutdown timed out behind a running job
 
   // Set during init on the GL thread, read-only afterwards (closed on the GL thread at its end).
   std::unique_ptr<EglSession> session_;
@@ -126,6 +139,14 @@ class GlWorker : public std::enable_shared_from_this<GlWorker> {
 
   std::atomic<std::size_t> live_resources_{0};
 };
+
+/// Workers retired because their last reference went on their own GL thread (user code there dropped
+/// the last handle) or while a job hung past shutdown's timeout, and not yet joined. The next
+/// Context::create joins those whose thread has finished; static destruction joins the rest. A program
+/// that does neither never has one (tests check 0).
+std::size_t retired_gl_workers() noexcept;
+/// GlWorker objects alive in this process (an abandoned creation deletes its own once EGL returns).
+std::size_t live_gl_workers() noexcept;
 
 /// Internal access to a gl::Context's worker (the PBO backend allocates on it).
 struct GlContextAccess {
@@ -138,6 +159,9 @@ struct GlContextAccess {
 // ---- call() ------------------------------------------------------------------------------------
 
 namespace gl_job {
+/// One call(): the callable and its undo live here, not in the queued job, so the waiting caller
+/// destroys them (with whatever they captured: maybe the last handle of the context) off the GL thread;
+/// only an abandoned job's are destroyed on the GL thread.
 template <class T>
 struct JobState {
   enum class Stage { Queued, Running, Done, Cancelled, Abandoned };
@@ -145,6 +169,8 @@ struct JobState {
   std::condition_variable cv;
   Stage stage = Stage::Queued;
   std::optional<Result<T>> result;
+  std::function<Result<T>()> fn;           // GL thread while Running; else whoever owns the stage
+  std::function<void(Result<T>&)> undo;
 };
 
 template <class T>
@@ -166,31 +192,42 @@ Result<T> GlWorker::call(std::function<Result<T>()> fn, std::chrono::millisecond
   if (on_thread()) return gl_job::invoke_safely(fn);
   using Job = gl_job::JobState<T>;
   auto job = std::make_shared<Job>();
-  auto run = [job, fn = std::move(fn), undo = std::move(undo)]() mutable {
+  job->fn = std::move(fn);
+  job->undo = std::move(undo);
+  auto run = [job]() {
     {
       std::lock_guard lock(job->mutex);
       if (job->stage == Job::Stage::Cancelled) return;
       job->stage = Job::Stage::Running;
     }
-    Result<T> r = gl_job::invoke_safely(fn);
-    bool abandoned = false;
+    Result<T> r = gl_job::invoke_safely(job->fn);
     {
       std::lock_guard lock(job->mutex);
-      if (job->stage == Job::Stage::Abandoned) {
-        abandoned = true;
-      } else {
+      if (job->stage != Job::Stage::Abandoned) {
         job->result.emplace(std::move(r));
-        job->stage = Job::Stage::Done;
+        job->stage = Job::Stage::Done;  // fn and undo are the caller's from here on
+        job->cv.notify_all();
+        return;
       }
     }
-    job->cv.notify_all();
-    if (abandoned && r && undo) undo(r);
+    if (r && job->undo) job->undo(r);
   };
-  if (!enqueue(std::move(run), drain_ok)) return fail(refused_error());
+  // The caller destroys the callables unless it abandons them, after unlocking: their captures may
+  // hold the context's last handle, whose shutdown waits for this GL thread.
+  auto drop_callables = [&job] {
+    job->fn = nullptr;
+    job->undo = nullptr;
+  };
+  if (!enqueue(std::move(run), drain_ok)) {
+    drop_callables();
+    return fail(refused_error());
+  }
   std::unique_lock lock(job->mutex);
   if (!job->cv.wait_for(lock, timeout, [&] { return job->stage == Job::Stage::Done; })) {
     if (job->stage == Job::Stage::Queued) {
       job->stage = Job::Stage::Cancelled;
+      lock.unlock();
+      drop_callables();
       return fail(ErrorCode::Busy, text::format("the GL thread did not start the work within {} ms (it is busy "
                                                "or hung); the work was cancelled", timeout.count()));
     }
@@ -198,6 +235,8 @@ Result<T> GlWorker::call(std::function<Result<T>()> fn, std::chrono::millisecond
     return fail(ErrorCode::Busy, text::format("the GL thread did not finish the work within {} ms; it still "
                                              "completes there and its result is discarded", timeout.count()));
   }
+  lock.unlock();
+  drop_callables();
   return std::move(*job->result);
 }
 

@@ -22,6 +22,7 @@
 
 #include <GLES3/gl3.h>  // constants and PFN types only; functions come from Context::proc_address
 
+#include "gl/gl_worker.h"  // live_gl_workers, retired_gl_workers
 #include "gl_checks.h"  // tools/edgetensor: the GL check of `edgetensor info`
 #include "support/test_support.h"
 
@@ -541,10 +542,9 @@ TEST(GlPboHardware, ContextDestroyedBeforeItsTensorsDisconnectsThem) {
   idle = TensorDyn{};  // releases are no-ops
   view = TensorDyn{};
   mapped_tensor = TensorDyn{};
-  // The orphan's unmap lets the detached worker finish: wait for its fds to go.
-  for (int i = 0; i < 200 && et_test::open_fd_count() != fds_before; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The last holder of the worker joined its thread: EGL is torn down, the fds are gone already.
   EXPECT_EQ(et_test::open_fd_count(), fds_before);
+  EXPECT_EQ(et::detail::live_gl_workers(), 0u);
 }
 
 TEST(GlPboHardware, ContextDestroyedWithoutOpenMapsReleasesEverythingAtOnce) {
@@ -596,11 +596,73 @@ TEST(GlPboHardware, ContextDroppedOnItsOwnThreadShutsDownWithoutDeadlock) {
     EXPECT_TRUE(copy->run([c = copy]() -> et::Result<void> { return {}; }).has_value());
     copy.reset();
     dropper.join();
-    for (int k = 0; k < 500 && !weak.expired(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The caller destroys the callable it waited for, so the last handle never goes on the GL thread.
     EXPECT_TRUE(weak.expired());
+    EXPECT_EQ(et::detail::retired_gl_workers(), 0u);
     auto m = t->map_read();
     EXPECT_FALSE(m.has_value());
   }
+}
+
+// User code on the GL thread drops the last handle: that thread cannot join itself, so the worker is
+// retired, and the next Context::create joins it once its thread has ended.
+TEST(GlPboHardware, LastHandleDroppedInsideItsOwnJobIsRetiredThenJoinedByTheNextCreate) {
+  ASSERT_EQ(et::detail::retired_gl_workers(), 0u);
+  auto holder = std::make_shared<std::shared_ptr<gl::Context>>();
+  {
+    ET_GL_CONTEXT_OR_SKIP(ctx, gl::ContextOptions{});
+    *holder = std::move(ctx);
+  }
+  const int threads = et_test::thread_count() - 1;  // after the driver's own lasting threads started
+  const gl::Context& context = **holder;
+  ASSERT_OK(context.run([holder]() -> et::Result<void> {
+    holder->reset();  // ~Context on its own GL thread
+    return {};
+  }));
+  EXPECT_EQ(et::detail::retired_gl_workers(), 1u);
+  // Its loop ends after that job; then the thread is gone from the process (not yet joined).
+  for (int i = 0; i < 10000 && et_test::thread_count() > threads; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(et_test::thread_count(), threads);
+  auto next = gl::Context::create();
+  ASSERT_OK(next);
+  EXPECT_EQ(et::detail::retired_gl_workers(), 0u);
+  EXPECT_EQ(et::detail::live_gl_workers(), 1u);  // only `next`'s
+}
+
+// A program that creates and drops contexts in a loop, then exits (tests/hardware/gl_exit_helper.cpp,
+// run as a child): every thread is joined before the last handle's drop returns, and exit has nothing
+// to wait for (there is no exit guard). The 10 s bound is a hang check, not a timing assertion.
+TEST(GlExitHardware, CreateDropLoopJoinsEveryThreadAndExitDoesNotWait) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::execl(ET_GL_EXIT_HELPER, ET_GL_EXIT_HELPER, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string said;
+  char buf[256];
+  ssize_t n = 0;
+  auto loop_done = std::chrono::steady_clock::now();
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) {
+    said.append(buf, static_cast<std::size_t>(n));
+    loop_done = std::chrono::steady_clock::now();  // main is returning once the line is out
+  }
+  ::close(out[0]);
+  const int status = et_test::wait_child_or_kill(pid, 10000);
+  ASSERT_NE(status, -1) << "the helper hung at exit";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - loop_done);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  if (WEXITSTATUS(status) == 77 && !et_test::gl_required()) GTEST_SKIP() << "no headless GL here";
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the helper's checks failed (its stderr above)";
+  EXPECT_EQ(said, "loop done\n");
+  std::cout << "[ GL info  ] helper exit after its loop: about " << ms.count() << " ms\n";
 }
 
 TEST(GlPboHardware, TenThousandCreateReleaseCyclesReturnBuffersAndFdsToBaseline) {

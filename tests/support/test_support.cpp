@@ -4,7 +4,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <array>
 #include <atomic>
@@ -29,6 +32,18 @@ int count_dir(const char* path) {
 }  // namespace
 
 int open_fd_count() { return count_dir("/proc/self/fd"); }
+int thread_count() { return count_dir("/proc/self/task"); }
+
+int wait_child_or_kill(int pid, int hang_bound_ms) {
+  int status = 0;
+  for (int i = 0; i < hang_bound_ms; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    ::usleep(1000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
 
 std::string proc_fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 

@@ -18,6 +18,11 @@ namespace et_test {
 
 /// Entries in /proc/self/fd.
 int open_fd_count();
+/// Threads of this process (entries in /proc/self/task); a joined thread is gone from it.
+int thread_count();
+/// waitpid status of child `pid`, polled for up to `hang_bound` (a hang check, not a timing
+/// assertion); -1 when it had not ended by then (it is killed with SIGKILL and reaped).
+int wait_child_or_kill(int pid, int hang_bound_ms);
 /// "/proc/self/fd/<fd>": reopening it gives a new open file description (e.g. O_RDONLY of a RW fd).
 std::string proc_fd_path(int fd);
 /// Where /proc/self/fd/<fd> points ("memfd:name (deleted)", "/dev/dma_heap/system"), or "" on error.

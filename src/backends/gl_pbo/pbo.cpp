@@ -17,8 +17,11 @@ namespace {
 constexpr char kPboInteropKey = 0;
 }  // namespace
 
+// Jobs take the worker by plain pointer: a job runs on the worker's thread, which the worker joins
+// before it dies, so a job never holds (nor drops) a reference to it.
+
 PboBacking::~PboBacking() {
-  auto worker = worker_;
+  GlWorker* worker = worker_.get();
   auto state = state_;
   // Fire and forget: a release never waits for the GL thread. Refused (context gone: already deleted
   // by the shutdown; forked child: the parent owns the buffer) means there is nothing to do here.
@@ -32,7 +35,7 @@ std::string PboBacking::detail() const {
 
 Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
   if (state_->disconnected.load()) return fail(worker_->gone_error("CPU map of a GL PBO"));
-  auto worker = worker_;
+  GlWorker* worker = worker_.get();
   auto state = state_;
   return worker_->call<std::byte*>(
       [worker, state, mode]() -> Result<std::byte*> {
@@ -45,7 +48,7 @@ Result<std::byte*> PboBacking::begin_cpu_access(MapMode mode) {
 }
 
 void PboBacking::end_cpu_access(MapMode) noexcept {
-  auto worker = worker_;
+  GlWorker* worker = worker_.get();
   auto state = state_;
   // Fire and forget, never cancelled by a timeout: the queue is FIFO, so any later map, with_buffer or
   // delete of this buffer runs after the unmap. drain_ok: an orphan's unmap is what deletes it.
@@ -116,7 +119,7 @@ Result<std::unique_ptr<Backing>> pbo_allocate(std::size_t size_bytes, const Allo
                 text::format("allocate {} B with memory gl_pbo: AllocateOptions::gl_context is null; create one "
                             "with gl::Context::create()", size_bytes));
   const auto& worker = GlContextAccess::worker(*options.gl_context);
-  auto w = worker;
+  GlWorker* w = worker.get();
   ET_TRY_ASSIGN(auto state, worker->call<std::shared_ptr<PboState>>(
                                 [w, size_bytes]() { return create_buffer(*w, size_bytes); }, worker->timeout(),
                                 // The caller gave up after the buffer was made: delete it again.
@@ -165,7 +168,7 @@ Result<void> with_buffer(const TensorDyn& tensor, std::function<Result<void>(con
                          std::chrono::milliseconds timeout) {
   if (!fn) return fail(ErrorCode::InvalidArgument, "gl::with_buffer: empty callable");
   ET_TRY_ASSIGN(auto* pbo, detail::pbo_of(tensor));
-  auto worker = pbo->worker();
+  detail::GlWorker* worker = pbo->worker().get();
   auto state = pbo->state();
   if (state->disconnected.load()) return fail(worker->gone_error("gl::with_buffer"));
   // The storage (and so the buffer) stays alive for the job even if the caller stops waiting.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Copies and views of a tensor (issue 21): a plain tensor, and one that carries every kind of metadata
+// Copies and views of a tensor: a plain tensor, and one that carries every kind of metadata
 // (a name longer than std::string's small buffer, a planar RGB image layout, colorimetry, per-axis
 // quantization), against a shared_ptr copy measured in the same run (tensor_benchmark.cpp's baseline).
 // sizeof(TensorDyn) heads the table.

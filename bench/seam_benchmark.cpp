@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The syscall seam of the shipped library costs nothing per call (issue 21): sys::fstat and sys::lseek
+// The syscall seam of the shipped library costs nothing per call: sys::fstat and sys::lseek
 // (src/base/sys.h) as linked into libedgetensor.a, against the same libc call in the same run, on one
 // memfd. The release seam is each libc call and nothing else, so the ratio should read about 1.00; the
 // testing seam (counters, fault hook: edgetensor_testing) is not linked here.

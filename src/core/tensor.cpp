@@ -396,7 +396,7 @@ Result<TensorDyn> TensorDyn::contiguous(const AllocateOptions& options) const {
     ET_TRY_ASSIGN(auto m, out.map_write());
     ET_TRY(copy_to(m.bytes()));
   }
-  out.set_colorimetry(colorimetry_);
+  out.set_colorimetry(colorimetry());
   if (quantization_.kind() != QuantizationKind::None) ET_TRY(out.set_quantization(quantization_));
   return out;
 }

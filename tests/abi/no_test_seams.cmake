@@ -1,4 +1,4 @@
-# Checks that the shipped libraries carry no test machinery (issue 21): neither SHARED
+# Checks that the shipped libraries carry no test machinery: neither SHARED
 # (libedgetensor.so) nor STATIC (libedgetensor.a) defines a function of the testing seam
 # (src/base/sys_testing.h: fault hook, ioctl emulator, call counters, page-size overrides). TESTING
 # (edgetensor_testing, the tests' library) must define them, and every library must define sys::open:

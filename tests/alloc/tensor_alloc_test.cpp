@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Copies and views allocate nothing (issue 21), whatever the name's length and whatever metadata the
+// Copies and views allocate nothing, whatever the name's length and whatever metadata the
 // tensor carries. This binary replaces the global operator new (its own binary, so no other test runs
 // with it) and counts the allocations of the calling thread; the library's calls reach it too (the
 // executable's definition interposes the shared library's references).

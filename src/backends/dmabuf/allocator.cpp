@@ -226,6 +226,8 @@ const AllocatorOptions& Allocator::options() const noexcept { return state_->opt
 
 Result<Allocation> Allocator::allocate(std::size_t size_bytes, std::string_view heap_name,
                                        std::string_view buffer_name) {
+  if (size_bytes == 0)
+    return fail(ErrorCode::InvalidArgument, "dmabuf::Allocator::allocate: size 0 B (a DMA-BUF holds at least one page)");
   const std::string requested = heap_name.empty() ? env_heap() : std::string(heap_name);
   auto plan = detail::make_heap_plan(requested);
   if (!plan)

@@ -31,7 +31,7 @@ Result<void> check_heap_name(std::string_view name) {
     return fail(ErrorCode::InvalidArgument, "dma-heap name contains a NUL byte");
   if (name.find('/') != std::string_view::npos || name == "." || name == "..")
     return fail(ErrorCode::InvalidArgument,
-                text::format("dma-heap name '{}' is not a node name under /dev/dma_heap (no '/', '.' or '..')", name));
+                text::format("dma-heap name '{}' is not a node name of a heap directory (no '/', '.' or '..')", name));
   return {};
 }
 
@@ -75,13 +75,13 @@ Error device_open_error(std::string_view path, int err, std::string_view heap_na
       if (heap_name.empty()) {
         why = "this kernel has no udmabuf (CONFIG_UDMABUF) or its device node is missing";
       } else if (std::find(kernel_heaps.begin(), kernel_heaps.end(), heap_name) != kernel_heaps.end()) {
-        why = text::format("the kernel has heap '{}' (/sys/class/dma_heap lists it) but the device node is "
+        why = text::format("the kernel has heap '{}' (its heap list names it) but the device node is "
                           "missing, e.g. /dev not passed into this container",
                           heap_name);
       } else if (!kernel_heaps.empty()) {
         why = text::format("this kernel has no heap '{}'; its heaps: {}", heap_name, text::join(kernel_heaps, ", "));
       } else {
-        why = "this kernel has no DMA-BUF heaps (CONFIG_DMABUF_HEAPS), or /sys/class/dma_heap is not visible";
+        why = "this kernel has no DMA-BUF heaps (CONFIG_DMABUF_HEAPS), or its heap list (the kernel heap directory) is not visible";
       }
       return Error(ErrorCode::Unavailable, text::format("open {}: no such device node (ENOENT): {}", path, why), err);
     }

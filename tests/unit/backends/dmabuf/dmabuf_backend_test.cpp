@@ -818,6 +818,17 @@ TEST_F(FakeDmaBuf, CreateRefusesRelativeOrEmptyPaths) {
   EXPECT_EQ((*ok)->options().heap_dir, "/dev/dma_heap");
 }
 
+// A zero-byte request is the caller's mistake, refused before any node is opened (no DMA-BUF is 0 B).
+TEST_F(FakeDmaBuf, AllocateRefusesZeroBytesBeforeOpeningANode) {
+  add_heap("system");
+  auto a = dmabuf::Allocator::create();
+  ASSERT_OK(a);
+  const auto opens = sys::call_count(sys::Call::Open);
+  EXPECT_ERROR((*a)->allocate(0), ErrorCode::InvalidArgument, "size 0 B");
+  EXPECT_ERROR((*a)->allocate(0, "system"), ErrorCode::InvalidArgument, "size 0 B");
+  EXPECT_EQ(sys::call_count(sys::Call::Open), opens);
+}
+
 // A pool's AllocateOptions name the allocator: the pool keeps it alive and every buffer comes from it.
 TEST_F(FakeDmaBuf, PoolAllocatesFromTheAllocatorItNames) {
   add_heap("system");

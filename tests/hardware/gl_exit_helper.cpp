@@ -26,6 +26,7 @@ et::AllocateOptions pbo(const std::shared_ptr<gl::Context>& ctx) {
   return o;
 }
 
+#ifndef ET_THREAD_COUNT_UNRELIABLE
 // Whether this process's thread count comes back to `threads` within 2 s.
 bool settles_to(int threads) {
   for (int i = 0; i < 2000; ++i) {
@@ -34,6 +35,7 @@ bool settles_to(int threads) {
   }
   return false;
 }
+#endif
 
 int fail(int round, const char* what) {
   std::fprintf(stderr, "round %d: %s\n", round, what);
@@ -87,9 +89,14 @@ int main() {
     // Every handle is gone: the thread was joined by whoever dropped the last one, before it returned.
     // A joined thread can stay listed in /proc/self/task for a moment (the kernel wakes pthread_join
     // before it reaps the task), so the count may take a moment to come down; 2 s bounds a real leak.
-    if (!settles_to(threads)) return fail(round, "a GL thread is still running");
+    // A worker is freed only after its thread is joined: these two say the join happened.
     if (et::detail::live_gl_workers() != 0) return fail(round, "a GL worker is still alive");
     if (et::detail::retired_gl_workers() != 0) return fail(round, "a GL worker was retired instead of joined");
+#ifndef ET_THREAD_COUNT_UNRELIABLE
+    if (!settles_to(threads)) return fail(round, "a GL thread is still running");
+#else
+    (void)threads;
+#endif
   }
   std::printf("loop done\n");
   std::fflush(stdout);

@@ -38,11 +38,7 @@ Result<void> send_fds(int socket_fd, std::span<const std::byte> bytes, ArrayRef<
 }
 
 }  // namespace ipc
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
 
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 namespace {
 
@@ -196,11 +192,7 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
 }
 
 }  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
 
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
 namespace ipc {
 
 Result<Received> receive_fds(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds) {

@@ -46,11 +46,7 @@ FrameWireHeader encode_frame_header(const Frame& frame, std::span<const MemoryKi
 }
 
 }  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
 
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
 namespace ipc {
 
 Result<void> send_frame(int socket_fd, const Frame& frame, const SendOptions& options) {

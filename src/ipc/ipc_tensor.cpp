@@ -99,11 +99,7 @@ Result<void> apply_tensor_metadata(TensorDyn& tensor, TensorMessage& m) {
 }
 
 }  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
 
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
 namespace ipc {
 
 Result<void> send(int socket_fd, const TensorDyn& tensor, const SendOptions& options) {

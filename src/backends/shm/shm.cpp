@@ -123,11 +123,7 @@ const BackendOps& shm_backend() {
 }
 
 }  // namespace detail
-}  // namespace ET_ABI_NAMESPACE
-}  // namespace edgetensor
 
-namespace edgetensor {
-inline namespace ET_ABI_NAMESPACE {
 
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {

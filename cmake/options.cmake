@@ -35,6 +35,16 @@ if(ET_BUILD_FUZZ AND NOT ET_BUILD_TESTS)
 endif()
 
 # Test options (read by tests/ only).
+# Which unit tests the unit binary holds (docs/TESTING.md, "Test scopes"): `all` (the default), or a
+# subset for a CI lane that needs no more. `32bit`: the files where 32-bit size_t, pointers and a 64-bit
+# off_t change the code's path (the armhf lane), with no layering or header-compile checks (they read
+# the sources, the same on every architecture). `concurrency`: the files with multi-thread and
+# multi-process tests (the TSan lane). Every other test binary is built in every scope.
+set(ET_TEST_SCOPE "all" CACHE STRING "Unit tests built: all, 32bit (armhf lane) or concurrency (TSan lane)")
+set_property(CACHE ET_TEST_SCOPE PROPERTY STRINGS all 32bit concurrency)
+if(NOT ET_TEST_SCOPE MATCHES "^(all|32bit|concurrency)$")
+  message(FATAL_ERROR "ET_TEST_SCOPE='${ET_TEST_SCOPE}': expected all, 32bit or concurrency")
+endif()
 # GL tests fail instead of skipping when no headless EGL context can be made (CI). ctest gives the GL
 # tests EDGETENSOR_REQUIRE_GL=1 and et_test::gl_required() (tests/support/env.h) answers true.
 option(ET_REQUIRE_GL "GL tests fail (instead of skipping) when no headless EGL context can be created" OFF)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The rest of the public API a Python user needs: the version, backend status, named POSIX shm
-// (edgetensor.shm), CUDA status (edgetensor.cuda) and headless GL contexts for PBO tensors
-// (edgetensor.gl).
+// The rest of the public API a Python user needs: the version, backend status, the machine report
+// (probe(), as JSON for info()), named POSIX shm (edgetensor.shm), CUDA status (edgetensor.cuda) and
+// headless GL contexts for PBO tensors (edgetensor.gl).
 #include "bindings.h"
 
 #include <pybind11/chrono.h>
@@ -135,6 +135,13 @@ void bind_system(py::module_& m) {
   m.def(
       "backend_status", [](const py::handle& kind) { return et::backend_status(to_memory_kind(kind)); },
       py::arg("kind"), "Probes one backend cheaply (no allocation).");
+  m.def(
+      "_probe_json",
+      [] {
+        py::gil_scoped_release release;  // allocations, a GL context, the CUDA runtime: about 0.1 s
+        return et::probe().to_json();
+      },
+      "edgetensor::probe() (no cross-process round trips) as its JSON text; info() parses it.");
   auto shm = m.def_submodule("shm");
   bind_shm(shm);
   auto cuda = m.def_submodule("cuda");

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fake_support.h"
-#include "gl_checks.h"  // tools/edgetensor: the CUDA-GL round trip of `edgetensor info`
+#include "probe/gl_checks.h"  // the CUDA-GL round trip of probe() (edgetensor info)
 
 namespace et_cuda_test {
 namespace {
@@ -314,7 +314,7 @@ TEST_F(CudaGlFake, FailedMapOrPointerLeavesThePboUsable) {
 
 TEST_F(CudaGlFake, RoundTripReportsThatTheFakePointerDoesNotAliasTheBuffer) {
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  auto r = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto r = edgetensor::detail::cuda_gl_round_trip(ctx);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.detail.find("CUDA read of a CPU-written PBO differs at byte"), std::string::npos) << r.detail;
   flush(*ctx);  // the round trip's PBO is deleted on the GL thread
@@ -422,7 +422,7 @@ TEST(CudaGlRealRuntime, WithoutADriverMapFailsFastWithTheReasonAndThePboStaysUsa
   auto w = t.map_write();
   EXPECT_TRUE(w) << w.error().to_string();
   w->unmap();
-  auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto rt = edgetensor::detail::cuda_gl_round_trip(ctx);
   EXPECT_FALSE(rt.ok);
   EXPECT_EQ(rt.detail.rfind("CUDA unavailable: ", 0), 0u) << rt.detail;
   EXPECT_EQ(ctx->live_buffer_count(), 1u) << "the round trip allocated nothing";

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "gl_checks.h"  // tools/edgetensor: the CUDA-GL round trip of `edgetensor info`
+#include "probe/gl_checks.h"  // src/probe: the CUDA-GL round trip of probe() (edgetensor info)
 
 namespace cuda = edgetensor::cuda;
 using edgetensor::DType;
@@ -239,7 +239,7 @@ void check_cuda_gl() {
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / frames;
   std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + unmap of a 4 MiB PBO", us, frames);
   pass("cuda-gl timing");
-  auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto rt = edgetensor::detail::cuda_gl_round_trip(ctx);
   if (rt.ok) pass("cuda-gl round trip (info)", rt.detail);
   else fail("cuda-gl round trip (info)", rt.detail);
 }

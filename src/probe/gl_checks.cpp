@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gl_checks.h"
+#include "probe/gl_checks.h"
 
 #include <edgetensor/cuda.h>
 #include <edgetensor/tensor.h>
@@ -9,7 +9,9 @@
 #include <exception>
 #include <vector>
 
-namespace edgetensor_cli {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 namespace et = edgetensor;
@@ -154,4 +156,6 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
   return out;
 }
 
-}  // namespace edgetensor_cli
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -84,7 +84,7 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
   CudaGlRoundTrip out;
   try {
     if (!et::cuda::available()) {
-      out.detail = "CUDA unavailable: " + et::cuda::status().error;
+      out.detail = "CUDA unavailable: " + et::cuda::report().error;
       return out;
     }
     std::shared_ptr<et::gl::Context> ctx = context;

@@ -192,7 +192,7 @@ ProbeDraft probe_named_shm(const ProbeOptions& options) {
 // DMA-BUF: every heap node and udmabuf as the kernel shows them, which one serves, and a real
 // allocation (and round trip) when one works.
 ProbeDraft probe_dmabuf(const ProbeOptions& options) {
-  auto st = dmabuf::default_allocator()->status();
+  auto st = dmabuf::default_allocator()->report();
   ProbeDraft s = probe_shared("dmabuf", {.memory = MemoryKind::DmaBuf}, options);
   json heaps = json::array();
   for (const auto& h : st.heaps)

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/loader_report.h"
 #include "text/format.h"
 
 #include "probe/gl_checks.h"
@@ -58,22 +59,23 @@ ProbeDraft probe_gl() {
   return s;
 }
 
-// CUDA: the runtime status (file, versions, devices, or exactly why not) and, with a device, which
-// tensor paths worked in a real round trip.
+// CUDA: the runtime's report (file, versions, devices, or exactly why not), the loader's diagnostics
+// and, with a device, which tensor paths worked in a real round trip.
 ProbeDraft probe_cuda() {
-  const auto& st = cuda::status();
+  const cuda::RuntimeReport st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
   ProbeDraft s{"cuda", st.available ? ProbeStatus::Ok : ProbeStatus::Unavailable, st.summary()};
   s.fields["runtime_file"] = st.runtime_file;
   s.fields["runtime_version"] = cuda::version_string(st.runtime_version);
   s.fields["driver_version"] = st.driver_version == 0 ? "none" : cuda::version_string(st.driver_version);
   s.fields["device_count"] = st.device_count;
-  s.fields["gl_interop"] = st.gl_interop;
-  s.fields["dmabuf_handle_type"] = st.dmabuf_handle_type;
-  s.fields["external_opaque_fd"] = st.external_opaque_fd;
+  s.fields["gl_interop"] = loader.gl_interop;
+  s.fields["dmabuf_handle_type"] = loader.dmabuf_handle_type;
+  s.fields["external_opaque_fd"] = loader.external_opaque_fd;
   s.fields["unavailable_paths"] = st.unavailable_paths;
-  s.fields["missing_required_symbols"] = st.missing_required_symbols;
-  s.fields["missing_optional_symbols"] = st.missing_optional_symbols;
-  s.fields["tried"] = st.tried;
+  s.fields["missing_required_symbols"] = loader.missing_required_symbols;
+  s.fields["missing_optional_symbols"] = loader.missing_optional_symbols;
+  s.fields["tried"] = loader.tried;
   if (!st.error.empty()) s.fields["error"] = st.error;
   json devices = json::array();
   for (const auto& d : st.devices)

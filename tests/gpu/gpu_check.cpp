@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/loader_report.h"  // src/cuda: the loader's findings
 #include "probe/gl_checks.h"  // src/probe: the CUDA-GL round trip of probe() (edgetensor info)
 
 namespace cuda = edgetensor::cuda;
@@ -270,12 +271,13 @@ void timing_table() {
 }  // namespace
 
 int main() {
-  const cuda::Status st = cuda::status();
-  std::printf("status: %s\n", st.summary().c_str());
+  const cuda::RuntimeReport st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  std::printf("report: %s\n", st.summary().c_str());
   std::printf("runtime %s (%d), driver %s (%d), devices %d, gl_interop %d, driver entry points %d\n",
               cuda::version_string(st.runtime_version).c_str(), st.runtime_version,
-              cuda::version_string(st.driver_version).c_str(), st.driver_version, st.device_count, st.gl_interop,
-              st.driver_entry_points);
+              cuda::version_string(st.driver_version).c_str(), st.driver_version, st.device_count, loader.gl_interop,
+              loader.driver_entry_points);
   // Host-side preparation runs everywhere: tensors of both kinds exist and map.
   for (MemoryKind k : {MemoryKind::Heap, MemoryKind::Shm}) {
     auto t = TensorDyn::allocate({4096}, DType::U8, mem(k));

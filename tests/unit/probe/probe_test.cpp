@@ -62,7 +62,7 @@ TEST(Probe, ReportHasEverySectionAndPrintsAsJsonAndTable) {
   ASSERT_NE(cuda_section, nullptr);
   if (!cuda::available()) {
     EXPECT_EQ(cuda_section->status, ProbeStatus::Unavailable);
-    EXPECT_EQ(cuda_section->detail, cuda::status().summary());
+    EXPECT_EQ(cuda_section->detail, cuda::report().summary());
   }
   for (const auto& s : r.sections) EXPECT_TRUE(json::parse(s.fields_json).is_object()) << s.name;
 

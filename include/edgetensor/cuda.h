@@ -43,53 +43,36 @@ struct DeviceInfo {
   bool can_map_host_memory = false;   ///< cudaDevAttrCanMapHostMemory.
 };
 
-/// What the loader and the runtime said. Computed once per process (first call), except the fork
-/// fields, which follow the calling process.
-struct ET_API Status {
-  bool disabled = false;          ///< EDGETENSOR_DISABLE_CUDA is set.
-  bool loaded = false;            ///< A runtime library loaded with every required symbol.
-  bool from_env = false;          ///< EDGETENSOR_CUDART named the file.
+/// What the CUDA runtime offers this process. Computed once per process (first call), except the fork
+/// fields, which follow the calling process. The loader's own findings (candidates tried, missing
+/// symbols) are shown by `edgetensor info` (probe.h).
+struct ET_API RuntimeReport {
   std::string runtime_file;       ///< Full path of the loaded file (dlinfo), empty when none.
   int runtime_version = 0;        ///< cudaRuntimeGetVersion: 1000 * major + 10 * minor (13000 = 13.0).
   int driver_version = 0;         ///< cudaDriverGetVersion; 0 = no driver installed.
   int device_count = 0;           ///< cudaGetDeviceCount (0 when it failed).
-  std::vector<DeviceInfo> devices;
-  bool driver_entry_points = false;  ///< Optional group: cudaGetDriverEntryPoint[ByVersion].
-  bool gl_interop = false;           ///< Optional group: cudaGraphicsGLRegisterBuffer and friends.
-  bool dmabuf_handle_type = false;   ///< The driver offers cuImportExternalMemory with a driver >= 13.0
-                                     ///< (CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD, Jetson Thor+).
-  /// The runtime's OpaqueFd import (ExternalMemoryHandleType::OpaqueFd, CudaPath::ExternalOpaqueFd)
-  /// can be used: `available` and the runtime's major has an external-memory descriptor table here
-  /// (11.x-13.x). Host registration, streams and copies need no table: they follow `available` alone.
-  bool external_opaque_fd = false;
+  std::vector<DeviceInfo> devices;  ///< Filled when available.
   /// While `available`: one line per CudaPath that cannot work here, "<cuda_path_name>: <reason>",
   /// e.g. "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known:
   /// 11.x-13.x)". Empty when CUDA is unavailable (`error` says why).
   std::vector<std::string> unavailable_paths;
-  /// Symbols runtime_file lacks, by name. Required ones (any makes `loaded` false and is named in
-  /// `error`) and optional ones (each group off: driver_entry_points, gl_interop) are both always
-  /// listed, whatever else is missing. Empty when no file was opened.
-  std::vector<std::string> missing_required_symbols;
-  std::vector<std::string> missing_optional_symbols;
-  /// Every candidate that did not work, in the order tried, "<name or path>: <why>": dlopen's reason,
-  /// "<file> lacks required CUDA runtime symbol(s): ...", "<file> (runtime 13.0) cannot reach a CUDA
-  /// driver: cudaGetDeviceCount: cudaErrorInsufficientDriver (35): ...", or "<file>: the same file as
-  /// <earlier name>". runtime_file appears here too when no candidate worked and it was kept.
-  std::vector<std::string> tried;
   bool forked_child = false;       ///< This process is a fork() child of the one that loaded CUDA.
-  bool available = false;          ///< loaded && driver answers && >= 1 device && not a fork child
+  bool available = false;          ///< A runtime loaded, the driver answers, >= 1 device, not a fork child
                                    ///< (each path may still be off: unavailable_paths).
   std::string error;               ///< Why unavailable (CUDA error name, number and text); empty if available.
 
-  /// One line for tools: "CUDA 13.0 runtime (/usr/.../libcudart.so.13), driver none, 0 devices:
-  /// unavailable: cudaErrorInsufficientDriver (35): ...".
+  /// One line for tools: "CUDA 13.0 runtime (/usr/.../libcudart.so.13), driver none, 0 device(s):
+  /// unavailable: cudaErrorInsufficientDriver (35): ...", or "CUDA unavailable: <error>" when no
+  /// runtime answered.
   std::string summary() const;
 };
 
-/// The loader's and runtime's status. Never throws; loads the runtime on first call.
-ET_API Status status();
-/// status().available, cheaply.
+/// The runtime's report. Never throws; loads the runtime on first call. Any thread.
+ET_API RuntimeReport report();
+/// report().available, cheaply.
 ET_API bool available();
+using Status [[deprecated("renamed cuda::RuntimeReport; removed in 0.6")]] = RuntimeReport;
+[[deprecated("renamed cuda::report(); removed in 0.6")]] inline RuntimeReport status() { return report(); }
 /// "13.0" for 13000; "none" for 0.
 ET_API std::string version_string(int cuda_version);
 

@@ -57,8 +57,8 @@ struct UdmabufNode {
   std::optional<std::size_t> size_limit_mb;
 };
 
-/// What an allocator finds on this machine (Allocator::status).
-struct Status {
+/// What an allocator finds on this machine (Allocator::report).
+struct AllocatorReport {
   /// The probe-order heaps first (present or not), then any other node found in /dev/dma_heap.
   std::vector<HeapNode> heaps;
   /// Heaps the kernel registered (/sys/class/dma_heap), whether or not their nodes exist here.
@@ -71,6 +71,8 @@ struct Status {
   std::string serving;
   std::string why_none;
 };
+
+using Status [[deprecated("renamed dmabuf::AllocatorReport; removed in 0.6")]] = AllocatorReport;
 
 /// Where an allocator looks for its devices. Every path must be absolute.
 struct AllocatorOptions {
@@ -126,7 +128,8 @@ class ET_API Allocator {
 
   /// What this allocator's paths show now: opens each node once and closes it; allocates nothing, and
   /// neither reads nor changes what the allocator remembers.
-  [[nodiscard]] Status status() const;
+  [[nodiscard]] AllocatorReport report() const;
+  [[deprecated("renamed report(); removed in 0.6")]] [[nodiscard]] AllocatorReport status() const { return report(); }
 
   /// Forgets what was learned and drops the kept fds: the next allocation looks at every node again.
   /// Call it after adding a device node or granting access.

@@ -17,6 +17,7 @@
 #include <edgetensor/memory.h>
 #include <edgetensor/pixel_format.h>
 #include <edgetensor/pool.h>
+#include <edgetensor/probe.h>
 #include <edgetensor/quantization.h>
 #include <edgetensor/shared_fd.h>
 #include <edgetensor/shm.h>

@@ -3,7 +3,7 @@
 
 Tensors over DMA-BUF, shared memory, the heap or GL PBOs; CPU maps with the buffer protocol; fds and
 Unix-socket IPC between processes; DLPack for numpy and PyTorch. The C++ API (edgetensor/*.h) is the
-reference for every rule; this package binds it (edgetensor._edgetensor) and adds info().
+reference for every rule; this package binds it (edgetensor._edgetensor); info() parses probe()'s JSON.
 
     import edgetensor, numpy
     t = edgetensor.allocate((480, 640, 3), "uint8", memory="shm")
@@ -12,8 +12,6 @@ reference for every rule; this package binds it (edgetensor._edgetensor) and add
 """
 
 import json as _json
-import os as _os
-import subprocess as _subprocess
 import sys as _sys
 
 from . import _edgetensor
@@ -25,47 +23,14 @@ for _name in ("ipc", "cuda", "gl", "shm"):
     _sys.modules[__name__ + "." + _name] = getattr(_edgetensor, _name)
 del _name
 
-#: Environment variable naming the `edgetensor` CLI that info() runs (overrides the one found next to
-#: this package).
-CLI_ENV = "EDGETENSOR_CLI"
-
-
-def _cli_path() -> str:
-    from . import _paths
-
-    override = _os.environ.get(CLI_ENV)
-    if override:
-        return override
-    if _paths.CLI is None:
-        raise FileNotFoundError(
-            "edgetensor was built without its CLI (ET_BUILD_TOOLS=OFF): set " + CLI_ENV + " to an `edgetensor` binary"
-        )
-    if _paths.CLI_IS_RELATIVE:
-        return _os.path.normpath(_os.path.join(_os.path.dirname(__file__), _paths.CLI))
-    return str(_paths.CLI)
-
 
 def info() -> dict:
-    """Runs `edgetensor info --json` and returns the parsed report (schema "edgetensor.info/1").
-
-    The CLI is the one installed with this package (<prefix>/bin/edgetensor; in the build tree, the built
-    one), or the file named by $EDGETENSOR_CLI. It probes this machine for real: backends, devices and
-    cross-process round trips (about a second). Raises FileNotFoundError when the CLI is missing and
-    subprocess.CalledProcessError when it fails (its stderr in the exception's message).
-    """
-    cli = _cli_path()
-    if not _os.path.exists(cli):
-        raise FileNotFoundError("edgetensor CLI not found at " + cli + " (set " + CLI_ENV + " to override)")
-    done = _subprocess.run([cli, "info", "--json"], capture_output=True, text=True)
-    report = None
-    try:
-        report = _json.loads(done.stdout)
-    except ValueError:
-        pass
-    # Exit 1 means the heap probe failed; the report still says why. Anything else without JSON is an error.
-    if report is None:
-        raise _subprocess.CalledProcessError(done.returncode, [cli, "info", "--json"], done.stdout, done.stderr)
-    return report
+    """The machine report of edgetensor::probe() (schema "edgetensor.info/1"), parsed: backends, devices,
+    the system. It probes for real (allocations, a GL context, the CUDA runtime; about 0.1 s) within
+    this process: the shareable sections check their memory here and say that no cross-process round
+    trip ran (`edgetensor info` runs those). Never raises for what it finds: failures are sections
+    whose "status" is "failed" or "unavailable"."""
+    return _json.loads(_edgetensor._probe_json())
 
 
 def _tensor_array(self, dtype=None, copy=None):

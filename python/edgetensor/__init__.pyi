@@ -12,7 +12,6 @@ from . import ipc as ipc
 from . import shm as shm
 
 __version__: str
-CLI_ENV: str
 
 def info() -> dict[str, Any]: ...
 

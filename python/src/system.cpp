@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The rest of the public API a Python user needs: the version, backend status, named POSIX shm
-// (edgetensor.shm), CUDA status (edgetensor.cuda) and headless GL contexts for PBO tensors
-// (edgetensor.gl).
+// The rest of the public API a Python user needs: the version, backend status, the machine report
+// (probe(), as JSON for info()), named POSIX shm (edgetensor.shm), the CUDA report (edgetensor.cuda) and
+// headless GL contexts for PBO tensors (edgetensor.gl).
 #include "bindings.h"
 
 #include <pybind11/chrono.h>
@@ -35,8 +35,8 @@ void bind_shm(py::module_& shm) {
 }
 
 void bind_cuda(py::module_& cuda) {
-  cuda.doc() = "CUDA status. The runtime is loaded with dlopen on first use (EDGETENSOR_CUDART, "
-               "EDGETENSOR_DISABLE_CUDA; edgetensor/cuda.h).";
+  cuda.doc() = "CUDA availability and the runtime's report. The runtime is loaded with dlopen on first use "
+               "(EDGETENSOR_CUDART, EDGETENSOR_DISABLE_CUDA; edgetensor/cuda.h).";
   py::class_<et::cuda::DeviceInfo>(cuda, "DeviceInfo")
       .def_readonly("ordinal", &et::cuda::DeviceInfo::ordinal)
       .def_readonly("name", &et::cuda::DeviceInfo::name)
@@ -45,37 +45,34 @@ void bind_cuda(py::module_& cuda) {
       .def_readonly("compute_capability_minor", &et::cuda::DeviceInfo::compute_capability_minor)
       .def_readonly("integrated", &et::cuda::DeviceInfo::integrated)
       .def_readonly("can_map_host_memory", &et::cuda::DeviceInfo::can_map_host_memory);
-  using S = et::cuda::Status;
-  py::class_<S>(cuda, "Status", "What the loader and the runtime said (edgetensor/cuda.h, cuda::Status).")
+  using S = et::cuda::RuntimeReport;
+  py::class_<S>(cuda, "RuntimeReport", "What the CUDA runtime offers this process (edgetensor/cuda.h, "
+                                       "cuda::RuntimeReport).")
       .def_readonly("available", &S::available)
       .def_readonly("error", &S::error, "Why unavailable; empty when available.")
-      .def_readonly("disabled", &S::disabled)
-      .def_readonly("loaded", &S::loaded)
-      .def_readonly("from_env", &S::from_env)
       .def_readonly("runtime_file", &S::runtime_file)
       .def_readonly("runtime_version", &S::runtime_version, "1000 * major + 10 * minor (13000 = 13.0).")
       .def_readonly("driver_version", &S::driver_version)
       .def_readonly("device_count", &S::device_count)
       .def_readonly("devices", &S::devices)
       .def_readonly("unavailable_paths", &S::unavailable_paths)
-      .def_readonly("tried", &S::tried)
       .def_readonly("forked_child", &S::forked_child)
       .def("summary", &S::summary)
-      .def("__repr__", [](const S& s) { return "<edgetensor.cuda.Status " + s.summary() + ">"; });
+      .def("__repr__", [](const S& s) { return "<edgetensor.cuda.RuntimeReport " + s.summary() + ">"; });
   cuda.def(
-      "status",
+      "report",
       [] {
         py::gil_scoped_release release;  // the first call loads the runtime and asks the driver
-        return et::cuda::status();
+        return et::cuda::report();
       },
-      "The loader's and the runtime's status; never raises.");
+      "The runtime's report; never raises.");
   cuda.def(
       "available",
       [] {
         py::gil_scoped_release release;
         return et::cuda::available();
       },
-      "status().available, cheaply.");
+      "report().available, cheaply.");
 }
 
 void bind_gl(py::module_& gl) {
@@ -135,6 +132,13 @@ void bind_system(py::module_& m) {
   m.def(
       "backend_status", [](const py::handle& kind) { return et::backend_status(to_memory_kind(kind)); },
       py::arg("kind"), "Probes one backend cheaply (no allocation).");
+  m.def(
+      "_probe_json",
+      [] {
+        py::gil_scoped_release release;  // allocations, a GL context, the CUDA runtime: about 0.1 s
+        return et::probe().to_json();
+      },
+      "edgetensor::probe() (no cross-process round trips) as its JSON text; info() parses it.");
   auto shm = m.def_submodule("shm");
   bind_shm(shm);
   auto cuda = m.def_submodule("cuda");

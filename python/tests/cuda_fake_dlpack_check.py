@@ -45,8 +45,8 @@ def versioned(capsule):
 
 @pytest.fixture(autouse=True)
 def available():
-    s = et.cuda.status()
-    assert s.available, s.summary()
+    r = et.cuda.report()
+    assert r.available, r.summary()
 
 
 def test_kdlcuda_capsules_come_from_cuda_map():

@@ -6,7 +6,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefi
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install ${BUILD_DIR} --prefix ${prefix} failed (${rc})")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=EDGETENSOR_CLI PYTHONPATH=${prefix}/${PY_DIR}
+execute_process(COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${prefix}/${PY_DIR}
                         PYTHONDONTWRITEBYTECODE=1 ${PYTHON} ${CHECK} ${prefix}
                 WORKING_DIRECTORY ${prefix} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,10 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""edgetensor.info(): runs the `edgetensor info --json` found next to the package (or $EDGETENSOR_CLI)."""
+"""edgetensor.info(): edgetensor::probe()'s report, parsed; in this process, no CLI involved."""
 
-import os
-import stat
-
-import pytest
+import subprocess
 
 import edgetensor as et
 
@@ -12,22 +9,22 @@ import edgetensor as et
 def test_info_returns_the_parsed_report():
     report = et.info()
     assert report["schema"] == "edgetensor.info/1"
+    assert report["version"] == et.__version__
     sections = {s["name"]: s["status"] for s in report["sections"]}
+    assert list(sections) == ["heap", "shm (memfd)", "shm (named POSIX)", "dmabuf", "gl_pbo", "cuda"]
     assert sections["heap"] == "ok" and sections["shm (memfd)"] == "ok"
+    assert set(sections.values()) <= {"ok", "unavailable", "failed"}
+    assert report["system"]["page_size_bytes"] > 0
 
 
-def test_cli_override(monkeypatch, tmp_path):
-    fake = tmp_path / "edgetensor"
-    fake.write_text('#!/bin/sh\necho \'{"schema": "edgetensor.info/1", "args": "\'"$*"\'"}\'\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv(et.CLI_ENV, str(fake))
-    assert et.info() == {"schema": "edgetensor.info/1", "args": "info --json"}
-    monkeypatch.setenv(et.CLI_ENV, str(tmp_path / "missing"))
-    with pytest.raises(FileNotFoundError, match="missing"):
-        et.info()
-    fake.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
-    monkeypatch.setenv(et.CLI_ENV, str(fake))
-    with pytest.raises(Exception) as e:
-        et.info()
-    assert e.value.returncode == 3 and "broken" in e.value.stderr
-    assert os.path.basename(et._cli_path()) == "edgetensor"
+def test_info_probes_in_process_without_the_cli(monkeypatch):
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("info() started a process: %r" % (args,))
+
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    report = et.info()
+    memfd = next(s for s in report["sections"] if s["name"] == "shm (memfd)")
+    assert memfd["round_trip"] is None, memfd
+    assert "no cross-process round trip" in memfd["detail"], memfd
+    assert not hasattr(et, "CLI_ENV")

@@ -72,13 +72,13 @@ Result<std::unique_ptr<ExternalImport>> ExternalImport::create(const CudaRuntime
   const DmaBufDriver* drv = nullptr;
   int cuda_type = kExternalMemoryHandleTypeOpaqueFd;
   if (type == ExternalMemoryHandleType::DmaBufFd) {
-    const DmaBufDriver& d = dmabuf_driver(api, cached_status().driver_version);
+    const DmaBufDriver& d = dmabuf_driver(api, cached_report().driver_version);
     if (!d.ok) return fail(ErrorCode::Unsupported, "DMA-BUF handle type unavailable: " + d.reason);
     drv = &d;
     layout = &kLayoutDriverV1;
     cuda_type = kCuExternalMemoryHandleTypeDmaBufFd;
   } else {
-    const int rv = cached_status().runtime_version;
+    const int rv = cached_report().runtime_version;
     layout = layout_for_runtime(rv);
     if (!layout)
       return fail(ErrorCode::Unsupported,

@@ -21,7 +21,7 @@ namespace cuda {
 namespace detail {
 
 /// The runtime table when CUDA may be called from here: fails fast (no CUDA call) when the runtime
-/// is not loaded (Unavailable), in a fork child (FailedPrecondition) or when status() found it
+/// is not loaded (Unavailable), in a fork child (FailedPrecondition) or when report() found it
 /// unusable (Unavailable, with the reason). `what` names the caller's operation.
 Result<const CudaRuntimeApi*> usable(std::string_view what);
 
@@ -29,8 +29,8 @@ Result<const CudaRuntimeApi*> usable(std::string_view what);
 Error cuda_error(const CudaRuntimeApi& api, CudaError e, std::string_view call);
 ErrorCode code_for_cuda_error(CudaError e) noexcept;
 
-/// The status computed once per process (no fork adjustment).
-const Status& cached_status();
+/// The report computed once per process (no fork adjustment).
+const RuntimeReport& cached_report();
 
 /// The device to use: `requested` (>= 0) or the calling thread's current device.
 Result<int> resolve_device(const CudaRuntimeApi& api, int requested);
@@ -80,7 +80,7 @@ struct DmaBufDriver {
   bool ok = false;
   std::string reason;  // why not ok
 };
-/// The process's DmaBufDriver (the first call's arguments are the ones used: status() makes it).
+/// The process's DmaBufDriver (the first call's arguments are the ones used: report() makes it).
 const DmaBufDriver& dmabuf_driver(const CudaRuntimeApi& api, int driver_version);
 
 /// One imported external-memory object mapped whole (runtime OpaqueFd path or driver DMA-BUF path).

@@ -158,7 +158,7 @@ Loaded load_exact(const char* path) {
 
 // The soname search: the first candidate that loads, has every required symbol and reaches a driver.
 // When none does, the first that loaded with every symbol (else the first that loaded at all) is kept,
-// so status() reports its own error. tried lists every candidate that did not work, in order.
+// so report() gives its own error. tried lists every candidate that did not work, in order.
 Loaded load_search() {
   std::vector<std::string> tried;
   std::vector<std::pair<void*, const char*>> opened;  // handle, the name that first opened it

@@ -130,7 +130,7 @@ struct LoadInfo {
   bool disabled = false;           // EDGETENSOR_DISABLE_CUDA=1
   bool from_env = false;           // EDGETENSOR_CUDART named the file
   std::string file;                // the loaded file's path (dlinfo link map), empty when none
-  std::vector<std::string> tried;  // "<name>: <why>" for every candidate that did not work (Status::tried)
+  std::vector<std::string> tried;  // "<name>: <why>" for every candidate that did not work (LoaderReport::tried)
   std::vector<std::string> missing_required;  // required symbols absent from `file` (then no table)
   std::vector<std::string> missing_optional;  // optional symbols absent from `file`
   std::string error;               // why no table, empty when loaded

@@ -29,7 +29,7 @@ dl::ExportOptions on_cuda(int device = 0) {
 }
 
 TEST_F(CudaFakeDlpack, CudaExportHoldsTheDeviceViewUntilTheDeleter) {
-  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_TRUE(report_.available) << report_.summary();
   const std::size_t exports = dl::live_export_count();
   auto t = TensorDyn::allocate({8, 16}, DType::F32, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
@@ -59,7 +59,7 @@ TEST_F(CudaFakeDlpack, CudaExportHoldsTheDeviceViewUntilTheDeleter) {
 }
 
 TEST_F(CudaFakeDlpack, ReadOnlyStorageIsFlaggedAndLegacyRefused) {
-  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_TRUE(report_.available) << report_.summary();
   int fd = ::memfd_create("et-dlpack-cuda-ro", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, 4096), 0);
@@ -76,7 +76,7 @@ TEST_F(CudaFakeDlpack, ReadOnlyStorageIsFlaggedAndLegacyRefused) {
 }
 
 TEST_F(CudaFakeDlpack, LegacyAndZeroElementExports) {
-  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_TRUE(report_.available) << report_.summary();
   auto t = TensorDyn::allocate({4, 4}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
   auto e = dl::export_legacy(*t, on_cuda());
@@ -98,7 +98,7 @@ TEST_F(CudaFakeDlpack, LegacyAndZeroElementExports) {
 
 // Imports of device memory are refused: the CPU cannot reach it (even with a runtime loaded).
 TEST_F(CudaFakeDlpack, OurOwnCudaExportCannotBeImported) {
-  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_TRUE(report_.available) << report_.summary();
   auto t = TensorDyn::allocate({16}, DType::F32, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   auto e = dl::export_versioned(*t, on_cuda());

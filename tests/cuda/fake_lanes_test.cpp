@@ -26,8 +26,8 @@ class CudaFakeUnknownMajor : public et_cuda_test::FakeLaneTest {};
 
 TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "12080") GTEST_SKIP() << "run through ctest lane cuda.fake12";
-  ASSERT_EQ(status_.runtime_version, 12080);
-  ASSERT_TRUE(status_.available) << status_.summary();
+  ASSERT_EQ(report_.runtime_version, 12080);
+  ASSERT_TRUE(report_.available) << report_.summary();
   int memfd = memfd_create("et-ext12", MFD_CLOEXEC);
   ASSERT_GE(memfd, 0);
   ASSERT_EQ(ftruncate(memfd, 4096), 0);
@@ -52,13 +52,13 @@ TEST_F(CudaFake12, Runtime12GetsThe40ByteDescriptor) {
 // any version above the driver's, so the runtime's own version must never be the one requested.
 TEST_F(CudaFakeNewerRuntime, DriverEntryPointsWorkWithARuntimeNewerThanTheDriver) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "13010") GTEST_SKIP() << "run through ctest lane cuda.fakenewerruntime";
-  ASSERT_EQ(status_.runtime_version, 13010);
-  ASSERT_EQ(status_.driver_version, 13000);
-  ASSERT_TRUE(status_.available) << status_.summary();
-  ASSERT_EQ(status_.devices.size(), 1u);
-  EXPECT_NE(status_.devices[0].name.find("test double"), std::string::npos) << status_.summary();
-  EXPECT_EQ(status_.devices[0].total_memory_bytes, std::size_t{8} << 30);
-  EXPECT_TRUE(status_.dmabuf_handle_type);
+  ASSERT_EQ(report_.runtime_version, 13010);
+  ASSERT_EQ(report_.driver_version, 13000);
+  ASSERT_TRUE(report_.available) << report_.summary();
+  ASSERT_EQ(report_.devices.size(), 1u);
+  EXPECT_NE(report_.devices[0].name.find("test double"), std::string::npos) << report_.summary();
+  EXPECT_EQ(report_.devices[0].total_memory_bytes, std::size_t{8} << 30);
+  EXPECT_TRUE(loader_.dmabuf_handle_type);
   // The DMA-BUF path itself (the double's knob is read at each call).
   ASSERT_EQ(setenv("ET_FAKE_CUDART_DMABUF", "1", 1), 0);
   auto storage = et_cuda_test::dmabuf_storage(8192);
@@ -116,13 +116,13 @@ TEST_F(CudaFakeNewerRuntime, TheDoubleRefusesAVersionAboveItsDriverLikeTheRealRu
 // path work, and the status says which path is off and why.
 TEST_F(CudaFakeUnknownMajor, OnlyTheRuntimeOpaqueFdPathIsOff) {
   if (et_test::env("ET_FAKE_CUDART_RUNTIME_VERSION") != "14000") GTEST_SKIP() << "run through ctest lane cuda.fakeunknownmajor";
-  ASSERT_EQ(status_.runtime_version, 14000);
-  EXPECT_TRUE(status_.available) << status_.summary();
-  EXPECT_TRUE(status_.error.empty()) << status_.error;
+  ASSERT_EQ(report_.runtime_version, 14000);
+  EXPECT_TRUE(report_.available) << report_.summary();
+  EXPECT_TRUE(report_.error.empty()) << report_.error;
   EXPECT_TRUE(cuda::available());
-  EXPECT_FALSE(status_.external_opaque_fd);
-  EXPECT_TRUE(status_.dmabuf_handle_type);
-  EXPECT_EQ(status_.unavailable_paths,
+  EXPECT_FALSE(loader_.external_opaque_fd);
+  EXPECT_TRUE(loader_.dmabuf_handle_type);
+  EXPECT_EQ(report_.unavailable_paths,
             std::vector<std::string>{
                 "external-opaque-fd: CUDA runtime 14.0 has no external-memory descriptor table here (known: 11.x-13.x)"});
   // Host registration, streams and copies.
@@ -187,12 +187,12 @@ TEST_F(CudaFakeDmaBufDriver, DmaBufStorageUsesTheDriverDmaBufType) {
 
 TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
   if (et_test::env("ET_FAKE_CUDART_DRIVER_VERSION") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodriver";
-  EXPECT_FALSE(status_.available);
-  EXPECT_EQ(status_.driver_version, 0);
-  EXPECT_NE(status_.error.find("cudaErrorInsufficientDriver (35)"), std::string::npos) << status_.error;
+  EXPECT_FALSE(report_.available);
+  EXPECT_EQ(report_.driver_version, 0);
+  EXPECT_NE(report_.error.find("cudaErrorInsufficientDriver (35)"), std::string::npos) << report_.error;
   // EDGETENSOR_CUDART is exclusive: a runtime that reaches no driver is kept, nothing else is tried.
-  EXPECT_EQ(status_.runtime_file, ET_FAKE_CUDART_PATH);
-  EXPECT_TRUE(status_.tried.empty());
+  EXPECT_EQ(report_.runtime_file, ET_FAKE_CUDART_PATH);
+  EXPECT_TRUE(loader_.tried.empty());
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   char buf[8] = {};
@@ -207,10 +207,10 @@ TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
 
 TEST_F(CudaFakeNoDevice, NoDeviceIsUnavailable) {
   if (et_test::env("ET_FAKE_CUDART_DEVICES") != "0") GTEST_SKIP() << "run through ctest lane cuda.fakenodevice";
-  EXPECT_FALSE(status_.available);
+  EXPECT_FALSE(report_.available);
   EXPECT_FALSE(cuda::available());
-  EXPECT_EQ(status_.device_count, 0);
-  EXPECT_NE(status_.error.find("cudaErrorNoDevice (100)"), std::string::npos) << status_.error;
+  EXPECT_EQ(report_.device_count, 0);
+  EXPECT_NE(report_.error.find("cudaErrorNoDevice (100)"), std::string::npos) << report_.error;
 }
 
 TEST(CudaFakeIncomplete, MissingRequiredSymbolMakesCudaUnavailable) {
@@ -219,15 +219,16 @@ TEST(CudaFakeIncomplete, MissingRequiredSymbolMakesCudaUnavailable) {
 #else
   if (et_test::env("EDGETENSOR_CUDART") != ET_FAKE_CUDART_INCOMPLETE_PATH)
     GTEST_SKIP() << "run through ctest lane cuda.fakeincomplete";
-  auto st = cuda::status();
-  EXPECT_FALSE(st.loaded);
+  auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_FALSE(loader.loaded);
   EXPECT_FALSE(st.available);
   EXPECT_NE(st.error.find("lacks required CUDA runtime symbol(s): cudaHostRegister"), std::string::npos) << st.error;
   // Both lists describe the file, whatever else is missing: the double lacks the deprecated
   // cudaGetDriverEntryPoint (optional) as well as cudaHostRegister (required).
   EXPECT_EQ(st.runtime_file, ET_FAKE_CUDART_INCOMPLETE_PATH);
-  EXPECT_EQ(st.missing_required_symbols, std::vector<std::string>{"cudaHostRegister"});
-  EXPECT_EQ(st.missing_optional_symbols, std::vector<std::string>{"cudaGetDriverEntryPoint"});
+  EXPECT_EQ(loader.missing_required_symbols, std::vector<std::string>{"cudaHostRegister"});
+  EXPECT_EQ(loader.missing_optional_symbols, std::vector<std::string>{"cudaGetDriverEntryPoint"});
   auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaHostRegister");

@@ -24,30 +24,30 @@ using et_cuda_test::CudaFake;
 
 constexpr std::size_t kMiB = 1 << 20;
 
-TEST_F(CudaFake, StatusReportsTheDouble) {
-  EXPECT_TRUE(status_.available) << status_.summary();
-  EXPECT_TRUE(status_.from_env);
-  EXPECT_EQ(status_.runtime_file, ET_FAKE_CUDART_PATH);
-  EXPECT_EQ(status_.runtime_version, 13000);
-  EXPECT_EQ(status_.driver_version, 13000);
-  ASSERT_EQ(status_.device_count, 1);
-  ASSERT_EQ(status_.devices.size(), 1u);
-  EXPECT_NE(status_.devices[0].name.find("test double"), std::string::npos);
-  EXPECT_EQ(status_.devices[0].total_memory_bytes, std::size_t{8} << 30);
-  EXPECT_EQ(status_.devices[0].compute_capability_major, 8);
-  EXPECT_EQ(status_.devices[0].compute_capability_minor, 7);
-  EXPECT_TRUE(status_.driver_entry_points);
-  EXPECT_TRUE(status_.dmabuf_handle_type);
+TEST_F(CudaFake, ReportDescribesTheDouble) {
+  EXPECT_TRUE(report_.available) << report_.summary();
+  EXPECT_TRUE(loader_.from_env);
+  EXPECT_EQ(report_.runtime_file, ET_FAKE_CUDART_PATH);
+  EXPECT_EQ(report_.runtime_version, 13000);
+  EXPECT_EQ(report_.driver_version, 13000);
+  ASSERT_EQ(report_.device_count, 1);
+  ASSERT_EQ(report_.devices.size(), 1u);
+  EXPECT_NE(report_.devices[0].name.find("test double"), std::string::npos);
+  EXPECT_EQ(report_.devices[0].total_memory_bytes, std::size_t{8} << 30);
+  EXPECT_EQ(report_.devices[0].compute_capability_major, 8);
+  EXPECT_EQ(report_.devices[0].compute_capability_minor, 7);
+  EXPECT_TRUE(loader_.driver_entry_points);
+  EXPECT_TRUE(loader_.dmabuf_handle_type);
   // The double exports the GL-interop group (cudaGraphicsGL*); the variant without it is checked in
   // cuda.gl.fakenointerop (missing optional symbols reported as a capability, not an error).
-  EXPECT_TRUE(status_.gl_interop);
-  EXPECT_TRUE(status_.missing_required_symbols.empty());
-  EXPECT_TRUE(status_.external_opaque_fd);
-  EXPECT_TRUE(status_.unavailable_paths.empty()) << status_.unavailable_paths.front();
-  for (const auto& m : status_.missing_optional_symbols)
+  EXPECT_TRUE(loader_.gl_interop);
+  EXPECT_TRUE(loader_.missing_required_symbols.empty());
+  EXPECT_TRUE(loader_.external_opaque_fd);
+  EXPECT_TRUE(report_.unavailable_paths.empty()) << report_.unavailable_paths.front();
+  for (const auto& m : loader_.missing_optional_symbols)
     EXPECT_EQ(m.rfind("cudaGraphics", 0), std::string::npos) << m << " is exported by the double";
-  EXPECT_TRUE(status_.error.empty());
-  EXPECT_NE(status_.summary().find(": available"), std::string::npos) << status_.summary();
+  EXPECT_TRUE(report_.error.empty());
+  EXPECT_NE(report_.summary().find(": available"), std::string::npos) << report_.summary();
 }
 
 // A strided view's device map covers its extent; an external memory object reports its whole size.
@@ -175,7 +175,7 @@ TEST_F(CudaFake, DmaBufStorageTriesDmaBufTypeThenOpaqueFdWithFullDescriptors) {
   EXPECT_EQ(m->path(), cuda::CudaPath::ExternalOpaqueFd);
   EXPECT_EQ(fake_.names(), (Names{"cudaGetDevice", "cudaGetDevice", "cudaSetDevice", "cuImportExternalMemory", "cudaGetDevice",
                                   "cudaImportExternalMemory", "cudaExternalMemoryGetMappedBuffer"}));
-  EXPECT_EQ(fake_.count("cudaGetDriverEntryPointByVersion"), 0) << "looked up once, by status()";
+  EXPECT_EQ(fake_.count("cudaGetDriverEntryPointByVersion"), 0) << "looked up once, by report()";
   // The driver's DMA-BUF type: full 104-byte CUDA_EXTERNAL_MEMORY_HANDLE_DESC, reserved zero.
   const EtFakeCall* drv = fake_.last("cuImportExternalMemory");
   ASSERT_NE(drv, nullptr);
@@ -468,7 +468,7 @@ TEST_F(CudaFake, ForkChildNeverTouchesInheritedCudaState) {
     if (again || again.error().code() != ErrorCode::FailedPrecondition ||
         again.error().message().find("fork") == std::string::npos)
       bad |= 1;
-    if (cuda::available() || !cuda::status().forked_child) bad |= 2;
+    if (cuda::available() || !cuda::report().forked_child) bad |= 2;
     if (cuda::Stream::create()) bad |= 4;
     *m = cuda::CudaMap();  // event destroy skipped
     { auto gone = std::move(*s); }  // stream destroy skipped

@@ -8,6 +8,7 @@
 
 #include "core/storage.h"
 #include "cuda/cuda_internal.h"
+#include "cuda/loader_report.h"
 #include "cuda_test_util.h"
 
 namespace et_cuda_test {
@@ -20,7 +21,8 @@ class FakeLaneTest : public ::testing::Test {
 #else
     if (et_test::env("EDGETENSOR_CUDART") != expected_path())
       GTEST_SKIP() << "needs EDGETENSOR_CUDART=" << expected_path() << " (run through its ctest lane)";
-    status_ = edgetensor::cuda::status();
+    report_ = edgetensor::cuda::report();
+    loader_ = edgetensor::cuda::detail::loader_report();
     fake_ = Fake::open(expected_path());
     ASSERT_TRUE(fake_.ok()) << "control functions of the test double not found in " << expected_path();
     fake_.reset();
@@ -45,7 +47,8 @@ class FakeLaneTest : public ::testing::Test {
     return "";
 #endif
   }
-  edgetensor::cuda::Status status_;
+  edgetensor::cuda::RuntimeReport report_;
+  edgetensor::cuda::detail::LoaderReport loader_;
   Fake fake_;
   int fds_ = 0;
 };

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fake_support.h"
-#include "gl_checks.h"  // tools/edgetensor: the CUDA-GL round trip of `edgetensor info`
+#include "probe/gl_checks.h"  // the CUDA-GL round trip of probe() (edgetensor info)
 
 namespace et_cuda_test {
 namespace {
@@ -99,7 +99,7 @@ class CudaGlFake : public FakeLaneTest {
 
 TEST_F(CudaGlFake, RegistersOnceMapsAndUnmapsPerCudaMapAllOnTheGlThread) {
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  ASSERT_TRUE(status_.gl_interop);
+  ASSERT_TRUE(loader_.gl_interop);
   const int gl_tid = gl_thread_id(*ctx);
   ASSERT_NE(gl_tid, static_cast<int>(syscall(SYS_gettid)));
   {
@@ -314,7 +314,7 @@ TEST_F(CudaGlFake, FailedMapOrPointerLeavesThePboUsable) {
 
 TEST_F(CudaGlFake, RoundTripReportsThatTheFakePointerDoesNotAliasTheBuffer) {
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  auto r = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto r = edgetensor::detail::cuda_gl_round_trip(ctx);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.detail.find("CUDA read of a CPU-written PBO differs at byte"), std::string::npos) << r.detail;
   flush(*ctx);  // the round trip's PBO is deleted on the GL thread
@@ -322,7 +322,7 @@ TEST_F(CudaGlFake, RoundTripReportsThatTheFakePointerDoesNotAliasTheBuffer) {
 }
 
 // Lanes that change what the fake says about the GL context's devices (read at each call) or the device
-// count (read once by status(): set before it).
+// count (read once by report(): set before it).
 class CudaGlFakeDevices : public CudaGlFake {
  protected:
   void set(const char* gl_devices, const char* devices) {
@@ -346,7 +346,7 @@ class CudaGlFakeTwoGpus : public CudaGlFakeDevices {
 
 TEST_F(CudaGlFakeTwoGpus, ContextOnAnotherCudaDeviceIsAClearErrorBeforeAnyRegistration) {
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  ASSERT_EQ(status_.device_count, 2);
+  ASSERT_EQ(report_.device_count, 2);
   TensorDyn t = pbo_tensor(ctx);
   cuda::MapOptions d0;
   d0.device = 0;
@@ -397,10 +397,10 @@ class CudaGlFakeNoInterop : public CudaGlFake {
 
 TEST_F(CudaGlFakeNoInterop, RuntimeWithoutGlInteropSymbolsIsUnsupportedNamingThem) {
   ET_GL_CONTEXT_OR_SKIP(ctx);
-  EXPECT_FALSE(status_.gl_interop) << "reported as a capability, not an error";
-  EXPECT_TRUE(status_.error.empty()) << status_.error;
+  EXPECT_FALSE(loader_.gl_interop) << "reported as a capability, not an error";
+  EXPECT_TRUE(report_.error.empty()) << report_.error;
   bool listed = false;
-  for (const auto& m : status_.missing_optional_symbols) listed |= m == "cudaGraphicsGLRegisterBuffer";
+  for (const auto& m : loader_.missing_optional_symbols) listed |= m == "cudaGraphicsGLRegisterBuffer";
   EXPECT_TRUE(listed);
   TensorDyn t = pbo_tensor(ctx);
   EXPECT_ERROR(cuda::map(t), ErrorCode::Unsupported, "lacks the GL-interop symbols (cudaGraphicsGLRegisterBuffer");
@@ -410,7 +410,7 @@ TEST_F(CudaGlFakeNoInterop, RuntimeWithoutGlInteropSymbolsIsUnsupportedNamingThe
 
 // The installed runtime as the loader finds it (here: libcudart.so.13 without a driver).
 TEST(CudaGlRealRuntime, WithoutADriverMapFailsFastWithTheReasonAndThePboStaysUsable) {
-  const auto s = cuda::status();
+  const auto s = cuda::report();
   if (s.available) GTEST_SKIP() << "CUDA is usable here (" << s.summary() << "); tests/gpu/run.sh covers it";
   ET_GL_CONTEXT_OR_SKIP(ctx);
   TensorDyn t = pbo_tensor(ctx);
@@ -422,7 +422,7 @@ TEST(CudaGlRealRuntime, WithoutADriverMapFailsFastWithTheReasonAndThePboStaysUsa
   auto w = t.map_write();
   EXPECT_TRUE(w) << w.error().to_string();
   w->unmap();
-  auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto rt = edgetensor::detail::cuda_gl_round_trip(ctx);
   EXPECT_FALSE(rt.ok);
   EXPECT_EQ(rt.detail.rfind("CUDA unavailable: ", 0), 0u) << rt.detail;
   EXPECT_EQ(ctx->live_buffer_count(), 1u) << "the round trip allocated nothing";

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The loader's search without EDGETENSOR_CUDART, on test doubles installed under the real sonames
 // (tests/cuda/CMakeLists.txt, fake_sonames/): a runtime that loads but cannot reach a driver
-// (cudaErrorInsufficientDriver) makes the loader try the next soname, and status().tried lists
+// (cudaErrorInsufficientDriver) makes the loader try the next soname, and the loader report's `tried` lists
 // every candidate that did not work.
 #include <sys/mman.h>
 
+#include "cuda/loader_report.h"
 #include "cuda_test_util.h"
 
 namespace cuda = edgetensor::cuda;
@@ -32,14 +33,15 @@ const std::string kInsufficient =
 
 TEST(CudaFakeFallback, NextSonameIsTriedWhenTheFirstCannotReachADriver) {
   ET_FALLBACK_LANE_OR_SKIP(kFallbackDir, "cuda.fakefallback");
-  const auto st = cuda::status();
-  EXPECT_TRUE(st.loaded);
-  EXPECT_FALSE(st.from_env);
+  const auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_TRUE(loader.loaded);
+  EXPECT_FALSE(loader.from_env);
   EXPECT_EQ(st.runtime_file, kFallbackDir + "/libcudart.so.12");
   EXPECT_EQ(st.runtime_version, 12080);
   EXPECT_TRUE(st.available) << st.summary();
-  ASSERT_EQ(st.tried.size(), 1u) << "the search stopped at the first runtime that works";
-  EXPECT_EQ(st.tried[0], "libcudart.so.13: " + kFallbackDir + "/libcudart.so.13 (runtime 13.0) cannot reach a CUDA driver: " +
+  ASSERT_EQ(loader.tried.size(), 1u) << "the search stopped at the first runtime that works";
+  EXPECT_EQ(loader.tried[0], "libcudart.so.13: " + kFallbackDir + "/libcudart.so.13 (runtime 13.0) cannot reach a CUDA driver: " +
                              kInsufficient);
   // Only the runtime in use is called after the search.
   et_cuda_test::Fake used = et_cuda_test::Fake::open((kFallbackDir + "/libcudart.so.12").c_str());
@@ -65,9 +67,10 @@ TEST(CudaFakeFallback, NextSonameIsTriedWhenTheFirstCannotReachADriver) {
 
 TEST(CudaFakeNoDriverAnywhere, EveryCandidateIsListedAndTheFirstIsReported) {
   ET_FALLBACK_LANE_OR_SKIP(kNoDriverDir, "cuda.fakenodriverany");
-  const auto st = cuda::status();
+  const auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
   const std::string file = kNoDriverDir + "/libcudart.so.13";
-  EXPECT_TRUE(st.loaded);
+  EXPECT_TRUE(loader.loaded);
   EXPECT_FALSE(st.available);
   EXPECT_EQ(st.runtime_file, file) << "none reached a driver: the newest runtime that loaded is reported";
   EXPECT_NE(st.error.find(kInsufficient), std::string::npos) << st.error;
@@ -77,8 +80,8 @@ TEST(CudaFakeNoDriverAnywhere, EveryCandidateIsListedAndTheFirstIsReported) {
       "libcudart.so.11.0: " + file + ": the same file as libcudart.so.13",
       "libcudart.so: " + file + ": the same file as libcudart.so.13",
   };
-  EXPECT_EQ(st.tried, expected);
-  for (const auto& line : st.tried) EXPECT_EQ(occurrences(line, file), 1) << line;
+  EXPECT_EQ(loader.tried, expected);
+  for (const auto& line : loader.tried) EXPECT_EQ(occurrences(line, file), 1) << line;
 }
 #else
 TEST(CudaFakeFallback, NeedsTheTestDouble) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <string>
 
+#include "cuda/loader_report.h"
 #include "cuda_test_util.h"
 
 namespace cuda = edgetensor::cuda;
@@ -34,14 +35,15 @@ void expect_heap_and_shm_work() {
 TEST(CudaNoRuntime, UnavailableNamingPathAndDlerror) {
   const std::string path = et_test::env("EDGETENSOR_CUDART");
   if (path != "/nonexistent/libcudart.so.13") GTEST_SKIP() << "run through ctest lane cuda.noruntime";
-  auto st = cuda::status();
-  EXPECT_FALSE(st.loaded);
-  EXPECT_TRUE(st.from_env);
+  auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_FALSE(loader.loaded);
+  EXPECT_TRUE(loader.from_env);
   EXPECT_FALSE(st.available);
   EXPECT_FALSE(cuda::available());
-  ASSERT_EQ(st.tried.size(), 1u) << "exactly that file, nothing else";
+  ASSERT_EQ(loader.tried.size(), 1u) << "exactly that file, nothing else";
   // The path once, then dlerror's reason (dlerror starts with the path itself: not repeated).
-  EXPECT_EQ(st.tried[0], path + ": cannot open shared object file: No such file or directory");
+  EXPECT_EQ(loader.tried[0], path + ": cannot open shared object file: No such file or directory");
   EXPECT_EQ(et_cuda_test::occurrences(st.error, path), 1) << st.error;
   EXPECT_NE(st.error.find("cannot open shared object file"), std::string::npos) << "dlerror text: " << st.error;
   EXPECT_FALSE(libcudart_mapped()) << "no other runtime was loaded instead";
@@ -55,23 +57,25 @@ TEST(CudaNoRuntime, UnavailableNamingPathAndDlerror) {
 
 TEST(CudaDisabled, DisabledLoadsNothing) {
   if (et_test::env("EDGETENSOR_DISABLE_CUDA") != "1") GTEST_SKIP() << "run through ctest lane cuda.disabled";
-  auto st = cuda::status();
-  EXPECT_TRUE(st.disabled);
-  EXPECT_FALSE(st.loaded);
-  EXPECT_TRUE(st.tried.empty());
+  auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_TRUE(loader.disabled);
+  EXPECT_FALSE(loader.loaded);
+  EXPECT_TRUE(loader.tried.empty());
   EXPECT_NE(st.error.find("EDGETENSOR_DISABLE_CUDA"), std::string::npos) << st.error;
   EXPECT_FALSE(libcudart_mapped());
   auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
   ASSERT_OK(t);
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "EDGETENSOR_DISABLE_CUDA");
-  EXPECT_EQ(st.summary(), "CUDA disabled (EDGETENSOR_DISABLE_CUDA)");
+  EXPECT_EQ(st.summary(), "CUDA unavailable: CUDA disabled by EDGETENSOR_DISABLE_CUDA");
   expect_heap_and_shm_work();
 }
 
 TEST(CudaBareName, OverrideMustBeAPath) {
   if (et_test::env("EDGETENSOR_CUDART") != "libcudart.so.13") GTEST_SKIP() << "run through ctest lane cuda.barename";
-  auto st = cuda::status();
-  EXPECT_FALSE(st.loaded);
+  auto st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_FALSE(loader.loaded);
   EXPECT_NE(st.error.find("is not a path"), std::string::npos) << st.error;
   EXPECT_FALSE(libcudart_mapped()) << "a bare name would be searched for; it must not load anything";
 }

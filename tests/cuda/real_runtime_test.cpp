@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "cuda/loader_report.h"
 #include "cuda_test_util.h"
 
 namespace cuda = edgetensor::cuda;
@@ -23,18 +24,20 @@ class CudaRealRuntime : public ::testing::Test {
   void SetUp() override {
     if (!et_test::env("EDGETENSOR_CUDART").empty())
       GTEST_SKIP() << "EDGETENSOR_CUDART is set; this lane needs the loader's own search (ctest lane cuda.real)";
-    st_ = cuda::status();
-    if (!st_.loaded) GTEST_SKIP() << "no CUDA runtime is installed here: " << st_.error;
+    st_ = cuda::report();
+    loader_ = cuda::detail::loader_report();
+    if (!loader_.loaded) GTEST_SKIP() << "no CUDA runtime is installed here: " << st_.error;
     if (st_.driver_version != 0)
       GTEST_SKIP() << "a CUDA driver is present (version " << st_.driver_version
                    << "); this lane checks the runtime-without-driver case";
   }
-  cuda::Status st_;
+  cuda::RuntimeReport st_;
+  cuda::detail::LoaderReport loader_;
 };
 
-TEST_F(CudaRealRuntime, StatusIsExactWithoutDriver) {
-  EXPECT_TRUE(st_.loaded);
-  EXPECT_FALSE(st_.from_env);
+TEST_F(CudaRealRuntime, ReportIsExactWithoutDriver) {
+  EXPECT_TRUE(loader_.loaded);
+  EXPECT_FALSE(loader_.from_env);
   EXPECT_NE(st_.runtime_file.find("libcudart.so."), std::string::npos) << st_.runtime_file;
   EXPECT_EQ(st_.runtime_file.front(), '/') << "dlinfo gives the full path: " << st_.runtime_file;
   EXPECT_EQ(access(st_.runtime_file.c_str(), R_OK), 0) << st_.runtime_file;
@@ -50,18 +53,18 @@ TEST_F(CudaRealRuntime, StatusIsExactWithoutDriver) {
   EXPECT_NE(st_.error.find("cudaErrorInsufficientDriver (35): CUDA driver version is insufficient for CUDA runtime version"),
             std::string::npos)
       << st_.error;
-  EXPECT_TRUE(st_.driver_entry_points);
-  EXPECT_TRUE(st_.gl_interop) << "libcudart exports the GL interop symbols";
+  EXPECT_TRUE(loader_.driver_entry_points);
+  EXPECT_TRUE(loader_.gl_interop) << "libcudart exports the GL interop symbols";
   // No runtime reached a driver: the loader tried every soname after this one and settled on it.
-  ASSERT_FALSE(st_.tried.empty());
+  ASSERT_FALSE(loader_.tried.empty());
   bool listed = false;
-  for (const auto& t : st_.tried) {
+  for (const auto& t : loader_.tried) {
     listed |= t.find(st_.runtime_file + " (runtime ") != std::string::npos &&
               t.find("cannot reach a CUDA driver: cudaGetDeviceCount: cudaErrorInsufficientDriver (35)") != std::string::npos;
     EXPECT_LE(et_cuda_test::occurrences(t, st_.runtime_file), 1) << t;
   }
-  EXPECT_TRUE(listed) << st_.tried.front();
-  EXPECT_EQ(st_.tried.back().rfind("libcudart.so: ", 0), 0u) << "the bare name is the last candidate: " << st_.tried.back();
+  EXPECT_TRUE(listed) << loader_.tried.front();
+  EXPECT_EQ(loader_.tried.back().rfind("libcudart.so: ", 0), 0u) << "the bare name is the last candidate: " << loader_.tried.back();
   const std::string line = st_.summary();
   EXPECT_NE(line.find(st_.runtime_file), std::string::npos) << line;
   EXPECT_NE(line.find("driver none"), std::string::npos) << line;

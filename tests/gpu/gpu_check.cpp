@@ -21,7 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "gl_checks.h"  // tools/edgetensor: the CUDA-GL round trip of `edgetensor info`
+#include "cuda/loader_report.h"  // src/cuda: the loader's findings
+#include "probe/gl_checks.h"  // src/probe: the CUDA-GL round trip of probe() (edgetensor info)
 
 namespace cuda = edgetensor::cuda;
 using edgetensor::DType;
@@ -239,7 +240,7 @@ void check_cuda_gl() {
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / frames;
   std::printf("  %-38s %8.1f us per frame (mean of %d)\n", "cuda::map + unmap of a 4 MiB PBO", us, frames);
   pass("cuda-gl timing");
-  auto rt = edgetensor_cli::cuda_gl_round_trip(ctx);
+  auto rt = edgetensor::detail::cuda_gl_round_trip(ctx);
   if (rt.ok) pass("cuda-gl round trip (info)", rt.detail);
   else fail("cuda-gl round trip (info)", rt.detail);
 }
@@ -270,12 +271,13 @@ void timing_table() {
 }  // namespace
 
 int main() {
-  const cuda::Status st = cuda::status();
-  std::printf("status: %s\n", st.summary().c_str());
+  const cuda::RuntimeReport st = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  std::printf("report: %s\n", st.summary().c_str());
   std::printf("runtime %s (%d), driver %s (%d), devices %d, gl_interop %d, driver entry points %d\n",
               cuda::version_string(st.runtime_version).c_str(), st.runtime_version,
-              cuda::version_string(st.driver_version).c_str(), st.driver_version, st.device_count, st.gl_interop,
-              st.driver_entry_points);
+              cuda::version_string(st.driver_version).c_str(), st.driver_version, st.device_count, loader.gl_interop,
+              loader.driver_entry_points);
   // Host-side preparation runs everywhere: tensors of both kinds exist and map.
   for (MemoryKind k : {MemoryKind::Heap, MemoryKind::Shm}) {
     auto t = TensorDyn::allocate({4096}, DType::U8, mem(k));

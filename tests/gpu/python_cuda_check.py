@@ -53,15 +53,15 @@ def check(step, condition, detail=""):
 
 
 def main():
-    status = et.cuda.status()
-    print("cuda: " + status.summary(), flush=True)
+    runtime = et.cuda.report()
+    print("cuda: " + runtime.summary(), flush=True)
     steps = ["kDLCUDA versioned export", "device reads the CPU's bytes", "CPU reads the device's bytes",
              "kDLCUDA legacy export", "stream argument", "from_dlpack refuses device memory", "deleters"]
-    if not status.available:
+    if not runtime.available:
         for s in steps:
-            report("skipped", s, "no usable GPU: " + status.error)
+            report("skipped", s, "no usable GPU: " + runtime.error)
         return
-    cudart = ctypes.CDLL(status.runtime_file)
+    cudart = ctypes.CDLL(runtime.runtime_file)
     memcpy, sync = cudart.cudaMemcpy, cudart.cudaDeviceSynchronize
     memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     exports_before = _edgetensor._live_export_count()

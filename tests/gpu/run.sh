@@ -22,9 +22,10 @@ cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_test
 # The CUDA-GL lanes exist only in builds with the GL backend (ET_WITH_EGL).
 cmake --build "$build" -j"$jobs" --target edgetensor_cuda_gl_tests >/dev/null 2>&1 ||
   echo "== no CUDA-GL test binary (built without EGL): the cuda.gl lanes do not run"
-# $build/include: the generated <edgetensor/abi.h>; tools/edgetensor: the CLI's CUDA-GL round trip.
-g++ -std=c++20 -O2 -I"$root/include" -I"$build/include" -I"$root/tools/edgetensor" -I"$cuda_home/include" \
-    "$root/tests/gpu/gpu_check.cpp" "$root/tools/edgetensor/gl_checks.cpp" -o "$build/gpu_check" \
+# $build/include: the generated <edgetensor/abi.h>; src: probe/gl_checks.h, the CUDA-GL round trip of
+# probe(), whose code is in the static library (internal symbols link from an archive).
+g++ -std=c++20 -O2 -I"$root/include" -I"$build/include" -I"$root/src" -I"$cuda_home/include" \
+    "$root/tests/gpu/gpu_check.cpp" -o "$build/gpu_check" \
     "$build/src/libedgetensor.a" -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lcudart -ldl -lpthread
 
 echo "== non-GPU CUDA lanes (real runtime as found, no runtime, test double; label cuda_gl matches -L cuda)"

@@ -147,7 +147,7 @@ TEST(DmaBufHardware, AutoSelectionServesFromTheSystemHeap) {
   ASSERT_OK(t);
   EXPECT_EQ(t->memory(), MemoryKind::DmaBuf);
   EXPECT_EQ(t->memory_detail(), "dma-heap system");  // Debian kernels have no CMA heap
-  auto st = dmabuf::default_allocator()->status();
+  auto st = dmabuf::default_allocator()->report();
   EXPECT_EQ(st.serving, "dma-heap system");
   EXPECT_NE(std::find(st.kernel_heaps.begin(), st.kernel_heaps.end(), "system"), st.kernel_heaps.end());
   auto bs = backend_status(MemoryKind::DmaBuf);
@@ -313,7 +313,7 @@ TEST(DmaBufHardware, UdmabufAllocationOnRequest) {
 
 TEST(DmaBufHardware, UdmabufSizeLimitIsNamed) {
   NEED_DEVICE(kUdmabuf);
-  auto st = dmabuf::default_allocator()->status();
+  auto st = dmabuf::default_allocator()->report();
   ASSERT_TRUE(st.udmabuf.size_limit_mb.has_value()) << "cannot read /sys/module/udmabuf/parameters/size_limit_mb";
   const std::size_t limit_mb = *st.udmabuf.size_limit_mb;
   if (const std::string want = et_test::env("ET_DMABUF_EXPECT_SIZE_LIMIT_MB"); !want.empty()) {
@@ -544,7 +544,7 @@ TEST(DmaBufHardware, UnprivilegedUserGetsEaccesWithAHint) {
                  t.error().message().find("video") == std::string::npos)
           report += std::string(heap) + ": " + t.error().to_string() + "; ";
       }
-      auto st2 = (*allocator)->status();
+      auto st2 = (*allocator)->report();
       if (!st2.serving.empty()) report += "probe says '" + st2.serving + "' serves unprivileged; ";
     }
     if (!report.empty()) (void)!::write(pipefd[1], report.data(), report.size());

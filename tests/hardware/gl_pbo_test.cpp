@@ -23,7 +23,7 @@
 #include <GLES3/gl3.h>  // constants and PFN types only; functions come from Context::proc_address
 
 #include "gl/gl_worker.h"  // live_gl_workers, retired_gl_workers
-#include "gl_checks.h"  // tools/edgetensor: the GL check of `edgetensor info`
+#include "probe/gl_checks.h"  // the GL check of probe() (edgetensor info)
 #include "support/test_support.h"
 
 namespace et = edgetensor;
@@ -721,9 +721,9 @@ TEST(GlPboHardware, ForkedChildFailsFastAndNeverHangs) {
   ASSERT_OK(w);
 }
 
-// The GL section of `edgetensor info` (public API only; compiled from tools/edgetensor/gl_checks.cpp).
+// The GL section of probe() (src/probe/gl_checks.cpp, public API only).
 TEST(GlProbeHardware, ReportsPlatformRendererAndARealRoundTrip) {
-  auto p = edgetensor_cli::gl_check();
+  auto p = edgetensor::detail::gl_check();
   if (!p.available) {
     if (et_test::gl_required()) FAIL() << p.reason;
     GTEST_SKIP() << p.reason;

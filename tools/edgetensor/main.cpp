@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// edgetensor CLI: `info [--json]` probes this machine for real; `bench [--json]` measures the steady
+// edgetensor CLI: `info [--json]` prints edgetensor::probe() (include/edgetensor/probe.h), with the
+// cross-process round trips against an exec'd copy of itself; `bench [--json]` measures the steady
 // state (pool reuse against a warm memset) in a few seconds; `peer` is the exec'd side of the
 // cross-process round trips (not for direct use).
 //   edgetensor              prints the help on stdout and exits 1 (as git does: nothing was done, so a
@@ -9,6 +10,7 @@
 //                           loaded at run time is another one, that is named too)
 #include <CLI/CLI.hpp>
 #include <edgetensor/abi.h>
+#include <edgetensor/probe.h>
 #include <edgetensor/version.h>
 
 #include <unistd.h>
@@ -19,7 +21,6 @@
 #include <string>
 
 #include "bench.h"
-#include "probes.h"
 #include "round_trip.h"
 
 namespace {
@@ -75,10 +76,14 @@ int main(int argc, char** argv) {
     return result.error.empty() ? 0 : 1;  // a missed target is reported, never a failure
   }
 
-  auto report = edgetensor_cli::run_info(self_exe());
+  const edgetensor::ProbeReport report = edgetensor::probe(
+      {.round_trip = [exe = self_exe()](const edgetensor::TensorDyn& t, std::string_view shm_name) {
+        return edgetensor_cli::cross_process_round_trip(t, exe, std::string(shm_name));
+      }});
   if (json_out)
-    std::cout << edgetensor_cli::to_json(report).dump(2) << "\n";
+    std::cout << report.to_json() << "\n";
   else
-    std::cout << edgetensor_cli::to_table(report);
-  return report.heap_ok ? 0 : 1;
+    std::cout << report.to_table();
+  const edgetensor::ProbeSection* heap = report.find("heap");
+  return heap && heap->status == edgetensor::ProbeStatus::Ok ? 0 : 1;
 }

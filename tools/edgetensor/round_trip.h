@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cross-process round trip used by `edgetensor info`: ipc::send the tensor (header + fd) over a Unix socket to
-// a separately exec'd `edgetensor peer`, which imports it, verifies a pattern and writes a reply pattern.
+// The cross-process round trip `edgetensor info` gives probe() (ProbeOptions::round_trip): ipc::send the
+// tensor (header + fd) over a Unix socket to a separately exec'd `edgetensor peer`, which imports it,
+// verifies a pattern and writes a reply pattern.
 #pragma once
 
 #include <edgetensor/edgetensor.h>

@@ -284,10 +284,10 @@ void fill_access(const std::string& path, bool& present, bool& accessible, std::
 
 }  // namespace
 
-Status Allocator::status() const {
+AllocatorReport Allocator::report() const {
   using namespace detail;
   const AllocatorOptions& paths = state_->options;
-  Status st;
+  AllocatorReport st;
   st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);
   auto nodes = list_dir_names(paths.heap_dir);
   auto add = [&](std::string_view name, bool contiguous, bool in_order) {

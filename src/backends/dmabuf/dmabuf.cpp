@@ -130,11 +130,11 @@ Result<std::unique_ptr<Backing>> dmabuf_import(UniqueFd fd, const FdInfo& info) 
   return make_dmabuf_backing(std::move(fd), info.buffer_bytes, info.read_only, info.key, std::move(detail));
 }
 
-BackendStatus dmabuf_status() { return dmabuf_backend_status(dmabuf::default_allocator()->status()); }
+BackendStatus dmabuf_status() { return dmabuf_backend_status(dmabuf::default_allocator()->report()); }
 
 }  // namespace
 
-BackendStatus dmabuf_backend_status(const dmabuf::Status& st) {
+BackendStatus dmabuf_backend_status(const dmabuf::AllocatorReport& st) {
   BackendStatus s{MemoryKind::DmaBuf, true, !st.serving.empty(), {}};
   std::vector<std::string> heaps;
   for (const auto& h : st.heaps)

@@ -12,11 +12,11 @@ inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 /// Allocation (through AllocateOptions::dmabuf_allocator or the default; see include/edgetensor/dmabuf.h),
-/// import, status.
+/// import, backend status.
 const BackendOps& dmabuf_backend();
 
-/// backend_status(DmaBuf) of an allocator's status (the default allocator's, in backend_status).
-BackendStatus dmabuf_backend_status(const dmabuf::Status& status);
+/// backend_status(DmaBuf) from an allocator's report (the default allocator's, in backend_status).
+BackendStatus dmabuf_backend_status(const dmabuf::AllocatorReport& report);
 
 /// A Backing over an existing DMA-BUF fd (owned). `name_it`: give it our DMA_BUF_SET_NAME (only for
 /// buffers we allocated; never for imports). Maps: one persistent mmap made on the first CPU map,

@@ -30,8 +30,8 @@ Result<UniqueFd> Allocator::udmabuf_from_memfd(int, std::size_t, std::size_t) {
 
 bool Allocator::known_unusable() const { return true; }
 
-Status Allocator::status() const {
-  Status st;
+AllocatorReport Allocator::report() const {
+  AllocatorReport st;
   st.why_none = kNotBuilt;
   return st;
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/loader_report.h"
+
 // Only in 32-bit builds; 64-bit builds test the loader in the CUDA lanes (tests/cuda).
 #if UINTPTR_MAX == UINT32_MAX
 namespace {
@@ -14,10 +16,11 @@ namespace {
 using namespace edgetensor;
 
 TEST(CudaLoader, NoRuntimeIn32BitProcesses) {
-  const cuda::Status s = cuda::status();
-  EXPECT_FALSE(s.loaded);
+  const cuda::RuntimeReport s = cuda::report();
+  const cuda::detail::LoaderReport& loader = cuda::detail::loader_report();
+  EXPECT_FALSE(loader.loaded);
   EXPECT_FALSE(s.available);
-  EXPECT_TRUE(s.tried.empty()) << "nothing is dlopen'ed";
+  EXPECT_TRUE(loader.tried.empty()) << "nothing is dlopen'ed";
   EXPECT_NE(s.error.find("32-bit process"), std::string::npos) << s.error;
   EXPECT_NE(s.error.find("64-bit targets only"), std::string::npos) << s.error;
 }

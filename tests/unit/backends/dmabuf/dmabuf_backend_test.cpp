@@ -361,10 +361,10 @@ TEST_F(FakeDmaBuf, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
   auto stale = TensorDyn::allocate({4096}, DType::U8, auto_options());
   ASSERT_OK(stale);
   EXPECT_EQ(stale->memory(), MemoryKind::Shm);
-  EXPECT_EQ(allocator_->status().serving, "dma-heap system") << "status() reports the node";
+  EXPECT_EQ(allocator_->report().serving, "dma-heap system") << "report() names the node";
   auto still = TensorDyn::allocate({4096}, DType::U8, auto_options());
   ASSERT_OK(still);
-  EXPECT_EQ(still->memory(), MemoryKind::Shm) << "status() does not clear what the allocator remembers";
+  EXPECT_EQ(still->memory(), MemoryKind::Shm) << "report() does not clear what the allocator remembers";
   allocator_->refresh();
   auto fresh = TensorDyn::allocate({4096}, DType::U8, auto_options());
   ASSERT_OK(fresh);
@@ -723,11 +723,11 @@ TEST_F(FakeDmaBuf, NothingLeaksOnAnyFailingCall) {
   }
 }
 
-TEST_F(FakeDmaBuf, StatusAndProbeReportHeapsAndWhatServes) {
+TEST_F(FakeDmaBuf, ReportAndBackendStatusNameHeapsAndWhatServes) {
   add_heap("system");
   add_heap("vendor,secure", false);
   add_udmabuf(32);
-  auto st = allocator_->status();
+  auto st = allocator_->report();
   EXPECT_EQ(st.serving, "dma-heap system");
   EXPECT_EQ(st.kernel_heaps, std::vector<std::string>{"system"});
   ASSERT_EQ(st.heaps.size(), 6u);
@@ -746,9 +746,9 @@ TEST_F(FakeDmaBuf, StatusAndProbeReportHeapsAndWhatServes) {
   EXPECT_NE(bs.detail.find("dma-heap system"), std::string::npos) << bs.detail;
   EXPECT_NE(bs.detail.find("limit 32 MiB"), std::string::npos) << bs.detail;
   fs::remove(root_ / "dev/dma_heap/system");
-  EXPECT_EQ(allocator_->status().serving, "udmabuf");
+  EXPECT_EQ(allocator_->report().serving, "udmabuf");
   fs::remove(root_ / "dev/udmabuf");
-  auto none = allocator_->status();
+  auto none = allocator_->report();
   EXPECT_TRUE(none.serving.empty());
   EXPECT_NE(none.why_none.find("no DMA-BUF allocator usable"), std::string::npos) << none.why_none;
   EXPECT_FALSE(detail::dmabuf_backend_status(none).available);
@@ -774,7 +774,7 @@ TEST_F(FakeDmaBuf, HeapNodeIsOpenedOnceAcrossAllocations) {
 }
 
 // Each allocator has its own memo: a second one over the same paths sees a node the first remembers
-// as missing, and neither's status() changes the other's (or its own) memo.
+// as missing, and neither's report() changes the other's (or its own) memo.
 TEST_F(FakeDmaBuf, AllocatorsRememberSeparately) {
   EXPECT_ERROR(alloc(4096), ErrorCode::Unavailable, "no DMA-BUF allocator served");
   EXPECT_TRUE(allocator_->known_unusable());
@@ -782,9 +782,9 @@ TEST_F(FakeDmaBuf, AllocatorsRememberSeparately) {
   auto other = make_allocator();
   ASSERT_NE(other, nullptr);
   EXPECT_FALSE(other->known_unusable()) << "nothing tried yet";
-  EXPECT_EQ(other->status().serving, "dma-heap system");
-  EXPECT_EQ(allocator_->status().serving, "dma-heap system");
-  EXPECT_TRUE(allocator_->known_unusable()) << "status() reports; it does not clear the memo";
+  EXPECT_EQ(other->report().serving, "dma-heap system");
+  EXPECT_EQ(allocator_->report().serving, "dma-heap system");
+  EXPECT_TRUE(allocator_->known_unusable()) << "report() reports; it does not clear the memo";
   auto a = other->allocate(4096);
   ASSERT_OK(a);
   EXPECT_EQ(a->source, "dma-heap system");

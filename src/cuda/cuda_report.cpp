@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// cuda::status(), the usability gate every entry point passes, and CUDA error conversion.
+// cuda::report() and the loader report, the usability gate every entry point passes, and CUDA error
+// conversion.
 #include <unistd.h>
 
 #include <mutex>
@@ -7,6 +8,7 @@
 #include "text/format.h"
 
 #include "cuda/cuda_internal.h"
+#include "cuda/loader_report.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -17,53 +19,61 @@ namespace {
 using CuDeviceGetNameFn = CuResult (*)(char*, int, int);
 using CuDeviceTotalMemFn = CuResult (*)(std::size_t*, int);
 
-Status compute_status() {
-  Status s;
+// Both reports, computed together once per process.
+struct Reports {
+  RuntimeReport runtime;
+  LoaderReport loader;
+};
+
+Reports compute_reports() {
+  Reports out;
+  RuntimeReport& s = out.runtime;
+  LoaderReport& l = out.loader;
   const LoadInfo& info = load_info();
-  s.disabled = info.disabled;
-  s.from_env = info.from_env;
+  l.disabled = info.disabled;
+  l.from_env = info.from_env;
   s.runtime_file = info.file;
-  s.tried = info.tried;
-  s.missing_required_symbols = info.missing_required;
-  s.missing_optional_symbols = info.missing_optional;
+  l.tried = info.tried;
+  l.missing_required_symbols = info.missing_required;
+  l.missing_optional_symbols = info.missing_optional;
   const CudaRuntimeApi* api = runtime();
   if (!api) {
     s.error = info.error;
-    return s;
+    return out;
   }
-  s.loaded = true;
-  s.driver_entry_points = api->has_driver_entry_points();
-  s.gl_interop = api->has_gl_interop();
+  l.loaded = true;
+  l.driver_entry_points = api->has_driver_entry_points();
+  l.gl_interop = api->has_gl_interop();
   if (in_forked_child()) {
     s.forked_child = true;
     s.error = "this process is a fork() child of the process that loaded CUDA; CUDA does not survive fork";
-    return s;
+    return out;
   }
   CudaError e = api->cudaRuntimeGetVersion(&s.runtime_version);
   if (e != kCudaSuccess) {
     s.error = "cudaRuntimeGetVersion: " + describe_error(*api, e);
-    return s;
+    return out;
   }
   e = api->cudaDriverGetVersion(&s.driver_version);
   if (e != kCudaSuccess) {
     s.error = "cudaDriverGetVersion: " + describe_error(*api, e);
-    return s;
+    return out;
   }
   int count = 0;
   e = api->cudaGetDeviceCount(&count);
   if (e != kCudaSuccess) {
     s.error = "cudaGetDeviceCount: " + describe_error(*api, e);
     if (s.driver_version == 0) s.error += " (cudaDriverGetVersion reports 0: no CUDA driver is installed)";
-    return s;
+    return out;
   }
   s.device_count = count;
   if (s.driver_version == 0) {
     s.error = "no CUDA driver (cudaDriverGetVersion reports 0)";
-    return s;
+    return out;
   }
   if (count <= 0) {
     s.error = "the CUDA driver reports no device (cudaGetDeviceCount = 0)";
-    return s;
+    return out;
   }
   auto get_name = reinterpret_cast<CuDeviceGetNameFn>(driver_entry_point(*api, kCuDeviceGetName, s.driver_version, nullptr));
   auto total_mem =
@@ -71,15 +81,15 @@ Status compute_status() {
   // Each path is gated on what it needs: host registration, streams and copies on the core symbols
   // only; the runtime's OpaqueFd import also on a descriptor table for this major (descriptor_layout.h).
   const DmaBufDriver& dmabuf = dmabuf_driver(*api, s.driver_version);
-  s.dmabuf_handle_type = dmabuf.ok;
-  s.external_opaque_fd = layout_for_runtime(s.runtime_version) != nullptr;
-  if (!s.external_opaque_fd)
+  l.dmabuf_handle_type = dmabuf.ok;
+  l.external_opaque_fd = layout_for_runtime(s.runtime_version) != nullptr;
+  if (!l.external_opaque_fd)
     s.unavailable_paths.push_back(
         text::format("{}: CUDA runtime {} has no external-memory descriptor table here (known: 11.x-13.x)",
                      cuda_path_name(CudaPath::ExternalOpaqueFd), version_string(s.runtime_version)));
   if (!dmabuf.ok)
     s.unavailable_paths.push_back(text::format("{}: {}", cuda_path_name(CudaPath::ExternalDmaBuf), dmabuf.reason));
-  if (!s.gl_interop)
+  if (!l.gl_interop)
     s.unavailable_paths.push_back(
         text::format("{}: the runtime lacks the GL-interop symbols", cuda_path_name(CudaPath::GlBuffer)));
   for (int d = 0; d < count; ++d) {
@@ -97,23 +107,27 @@ Status compute_status() {
     s.devices.push_back(std::move(di));
   }
   s.available = true;
-  return s;
+  return out;
+}
+
+const Reports& cached_reports() {
+  static const Reports r = [] {
+    try {
+      return compute_reports();
+    } catch (...) {
+      Reports f;
+      f.runtime.error = "CUDA report: out of memory";
+      return f;
+    }
+  }();
+  return r;
 }
 
 }  // namespace
 
-const Status& cached_status() {
-  static const Status s = [] {
-    try {
-      return compute_status();
-    } catch (...) {
-      Status f;
-      f.error = "CUDA status: out of memory";
-      return f;
-    }
-  }();
-  return s;
-}
+const RuntimeReport& cached_report() { return cached_reports().runtime; }
+
+const LoaderReport& loader_report() { return cached_reports().loader; }
 
 ErrorCode code_for_cuda_error(CudaError e) noexcept {
   switch (e) {
@@ -147,14 +161,14 @@ Result<const CudaRuntimeApi*> usable(std::string_view what) {
                 text::format("{}: refused in process {}, a fork() child of process {} that loaded CUDA "
                             "(CUDA state does not survive fork)",
                             what, getpid(), load_info().load_pid));
-  const Status& s = cached_status();
+  const RuntimeReport& s = cached_report();
   if (!s.available) return fail(ErrorCode::Unavailable, text::format("{}: CUDA unavailable: {}", what, s.error));
   return api;
 }
 
 Result<int> resolve_device(const CudaRuntimeApi& api, int requested) {
   if (requested >= 0) {
-    const int count = cached_status().device_count;
+    const int count = cached_report().device_count;
     if (requested >= count)
       return fail(ErrorCode::InvalidArgument, text::format("CUDA device {} does not exist ({} device(s))", requested, count));
     return requested;
@@ -186,14 +200,10 @@ std::string version_string(int v) {
   return text::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
-std::string Status::summary() const {
-  std::string out;
-  if (!loaded) {
-    out = disabled ? "CUDA disabled (EDGETENSOR_DISABLE_CUDA)" : "CUDA runtime not loaded";
-    if (!disabled && !error.empty()) out += ": " + error;
-    return out;
-  }
-  out = text::format("CUDA {} runtime ({}), driver {}, {} device(s)", version_string(runtime_version), runtime_file,
+std::string RuntimeReport::summary() const {
+  // A runtime that answered has a version; before that, the error is the whole story.
+  if (runtime_version == 0) return "CUDA unavailable: " + (error.empty() ? std::string("no runtime") : error);
+  std::string out = text::format("CUDA {} runtime ({}), driver {}, {} device(s)", version_string(runtime_version), runtime_file,
                     version_string(driver_version), device_count);
   for (const auto& d : devices)
     out += text::format("; #{} {} ({:.1f} GiB, sm_{}{}{})", d.ordinal, d.name.empty() ? "(name unknown)" : d.name,
@@ -203,9 +213,9 @@ std::string Status::summary() const {
   return out;
 }
 
-Status status() {
+RuntimeReport report() {
   try {
-    Status s = detail::cached_status();
+    RuntimeReport s = detail::cached_report();
     // The fork fields follow the calling process, not the one that computed the cache.
     if (detail::in_forked_child() && !s.forked_child) {
       s.forked_child = true;
@@ -214,14 +224,14 @@ Status status() {
     }
     return s;
   } catch (...) {
-    Status s;
-    s.error = "CUDA status: out of memory";
+    RuntimeReport s;
+    s.error = "CUDA report: out of memory";
     return s;
   }
 }
 
 bool available() {
-  return detail::cached_status().available && !detail::in_forked_child();
+  return detail::cached_report().available && !detail::in_forked_child();
 }
 
 }  // namespace cuda

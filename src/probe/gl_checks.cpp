@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gl_checks.h"
+#include "probe/gl_checks.h"
 
 #include <edgetensor/cuda.h>
 #include <edgetensor/tensor.h>
@@ -9,7 +9,11 @@
 #include <exception>
 #include <vector>
 
-namespace edgetensor_cli {
+#include "text/format.h"
+
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 namespace {
 
 namespace et = edgetensor;
@@ -50,7 +54,7 @@ GlCheck gl_check(const et::gl::ContextOptions& options) {
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (m->bytes()[i] != std::byte{0}) {
-        result.pbo_detail = "new PBO not zero at byte " + std::to_string(i);
+        result.pbo_detail = text::format("new PBO not zero at byte {}", i);
         return result;
       }
   }
@@ -69,12 +73,12 @@ GlCheck gl_check(const et::gl::ContextOptions& options) {
   }
   for (std::size_t i = 0; i < kBytes; ++i)
     if (m->bytes()[i] != pattern(i, 0)) {
-      result.pbo_detail = "read back differs at byte " + std::to_string(i);
+      result.pbo_detail = text::format("read back differs at byte {}", i);
       return result;
     }
   result.pbo_round_trip = true;
-  result.pbo_detail = std::to_string(kBytes) +
-                      " B: zeros at creation, pattern written and read back through glMapBufferRange/glUnmapBuffer";
+  result.pbo_detail = text::format(
+      "{} B: zeros at creation, pattern written and read back through glMapBufferRange/glUnmapBuffer", kBytes);
   return result;
 }
 
@@ -82,7 +86,7 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
   CudaGlRoundTrip out;
   try {
     if (!et::cuda::available()) {
-      out.detail = "CUDA unavailable: " + et::cuda::status().error;
+      out.detail = "CUDA unavailable: " + et::cuda::report().error;
       return out;
     }
     std::shared_ptr<et::gl::Context> ctx = context;
@@ -120,8 +124,8 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (host[i] != pattern(i, 1)) {
-        out.detail = "CUDA read of a CPU-written PBO differs at byte " + std::to_string(i) +
-                     " (device pointer does not alias the GL buffer)";
+        out.detail = text::format(
+            "CUDA read of a CPU-written PBO differs at byte {} (device pointer does not alias the GL buffer)", i);
         return out;
       }
     for (std::size_t i = 0; i < kBytes; ++i) host[i] = pattern(i, 2);
@@ -139,14 +143,13 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
     }
     for (std::size_t i = 0; i < kBytes; ++i)
       if (rm->bytes()[i] != pattern(i, 2)) {
-        out.detail = "CPU read of a CUDA-written PBO differs at byte " + std::to_string(i);
+        out.detail = text::format("CPU read of a CUDA-written PBO differs at byte {}", i);
         return out;
       }
     out.ok = true;
-    out.detail = "64 KiB PBO on " + ctx->info().renderer + " <-> CUDA device " + std::to_string(device) +
-                 ": both directions equal (" +
-                 std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()) +
-                 " us map+copies+unmap)";
+    out.detail = text::format("64 KiB PBO on {} <-> CUDA device {}: both directions equal ({} us map+copies+unmap)",
+                              ctx->info().renderer, device,
+                              std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
   } catch (const std::exception& e) {
     out.ok = false;
     out.detail = std::string("unexpected exception: ") + e.what();
@@ -154,4 +157,6 @@ CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<et::gl::Context>& conte
   return out;
 }
 
-}  // namespace edgetensor_cli
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GL checks of `edgetensor info`, built only from public API calls: a real headless GL context with
-// a PBO round trip, and the CUDA-GL round trip. Tests compile this file too (tests/hardware,
-// tests/cuda, tests/gpu), so it needs nothing but the public headers and the C++ library.
+// The GL checks of probe() (the gl_pbo section and the CUDA-GL round trip of the cuda section), built
+// from public API calls only. The GL and CUDA-GL tests call them too (tests/hardware, tests/cuda,
+// tests/gpu), so this header needs nothing but the public headers.
 #pragma once
 
 #include <edgetensor/gl.h>
@@ -9,9 +9,11 @@
 #include <memory>
 #include <string>
 
-namespace edgetensor_cli {
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
 
-/// What `edgetensor info` shows about GL on this machine.
+/// What probe() shows about GL on this machine.
 struct GlCheck {
   bool available = false;           ///< A context could be created.
   std::string reason;               ///< Why not (the creation error), when !available.
@@ -38,4 +40,6 @@ struct CudaGlRoundTrip {
 /// unavailable it returns at once with the reason ("CUDA unavailable: ...").
 CudaGlRoundTrip cuda_gl_round_trip(const std::shared_ptr<edgetensor::gl::Context>& context = nullptr);
 
-}  // namespace edgetensor_cli
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

@@ -96,7 +96,8 @@ struct Allocation {
 /// lets allocations in flight finish on the fds they hold.
 class ET_API Allocator {
  public:
-  /// Makes no system call. Errors: InvalidArgument naming an empty or relative path.
+  /// Makes no system call. Errors: InvalidArgument naming an empty or relative path, or one with a NUL
+  /// byte (the field and the byte).
   [[nodiscard]] static Result<std::shared_ptr<Allocator>> create(AllocatorOptions options = {});
   ~Allocator();
   Allocator(const Allocator&) = delete;

@@ -155,7 +155,8 @@ class ET_API TensorDyn {
   /// Allocates a C-contiguous tensor of `shape` (elements) and `dtype`. Contents read as zeros.
   /// A tensor with a zero dimension makes no backing allocation whatever memory is asked for (the
   /// zero-element rule above). Errors: InvalidArgument (rank > kMaxRank, invalid dtype, named shm
-  /// without Shm, a bad shm_name, a shm_name with zero elements),
+  /// without Shm, a bad shm_name, a shm_name with zero elements, a NUL byte in name, shm_name or
+  /// dma_heap, naming the field and the byte),
   /// OutOfRange (byte size overflows), the backend's error for an explicit kind (Unavailable when not
   /// built or no device, OutOfMemory, PermissionDenied, AlreadyExists for a taken shm name).
   [[nodiscard]] static Result<TensorDyn> allocate(ArrayRef<std::size_t> shape, DType dtype,

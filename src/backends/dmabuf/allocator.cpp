@@ -19,6 +19,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf.h"
 #include "backends/dmabuf/udmabuf.h"
+#include "base/c_string.h"
 #include "base/log_internal.h"
 #include "base/sys.h"
 
@@ -215,10 +216,12 @@ Result<std::shared_ptr<Allocator>> Allocator::create(AllocatorOptions options) {
                                                               {"kernel_heap_dir", &options.kernel_heap_dir},
                                                               {"udmabuf_dev", &options.udmabuf_dev},
                                                               {"udmabuf_limit", &options.udmabuf_limit}};
-  for (const auto& [field, path] : paths)
+  for (const auto& [field, path] : paths) {
+    ET_TRY(detail::check_c_string(*path, text::format("dmabuf::AllocatorOptions::{}", field)));
     if (path->empty() || path->front() != '/')
       return fail(ErrorCode::InvalidArgument,
                   text::format("dmabuf::AllocatorOptions::{} '{}' is not an absolute path", field, *path));
+  }
   return std::shared_ptr<Allocator>(new Allocator(std::move(options)));
 }
 
@@ -228,6 +231,8 @@ Result<Allocation> Allocator::allocate(std::size_t size_bytes, std::string_view 
                                        std::string_view buffer_name) {
   if (size_bytes == 0)
     return fail(ErrorCode::InvalidArgument, "dmabuf::Allocator::allocate: size 0 B (a DMA-BUF holds at least one page)");
+  ET_TRY(detail::check_c_string(heap_name, "dmabuf::Allocator::allocate: heap_name"));
+  ET_TRY(detail::check_c_string(buffer_name, "dmabuf::Allocator::allocate: buffer_name"));
   const std::string requested = heap_name.empty() ? env_heap() : std::string(heap_name);
   auto plan = detail::make_heap_plan(requested);
   if (!plan)

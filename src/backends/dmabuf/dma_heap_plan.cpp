@@ -7,6 +7,8 @@
 
 #include "text/format.h"
 
+#include "base/c_string.h"
+
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
@@ -27,8 +29,7 @@ Result<void> check_heap_name(std::string_view name) {
   if (name.size() >= 255)
     return fail(ErrorCode::InvalidArgument,
                 text::format("dma-heap name of {} bytes is too long (limit 254)", name.size()));
-  if (name.find('\0') != std::string_view::npos)
-    return fail(ErrorCode::InvalidArgument, "dma-heap name contains a NUL byte");
+  ET_TRY(check_c_string(name, "dma-heap name"));
   if (name.find('/') != std::string_view::npos || name == "." || name == "..")
     return fail(ErrorCode::InvalidArgument,
                 text::format("dma-heap name '{}' is not a node name of a heap directory (no '/', '.' or '..')", name));

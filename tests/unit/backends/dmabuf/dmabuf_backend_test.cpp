@@ -818,6 +818,38 @@ TEST_F(FakeDmaBuf, CreateRefusesRelativeOrEmptyPaths) {
   EXPECT_EQ((*ok)->options().heap_dir, "/dev/dma_heap");
 }
 
+// Paths and names reach the kernel as C strings: a NUL byte inside would cut them, so it is refused,
+// naming the argument and the byte.
+TEST_F(FakeDmaBuf, NulBytesInPathsAndNamesAreRefused) {
+  struct Field {
+    std::string dmabuf::AllocatorOptions::*member;
+    const char* name;
+  };
+  for (const Field f : {Field{&dmabuf::AllocatorOptions::heap_dir, "heap_dir"},
+                        Field{&dmabuf::AllocatorOptions::kernel_heap_dir, "kernel_heap_dir"},
+                        Field{&dmabuf::AllocatorOptions::udmabuf_dev, "udmabuf_dev"},
+                        Field{&dmabuf::AllocatorOptions::udmabuf_limit, "udmabuf_limit"}}) {
+    SCOPED_TRACE(f.name);
+    dmabuf::AllocatorOptions o;
+    o.*f.member = std::string("/dev\0/x", 7);
+    EXPECT_ERROR(dmabuf::Allocator::create(o), ErrorCode::InvalidArgument,
+                 std::string("dmabuf::AllocatorOptions::") + f.name + " has a NUL byte at byte 4 of 7");
+  }
+  add_heap("system");
+  const auto opens = sys::call_count(sys::Call::Open);
+  EXPECT_ERROR(allocator_->allocate(4096, std::string_view("sys\0tem", 7)), ErrorCode::InvalidArgument,
+               "dmabuf::Allocator::allocate: heap_name has a NUL byte at byte 3 of 7");
+  EXPECT_ERROR(allocator_->allocate(4096, "system", std::string_view("cam\0", 4)), ErrorCode::InvalidArgument,
+               "dmabuf::Allocator::allocate: buffer_name has a NUL byte at byte 3 of 4");
+  EXPECT_EQ(sys::call_count(sys::Call::Open), opens) << "refused before any node is opened";
+  EXPECT_ERROR(alloc(4096, std::string("sys\0tem", 7)), ErrorCode::InvalidArgument,
+               "AllocateOptions::dma_heap has a NUL byte at byte 3 of 7");
+  EXPECT_ERROR(alloc(4096, "system", std::string("cam\0one", 7)), ErrorCode::InvalidArgument,
+               "AllocateOptions::name has a NUL byte at byte 3 of 7 (counting from 0): a C string ends there, so the "
+               "system call would see only \"cam\"");
+  EXPECT_TRUE(ioctls(DMA_HEAP_IOCTL_ALLOC).empty());
+}
+
 // A zero-byte request is the caller's mistake, refused before any node is opened (no DMA-BUF is 0 B).
 TEST_F(FakeDmaBuf, AllocateRefusesZeroBytesBeforeOpeningANode) {
   add_heap("system");

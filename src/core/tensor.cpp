@@ -129,8 +129,10 @@ Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const Alloc
     if (ops.auto_skips != nullptr && ops.auto_skips(options)) continue;  // known to fail: nothing to ask
     auto backing = ops.allocate(bytes, options);
     if (backing) return backing;
-    detail::log(LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back", bytes, memory_kind_name(k),
-                backing.error().message());
+    // InvalidArgument is a caller's mistake (an allocator's heap_dir that is a file, say): louder.
+    const bool mistake = backing.error().code() == ErrorCode::InvalidArgument;
+    detail::log(mistake ? LogLevel::Warning : LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back",
+                bytes, memory_kind_name(k), backing.error().to_string());
   }
   return detail::backend_ops(MemoryKind::Heap).allocate(bytes, options);
 }

@@ -76,7 +76,7 @@ enum class DeviceType : std::int32_t {
   OneApi = 14,       ///< kDLOneAPI
   WebGpu = 15,       ///< kDLWebGPU
   Hexagon = 16,      ///< kDLHexagon
-  Maia = 17,         ///< kDLMAIA (added in 1.1)
+  Maia = 17,         ///< kDLMAIA (DLPack >= 1.1)
 };
 /// The spec's name: "kDLCPU", "kDLCUDA", ...; "unknown" for a value outside the list.
 ET_API std::string_view device_type_name(DeviceType type) noexcept;
@@ -95,7 +95,7 @@ enum class TypeCode : std::uint8_t {
   OpaqueHandle = 3,  ///< kDLOpaqueHandle
   Bfloat = 4,        ///< kDLBfloat (bfloat16)
   Complex = 5,       ///< kDLComplex
-  Bool = 6,          ///< kDLBool (added in 0.8)
+  Bool = 6,          ///< kDLBool (DLPack >= 0.8)
   // 1.1 adds kDLFloat8_* (7-14), kDLFloat6_* (15-16) and kDLFloat4_e2m1fn (17): no edgetensor dtype.
 };
 

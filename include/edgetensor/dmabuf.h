@@ -70,11 +70,17 @@ struct AllocatorReport {
   /// when nothing would (then `why_none` says why).
   std::string serving;
   std::string why_none;
+  /// AllocatorOptions paths that exist but are the wrong kind of file, one message each naming the
+  /// field, the path and what it is (heap_dir or kernel_heap_dir not a directory, udmabuf_limit not a
+  /// regular file): `heaps`, `kernel_heaps` or `udmabuf.size_limit_mb` are then empty for that reason.
+  std::vector<std::string> path_problems;
 };
 
 using Status [[deprecated("renamed dmabuf::AllocatorReport; removed in 0.6")]] = AllocatorReport;
 
-/// Where an allocator looks for its devices. Every path must be absolute.
+/// Where an allocator looks for its devices. Every path must be absolute, without a NUL byte. A path
+/// that does not exist means no such device; one of the wrong kind of file is a caller's mistake
+/// (heap_dir: allocation refuses, see Allocator::allocate; the others: AllocatorReport::path_problems).
 struct AllocatorOptions {
   std::string heap_dir = "/dev/dma_heap";                 ///< dma-heap nodes
   std::string kernel_heap_dir = "/sys/class/dma_heap";    ///< the kernel's heap list (for messages)
@@ -98,7 +104,8 @@ struct Allocation {
 /// lets allocations in flight finish on the fds they hold.
 class ET_API Allocator {
  public:
-  /// Makes no system call. Errors: InvalidArgument naming an empty or relative path.
+  /// Makes no system call. Errors: InvalidArgument naming an empty or relative path, or one with a NUL
+  /// byte (the field and the byte).
   [[nodiscard]] static Result<std::shared_ptr<Allocator>> create(AllocatorOptions options = {});
   ~Allocator();
   Allocator(const Allocator&) = delete;
@@ -107,8 +114,10 @@ class ET_API Allocator {
   /// A DMA-BUF of at least `size_bytes` (the kernel rounds to pages), named with DMA_BUF_SET_NAME
   /// "et:<buffer_name>" (a refusal is logged). `heap_name` empty: EDGETENSOR_DMA_HEAP, else the
   /// automatic order; otherwise that heap only ("udmabuf": udmabuf only). Errors: InvalidArgument (a
-  /// name that cannot be a node), Unavailable (no node), PermissionDenied, OutOfMemory, OutOfRange
-  /// (over udmabuf.size_limit_mb); automatic allocation reports every node it tried, ranked by code.
+  /// name that cannot be a node; a NUL byte in heap_name or buffer_name; heap_dir or udmabuf_dev of the
+  /// wrong kind, named once: automatic allocation then tries nothing else), Unavailable (no node),
+  /// PermissionDenied, OutOfMemory, OutOfRange (over udmabuf.size_limit_mb); automatic allocation
+  /// reports every node it tried, in order, ranked by code.
   [[nodiscard]] Result<Allocation> allocate(std::size_t size_bytes, std::string_view heap_name = {},
                                             std::string_view buffer_name = {});
 
@@ -123,7 +132,8 @@ class ET_API Allocator {
   [[nodiscard]] Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes);
 
   /// True when automatic allocation is known to fail: every node of the automatic order and udmabuf
-  /// was found missing or refusing. No system call; false until an automatic allocation tried them.
+  /// was found missing or refusing, or heap_dir is not a directory. No system call; false until an
+  /// automatic allocation tried them.
   [[nodiscard]] bool known_unusable() const;
 
   /// What this allocator's paths show now: opens each node once and closes it; allocates nothing, and

@@ -10,6 +10,7 @@
 
 #include <edgetensor/export.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -83,7 +84,15 @@ class ET_API BadResultAccess : public tl::bad_expected_access<Error> {
   std::string what_;
 };
 
+template <class T>
+class Result;
+
 namespace detail {
+/// Result<U> for a Result<U> or a tl::expected<U, Error> (what and_then's function returns), else void.
+template <class R> struct ResultFor { using type = void; };
+template <class U> struct ResultFor<Result<U>> { using type = Result<U>; };
+template <class U> struct ResultFor<tl::expected<U, Error>> { using type = Result<U>; };
+
 /// Ends the process: prints "edgetensor: dereferenced a Result that holds an error: <to_string()>" to
 /// stderr, then abort() (as Abseil's StatusOr does).
 [[noreturn]] ET_API void die_on_error_deref(const Error& error) noexcept;
@@ -93,6 +102,8 @@ namespace detail {
 /// The result of a fallible call: a value of T, or an Error. [[nodiscard]] as a class: use it, or cast it
 /// to void. A tl::expected<T, Error> (converts from and to it) whose accessors report the real error:
 /// `*r` and `r->` on an error end the process with the error's text; `value()` throws BadResultAccess.
+/// map, transform, map_error, transform_error, and_then and or_else return a Result too, so whatever
+/// is read from their result is checked the same way.
 template <class T>
 class [[nodiscard]] Result : public tl::expected<T, Error> {
   using Base = tl::expected<T, Error>;
@@ -123,8 +134,87 @@ class [[nodiscard]] Result : public tl::expected<T, Error> {
   U&& value() && { return thrown(), std::move(*this).Base::operator*(); }
   template <class U = T, std::enable_if_t<!std::is_void_v<U>>* = nullptr>
   const U&& value() const&& { return thrown(), std::move(*this).Base::operator*(); }
+  /// Result<void>: throws BadResultAccess on an error, does nothing otherwise.
+  template <class U = T, std::enable_if_t<std::is_void_v<U>>* = nullptr>
+  void value() const { thrown(); }
+
+  /// Result<U> of f(value) (f() for Result<void>; U may be void), or this error.
+  template <class F> auto map(F&& f) & { return mapped(*this, std::forward<F>(f)); }
+  template <class F> auto map(F&& f) const& { return mapped(*this, std::forward<F>(f)); }
+  template <class F> auto map(F&& f) && { return mapped(std::move(*this), std::forward<F>(f)); }
+  template <class F> auto map(F&& f) const&& { return mapped(std::move(*this), std::forward<F>(f)); }
+  /// As map (std::expected's name).
+  template <class F> auto transform(F&& f) & { return mapped(*this, std::forward<F>(f)); }
+  template <class F> auto transform(F&& f) const& { return mapped(*this, std::forward<F>(f)); }
+  template <class F> auto transform(F&& f) && { return mapped(std::move(*this), std::forward<F>(f)); }
+  template <class F> auto transform(F&& f) const&& { return mapped(std::move(*this), std::forward<F>(f)); }
+  /// This value, or the Error that f(error) returns (a Result's error is always an Error).
+  template <class F> Result map_error(F&& f) & { return remapped(*this, std::forward<F>(f)); }
+  template <class F> Result map_error(F&& f) const& { return remapped(*this, std::forward<F>(f)); }
+  template <class F> Result map_error(F&& f) && { return remapped(std::move(*this), std::forward<F>(f)); }
+  template <class F> Result map_error(F&& f) const&& { return remapped(std::move(*this), std::forward<F>(f)); }
+  /// As map_error (std::expected's name).
+  template <class F> Result transform_error(F&& f) & { return remapped(*this, std::forward<F>(f)); }
+  template <class F> Result transform_error(F&& f) const& { return remapped(*this, std::forward<F>(f)); }
+  template <class F> Result transform_error(F&& f) && { return remapped(std::move(*this), std::forward<F>(f)); }
+  template <class F> Result transform_error(F&& f) const&& { return remapped(std::move(*this), std::forward<F>(f)); }
+  /// What f(value) (f() for Result<void>) returns, a Result<U> or tl::expected<U, Error>, as a
+  /// Result<U>; or this error.
+  template <class F> auto and_then(F&& f) & { return chained(*this, std::forward<F>(f)); }
+  template <class F> auto and_then(F&& f) const& { return chained(*this, std::forward<F>(f)); }
+  template <class F> auto and_then(F&& f) && { return chained(std::move(*this), std::forward<F>(f)); }
+  template <class F> auto and_then(F&& f) const&& { return chained(std::move(*this), std::forward<F>(f)); }
+  /// This value, or what f(error) returns (a Result<T>, or anything one is made from); an f that returns
+  /// void only sees the error (as const Error&), which stays.
+  template <class F> Result or_else(F&& f) & { return recovered(*this, std::forward<F>(f)); }
+  template <class F> Result or_else(F&& f) const& { return recovered(*this, std::forward<F>(f)); }
+  template <class F> Result or_else(F&& f) && { return recovered(std::move(*this), std::forward<F>(f)); }
+  template <class F> Result or_else(F&& f) const&& { return recovered(std::move(*this), std::forward<F>(f)); }
 
  private:
+  // f(value), or f() for Result<void>; `self` is *this in the caller's value category.
+  template <class Self, class F>
+  static decltype(auto) invoke_on_value(Self&& self, F&& f) {
+    if constexpr (std::is_void_v<T>) return std::invoke(std::forward<F>(f));
+    else return std::invoke(std::forward<F>(f), std::forward<Self>(self).Base::operator*());
+  }
+  template <class Self, class F>
+  static auto mapped(Self&& self, F&& f) {
+    using U = std::remove_cvref_t<decltype(invoke_on_value(std::forward<Self>(self), std::forward<F>(f)))>;
+    if (!self.has_value()) return Result<U>(tl::unexpect, std::forward<Self>(self).error());
+    if constexpr (std::is_void_v<U>) {
+      invoke_on_value(std::forward<Self>(self), std::forward<F>(f));
+      return Result<U>();
+    } else {
+      return Result<U>(tl::in_place, invoke_on_value(std::forward<Self>(self), std::forward<F>(f)));
+    }
+  }
+  template <class Self, class F>
+  static Result remapped(Self&& self, F&& f) {
+    static_assert(std::is_convertible_v<std::invoke_result_t<F, decltype(std::forward<Self>(self).error())>, Error>,
+                  "Result::map_error: f must return an Error; for another error type, convert to tl::expected first");
+    if (self.has_value()) return std::forward<Self>(self);
+    return Result(tl::unexpect, std::invoke(std::forward<F>(f), std::forward<Self>(self).error()));
+  }
+  template <class Self, class F>
+  static auto chained(Self&& self, F&& f) {
+    using R = std::remove_cvref_t<decltype(invoke_on_value(std::forward<Self>(self), std::forward<F>(f)))>;
+    using Out = typename detail::ResultFor<R>::type;
+    static_assert(!std::is_void_v<Out>, "Result::and_then: f must return a Result<U> or a tl::expected<U, Error>");
+    if (!self.has_value()) return Out(tl::unexpect, std::forward<Self>(self).error());
+    return Out(invoke_on_value(std::forward<Self>(self), std::forward<F>(f)));
+  }
+  template <class Self, class F>
+  static Result recovered(Self&& self, F&& f) {
+    if (self.has_value()) return std::forward<Self>(self);
+    if constexpr (std::is_void_v<std::invoke_result_t<F, decltype(std::forward<Self>(self).error())>>) {
+      std::invoke(std::forward<F>(f), std::as_const(self.error()));
+      return std::forward<Self>(self);
+    } else {
+      return Result(std::invoke(std::forward<F>(f), std::forward<Self>(self).error()));
+    }
+  }
+
   void checked() const noexcept {
     if (!this->has_value()) [[unlikely]] detail::die_on_error_deref(this->error());
   }

@@ -79,7 +79,7 @@ struct ContextOptions {
   /// Default limit for each wait on the GL thread (maps, allocation, release waits, run() without a
   /// timeout), and for context creation. Must be > 0.
   std::chrono::milliseconds timeout{10000};
-  /// The EGL library to dlopen: a soname or a path. Empty = "libEGL.so.1".
+  /// The EGL library to dlopen: a soname or a path, without a NUL byte. Empty = "libEGL.so.1".
   std::string egl_library;
 };
 

@@ -13,7 +13,7 @@
 //                      plane (equal to GstVideoInfo.size for the same alignment).
 //
 // Which tensor operations keep a tensor's image layout, format, colorimetry and quantization: the
-// metadata rule in tensor.h (one line) and its table in docs/ARCHITECTURE.md "Tensor metadata".
+// metadata rule in tensor.h and its table in docs/ARCHITECTURE.md, "Tensor metadata".
 #pragma once
 
 #include <edgetensor/error.h>

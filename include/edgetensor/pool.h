@@ -97,9 +97,9 @@ struct PoolStats {
 class ET_API Pool {
  public:
   /// A pool of C-contiguous tensors of `shape` (elements) and `dtype`; allocates min_buffers now.
-  /// Errors: InvalidArgument (max_buffers 0, min_buffers > max_buffers, a shm_name, a zero-element
-  /// shape: a pool of buffers with no bytes has nothing to reuse), then TensorDyn::allocate's errors for
-  /// the first buffers (all freed again).
+  /// Errors: InvalidArgument (max_buffers 0, min_buffers > max_buffers, a shm_name, a NUL byte in the
+  /// name, a zero-element shape: a pool of buffers with no bytes has nothing to reuse), then
+  /// TensorDyn::allocate's errors for the first buffers (all freed again).
   [[nodiscard]] static Result<Pool> create(ArrayRef<std::size_t> shape, DType dtype, const PoolOptions& options = {});
   /// A pool of single-buffer images of `layout` (TensorDyn::allocate_image(layout): min_buffer_bytes per
   /// buffer, the layout attached to every tensor). Build the layout with ImageLayout::make(width, height,

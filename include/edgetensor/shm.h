@@ -5,7 +5,7 @@
 // object, else an anonymous memfd sealed F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL: fixed size, and no
 // process can add a seal, so no receiver can make it read-only under its owner, and the owner can never
 // make it read-only later either). A name is "/" followed by 1 to NAME_MAX - 2 characters with no
-// further '/' (shm_overview(7)); "/." and "/.." are refused. Named objects cannot be sealed (the kernel
+// further '/' and no NUL byte (shm_overview(7)); "/." and "/.." are refused. Named objects cannot be sealed (the kernel
 // marks them F_SEAL_SEAL), so a peer can shrink one under a mapping: prefer memfds for sharing with
 // processes you do not trust (ipc::send refuses an unsealed memfd for the same reason).
 #pragma once

@@ -155,7 +155,8 @@ class ET_API TensorDyn {
   /// Allocates a C-contiguous tensor of `shape` (elements) and `dtype`. Contents read as zeros.
   /// A tensor with a zero dimension makes no backing allocation whatever memory is asked for (the
   /// zero-element rule above). Errors: InvalidArgument (rank > kMaxRank, invalid dtype, named shm
-  /// without Shm, a bad shm_name, a shm_name with zero elements),
+  /// without Shm, a bad shm_name, a shm_name with zero elements, a NUL byte in name, shm_name or
+  /// dma_heap, naming the field and the byte),
   /// OutOfRange (byte size overflows), the backend's error for an explicit kind (Unavailable when not
   /// built or no device, OutOfMemory, PermissionDenied, AlreadyExists for a taken shm name).
   [[nodiscard]] static Result<TensorDyn> allocate(ArrayRef<std::size_t> shape, DType dtype,
@@ -228,9 +229,11 @@ class ET_API TensorDyn {
   /// Renames this tensor only: copies and views made before keep the old name. Allocates.
   void set_name(std::string name);
 
-  // ---- Image, colorimetry, quantization (image.h, quantization.h; table: ARCHITECTURE.md "Tensor metadata")
-  // Rule: views share name+colorimetry; layout needs same geometry, format same bytes/plane; quantization follows axis.
-  // Copies and views share one immutable block holding name, image and colorimetry, so they never
+  // ---- Image, colorimetry, quantization (image.h, quantization.h) -------------------------------
+  // What a copy or view keeps (per operation: docs/ARCHITECTURE.md, "Tensor metadata"): always
+  // the name and colorimetry; the image layout only if offset, shape and strides are unchanged; the
+  // pixel format only over the same bytes or a plane's samples; quantization per tensor, and per axis
+  // while that axis survives. They share one immutable block (name, image, colorimetry) and never
   // allocate; a setter builds a new block for its tensor only.
   /// The layout of the image this tensor holds, offsets counted from its first element; nullptr when
   /// it holds no whole image (never set, dropped by a view, or a plane view). Valid while this tensor

@@ -7,14 +7,16 @@
 #include <edgetensor/error.h>
 
 #include <string>
+#include <string_view>
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 /// Validates a POSIX shm name: "/" + 1 to NAME_MAX - 2 characters, no further '/', no NUL, not "/."
-/// or "/..". Errors: InvalidArgument naming the name and the rule.
-Result<void> check_shm_name(const std::string& name);
+/// or "/..". `what` names the argument ("shm::open: shm_name"). Errors: InvalidArgument naming the
+/// argument, the name and the rule (a NUL: its byte position).
+Result<void> check_shm_name(const std::string& name, std::string_view what);
 
 }  // namespace detail
 }  // namespace ET_ABI_NAMESPACE

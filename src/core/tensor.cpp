@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/layout.h"
+#include "base/c_string.h"
 #include "base/log_internal.h"
 #include "base/memfd.h"
 #include "base/shm_name.h"
@@ -128,8 +129,10 @@ Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const Alloc
     if (ops.auto_skips != nullptr && ops.auto_skips(options)) continue;  // known to fail: nothing to ask
     auto backing = ops.allocate(bytes, options);
     if (backing) return backing;
-    detail::log(LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back", bytes, memory_kind_name(k),
-                backing.error().message());
+    // InvalidArgument is a caller's mistake (an allocator's heap_dir that is a file, say): louder.
+    const bool mistake = backing.error().code() == ErrorCode::InvalidArgument;
+    detail::log(mistake ? LogLevel::Warning : LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back",
+                bytes, memory_kind_name(k), backing.error().to_string());
   }
   return detail::backend_ops(MemoryKind::Heap).allocate(bytes, options);
 }
@@ -142,6 +145,10 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   if (shape.size() > kMaxRank)
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: rank {} exceeds the maximum rank {}", shape.size(), kMaxRank));
+  // Each reaches the kernel as a C string (the name as a memfd or DMA-BUF name, the heap in a path).
+  ET_TRY(detail::check_c_string(options.name, "AllocateOptions::name"));
+  ET_TRY(detail::check_c_string(options.dma_heap, "AllocateOptions::dma_heap"));
+  ET_TRY(detail::check_c_string(options.shm_name, "AllocateOptions::shm_name"));
   if (!options.shm_name.empty() && options.memory != MemoryKind::Shm)
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: shm_name '{}' needs memory Shm, not {}", options.shm_name,
@@ -156,7 +163,7 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   if (static_cast<int>(options.memory) > static_cast<int>(MemoryKind::GlPbo))
     return fail(ErrorCode::InvalidArgument,
                 text::format("allocate: invalid memory kind {}", static_cast<int>(options.memory)));
-  if (!options.shm_name.empty()) ET_TRY(detail::check_shm_name(options.shm_name));
+  if (!options.shm_name.empty()) ET_TRY(detail::check_shm_name(options.shm_name, "AllocateOptions::shm_name"));
   std::array<std::int64_t, kMaxRank> strides{};
   ET_TRY_ASSIGN(std::size_t bytes,
                 detail::contiguous_strides<std::size_t>(shape.span(), dtype_size(dtype), {strides.data(), shape.size()},

@@ -2,6 +2,7 @@
 // gl::Context on top of the GL thread (gl::with_buffer, which needs a PBO, is in backends/gl_pbo).
 #include <edgetensor/gl.h>
 
+#include "base/c_string.h"
 #include "gl/gl_worker.h"
 
 namespace edgetensor {
@@ -18,6 +19,7 @@ Context::~Context() {
 }
 
 Result<std::shared_ptr<Context>> Context::create(const ContextOptions& options) {
+  ET_TRY(detail::check_c_string(options.egl_library, "gl::ContextOptions::egl_library"));  // dlopen's path
   ET_TRY_ASSIGN(auto worker, GlWorker::start(options));
   return GlContextAccess::wrap(std::move(worker));
 }

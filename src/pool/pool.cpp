@@ -19,6 +19,7 @@
 
 #include "text/format.h"
 
+#include "base/c_string.h"
 #include "core/layout.h"
 #include "core/storage.h"
 #include "core/tensor_access.h"
@@ -278,6 +279,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
 namespace {
 
 Result<void> check_options(const PoolOptions& o) {
+  ET_TRY(check_c_string(o.name, "PoolOptions::name"));  // it names each buffer's memfd or DMA-BUF
   if (o.max_buffers == 0) return fail(ErrorCode::InvalidArgument, text::format("pool '{}': max_buffers is 0", o.name));
   if (o.min_buffers > o.max_buffers)
     return fail(ErrorCode::InvalidArgument, text::format("pool '{}': min_buffers {} exceeds max_buffers {}", o.name,

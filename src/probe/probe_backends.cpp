@@ -206,6 +206,7 @@ ProbeDraft probe_dmabuf(const ProbeOptions& options) {
   if (st.udmabuf.size_limit_mb) s.fields["udmabuf"]["size_limit_mb"] = *st.udmabuf.size_limit_mb;
   s.fields["serving"] = st.serving;
   if (!st.why_none.empty()) s.fields["why_none"] = st.why_none;
+  if (!st.path_problems.empty()) s.fields["path_problems"] = st.path_problems;
   return s;
 }
 

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "bench.h"
@@ -45,7 +47,7 @@ double clock_ns(clockid_t clock) {
 }
 
 // ns per call of `fn` on `clock` over a round of about `budget_ns` (at least 2 calls); negative when
-// `fn` failed.
+// `fn` failed (it has said why in its own error string).
 double per_call(const std::function<bool()>& fn, clockid_t clock, double budget_ns) {
   long n = 0;
   const double start = clock_ns(clock);
@@ -82,12 +84,18 @@ class ForkedPeer {
       ::waitpid(pid_, nullptr, 0);
     }
   }
-  // Runs `body(their end)` in a child; returns our end, or an invalid fd.
-  UniqueFd start(const std::function<int(UniqueFd)>& body) {
+  // Runs `body(their end)` in a child; returns our end, or an invalid fd with `error` set.
+  UniqueFd start(const std::function<int(UniqueFd)>& body, std::string& error) {
     auto sp = channel::socket_pair();
-    if (!sp) return UniqueFd();
+    if (!sp) {
+      error = "socket pair: " + sp.error().to_string();
+      return UniqueFd();
+    }
     pid_ = ::fork();
-    if (pid_ < 0) return UniqueFd();
+    if (pid_ < 0) {
+      error = std::string("fork: ") + std::strerror(errno);
+      return UniqueFd();
+    }
     if (pid_ == 0) {
       sp->first.reset();
       ::_exit(body(std::move(sp->second)));
@@ -128,8 +136,10 @@ BenchRow make_row(const FrameSize& f, const char* baseline, const char* measured
 }
 
 // Handoff (send, receive, release) against the frame's bytes through the socket and a 1-byte reply.
-bool handoff_rows(const FrameSize& f, BenchReport& report) {
+// Returns why it failed, or an empty string.
+std::string handoff_rows(const FrameSize& f, BenchReport& report) {
   const std::size_t bytes = f.bytes();
+  std::string error;
   ForkedPeer copy_peer, channel_peer;
   UniqueFd copy_fd = copy_peer.start([bytes](UniqueFd fd) {
     std::vector<std::byte> into(bytes, std::byte{1});
@@ -141,48 +151,62 @@ bool handoff_rows(const FrameSize& f, BenchReport& report) {
       }
       if (::send(fd.get(), "k", 1, MSG_NOSIGNAL) != 1) return 0;
     }
-  });
+  }, error);
   UniqueFd channel_fd = channel_peer.start([](UniqueFd fd) {
     auto receiver = channel::Receiver::create(std::move(fd));
     if (!receiver) return 1;
     while (receiver->receive()) {
     }
     return 0;
-  });
+  }, error);
+  if (!copy_fd.is_valid() || !channel_fd.is_valid()) return "handoff peers: " + error;
   auto pool = Pool::create({f.height, f.width, 4}, DType::U8, shm_pool(1));
-  if (!copy_fd.is_valid() || !channel_fd.is_valid() || !pool) return false;
+  if (!pool) return "handoff pool: " + pool.error().to_string();
   auto sender = channel::Sender::create(std::move(channel_fd));
-  if (!sender) return false;
+  if (!sender) return "handoff sender: " + sender.error().to_string();
   std::vector<std::byte> frame(bytes, std::byte{0x5a});
   auto copy = [&]() -> bool {
     for (std::size_t sent = 0; sent < bytes;) {
       const ssize_t n = ::send(copy_fd.get(), frame.data() + sent, std::min(kCopyChunk, bytes - sent), MSG_NOSIGNAL);
-      if (n <= 0) return false;
+      if (n <= 0) {
+        error = std::string("socket copy: send: ") + (n < 0 ? std::strerror(errno) : "peer gone");
+        return false;
+      }
       sent += static_cast<std::size_t>(n);
     }
     char ack;
-    return ::recv(copy_fd.get(), &ack, 1, 0) == 1;
+    const ssize_t n = ::recv(copy_fd.get(), &ack, 1, 0);
+    if (n != 1) error = std::string("socket copy: reply: ") + (n < 0 ? std::strerror(errno) : "peer gone");
+    return n == 1;
   };
   auto handoff = [&]() -> bool {
     auto t = sender->acquire(*pool, 5s);  // waits for the previous frame's release
-    return t && sender->send(*t);
+    if (!t) {
+      error = "handoff acquire: " + t.error().to_string();
+      return false;
+    }
+    auto sent = sender->send(*t);
+    if (!sent) error = "handoff send: " + sent.error().to_string();
+    return sent.has_value();
   };
   double base = std::numeric_limits<double>::max(), mine = base;
   for (int round = 0; round < kChannelRounds; ++round) {
     const double b = per_call(copy, CLOCK_MONOTONIC, kChannelRoundNs);
     const double m = per_call(handoff, CLOCK_MONOTONIC, kChannelRoundNs);
-    if (b < 0 || m < 0) return false;
+    if (b < 0 || m < 0) return error;
     base = std::min(base, b);
     mine = std::min(mine, m);
   }
   const double target = std::strcmp(f.name, "4K") == 0 ? 100.0 : 0.0;
   report.rows.push_back(make_row(f, "socket copy of the bytes + reply", "channel handoff (send, receive, release)",
                                  "wall", base, mine, target));
-  return true;
+  return {};
 }
 
-// Receive + read of every byte against reading a warm local buffer.
-bool receive_rows(const FrameSize& f, BenchReport& report) {
+// Receive + read of every byte against reading a warm local buffer. Returns why it failed, or an empty
+// string.
+std::string receive_rows(const FrameSize& f, BenchReport& report) {
+  std::string error;
   ForkedPeer peer;
   UniqueFd fd = peer.start([f](UniqueFd theirs) {
     auto pool = Pool::create({f.height, f.width, 4}, DType::U8, shm_pool(kReadBuffers));
@@ -192,16 +216,22 @@ bool receive_rows(const FrameSize& f, BenchReport& report) {
       auto t = sender->acquire(*pool, 10s);
       if (!t || !sender->send(*t)) return 0;
     }
-  });
-  if (!fd.is_valid()) return false;
+  }, error);
+  if (!fd.is_valid()) return "receive peer: " + error;
   auto receiver = channel::Receiver::create(std::move(fd));
-  if (!receiver) return false;
+  if (!receiver) return "receiver: " + receiver.error().to_string();
   volatile std::uint64_t sink = 0;
   auto take = [&]() -> bool {
     auto d = receiver->receive(5s);
-    if (!d) return false;
+    if (!d) {
+      error = "receive: " + d.error().to_string();
+      return false;
+    }
     auto m = d->tensor.map_read();
-    if (!m) return false;
+    if (!m) {
+      error = "receive map: " + m.error().to_string();
+      return false;
+    }
     sink = sink + sum_words(m->data(), m->extent_bytes());
     return true;
   };
@@ -213,14 +243,14 @@ bool receive_rows(const FrameSize& f, BenchReport& report) {
   std::vector<ReadMap> local_maps;
   for (std::size_t k = 0; k < kReadBuffers; ++k) {
     auto t = TensorDyn::allocate({f.height, f.width, 4}, DType::U8, AllocateOptions{.memory = MemoryKind::Shm});
-    if (!t) return false;
+    if (!t) return "baseline buffer: " + t.error().to_string();
     {
       auto w = t->map_write();
-      if (!w) return false;
+      if (!w) return "baseline write map: " + w.error().to_string();
       std::memset(w->data(), 1, w->extent_bytes());
     }
     auto m = t->map_read();
-    if (!m) return false;
+    if (!m) return "baseline read map: " + m.error().to_string();
     local.push_back(std::move(*t));
     local_maps.push_back(std::move(*m));
   }
@@ -231,26 +261,28 @@ bool receive_rows(const FrameSize& f, BenchReport& report) {
     return true;
   };
   for (int i = 0; i < 4; ++i)  // every pool buffer announced, mapped and its pages seen once
-    if (!take()) return false;
+    if (!take()) return error;
   double base = std::numeric_limits<double>::max(), mine = base;
   for (int round = 0; round < kChannelRounds; ++round) {
     const double b = per_call(warm, CLOCK_THREAD_CPUTIME_ID, kChannelRoundNs);
     const double m = per_call(take, CLOCK_THREAD_CPUTIME_ID, kChannelRoundNs);
-    if (m < 0) return false;
+    if (m < 0) return error;
     base = std::min(base, b);
     mine = std::min(mine, m);
   }
   report.rows.push_back(make_row(f, "read of warm local memfd buffers (2, in turn)", "channel receive + read of every byte",
                                  "thread cpu", base, mine, 0.9));
-  return true;
+  return {};
 }
 
 }  // namespace channel_bench
 
 void run_channel_bench(BenchReport& report) {
   for (const auto& f : channel_bench::kChannelSizes) {
-    if (!channel_bench::handoff_rows(f, report) || !channel_bench::receive_rows(f, report)) {
-      report.error = std::string("frame channel benchmark at ") + f.name + " failed (fork, socket, pool or channel)";
+    std::string why = channel_bench::handoff_rows(f, report);
+    if (why.empty()) why = channel_bench::receive_rows(f, report);
+    if (!why.empty()) {
+      report.error = std::string("frame channel benchmark at ") + f.name + " failed: " + why;
       return;
     }
   }

@@ -19,6 +19,7 @@
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "backends/dmabuf/dmabuf.h"
 #include "backends/dmabuf/udmabuf.h"
+#include "base/c_string.h"
 #include "base/log_internal.h"
 #include "base/sys.h"
 
@@ -67,6 +68,11 @@ std::string env_heap() {
   return env ? std::string(env) : std::string();
 }
 
+// `dmabuf::AllocatorOptions::heap_dir "/tmp/x" is a regular file, not a directory`.
+std::string path_problem(std::string_view field, const std::string& path, std::string_view problem) {
+  return text::format("dmabuf::AllocatorOptions::{} \"{}\" {}", field, path, problem);
+}
+
 }  // namespace
 
 struct Allocator::State {
@@ -77,8 +83,10 @@ struct Allocator::State {
   std::map<std::string, Node, std::less<>> heaps;  // by heap name
   Node udmabuf;
   std::optional<std::vector<std::string>> kernel_heaps;  // the kernel's heap list, for messages
+  std::string kernel_heaps_problem;  // once kernel_heaps: why kernel_heap_dir could not be listed
   bool limit_read = false;
   std::optional<std::size_t> limit_mb;  // udmabuf.size_limit_mb, once limit_read
+  std::string heap_dir_problem;  // heap_dir is not a directory (an open gave ENOTDIR): no heap is tried
 
   std::string heap_path(std::string_view heap) const { return text::format("{}/{}", options.heap_dir, heap); }
 
@@ -100,39 +108,67 @@ struct Allocator::State {
   }
   Opened open_heap(std::string_view heap, bool retry) {
     std::lock_guard lock(mutex);
+    if (!heap_dir_problem.empty() && !retry) return {{}, ENOTDIR};
     auto it = heaps.find(heap);
     if (it == heaps.end()) it = heaps.emplace(std::string(heap), Node{}).first;
     if (it->second.state == NodeState::Open) return {it->second.fd, 0};  // no path built
-    return open_node(it->second, heap_path(heap), retry);
+    Opened opened = open_node(it->second, heap_path(heap), retry);
+    if (opened.err == ENOTDIR) {  // the name holds no '/': heap_dir itself is not a directory
+      heap_dir_problem = detail::path_kind_problem(options.heap_dir, true);
+      if (heap_dir_problem.empty()) heap_dir_problem = "is not a directory";
+    }
+    return opened;
   }
   Opened open_udmabuf(bool retry) {
     std::lock_guard lock(mutex);
     return open_node(udmabuf, options.udmabuf_dev, retry);
   }
 
-  std::vector<std::string> kernel_heap_list() {
+  // The kernel's heap list, and why it is unknown (a kernel_heap_dir that is not a directory) or "".
+  std::pair<std::vector<std::string>, std::string> kernel_heap_list() {
     std::lock_guard lock(mutex);
-    if (!kernel_heaps) kernel_heaps = detail::list_dir_names(options.kernel_heap_dir);
-    return *kernel_heaps;
+    if (!kernel_heaps) {
+      std::string problem;
+      kernel_heaps = detail::list_dir_names(options.kernel_heap_dir, &problem);
+      if (!problem.empty()) kernel_heaps_problem = path_problem("kernel_heap_dir", options.kernel_heap_dir, problem);
+    }
+    return {*kernel_heaps, kernel_heaps_problem};
   }
   std::optional<std::size_t> udmabuf_limit_mb() {
     std::lock_guard lock(mutex);
     if (!limit_read) {
-      limit_mb = detail::read_udmabuf_size_limit_mb(options.udmabuf_limit);
+      std::string problem;
+      limit_mb = detail::read_udmabuf_size_limit_mb(options.udmabuf_limit, &problem);
       limit_read = true;
+      if (!problem.empty())  // swallowed (the kernel still enforces its limit): logged once per refresh
+        detail::log(LogLevel::Warning,
+                    "udmabuf's size limit is unknown: {}; a size over it fails with the kernel's EINVAL",
+                    path_problem("udmabuf_limit", options.udmabuf_limit, problem));
     }
     return limit_mb;
   }
 
+  Error heap_dir_error() {
+    std::lock_guard lock(mutex);
+    const std::string problem = path_problem("heap_dir", options.heap_dir, heap_dir_problem);
+    return Error(ErrorCode::InvalidArgument, text::format("{}: no dma-heap node can be in it", problem), ENOTDIR);
+  }
   Error heap_error(std::string_view heap, std::size_t size, int open_errno, int alloc_errno) {
+    if (open_errno == ENOTDIR) return heap_dir_error();
     const std::string path = heap_path(heap);
-    if (open_errno != 0)
-      return detail::device_open_error(path, open_errno, heap, kernel_heap_list(),
-                                       open_errno == ENOENT ? "" : detail::node_permissions(path));
+    if (open_errno != 0) {
+      auto [kernel, kernel_problem] = kernel_heap_list();
+      return detail::device_open_error(path, open_errno, heap, kernel,
+                                       open_errno == ENOENT ? "" : detail::node_permissions(path), kernel_problem);
+    }
     return Error::from_errno(alloc_errno, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size, path));
   }
   Error udmabuf_open_error(int err) const {
     const std::string& path = options.udmabuf_dev;
+    if (err == ENOTDIR || err == EISDIR) {
+      const char* what = err == EISDIR ? "is a directory, not a device node" : "has a parent that is not a directory";
+      return Error(ErrorCode::InvalidArgument, path_problem("udmabuf_dev", path, what), err);
+    }
     return detail::device_open_error(path, err, "", {}, err == ENOENT ? "" : detail::node_permissions(path));
   }
 
@@ -162,6 +198,8 @@ struct Allocator::State {
     for (const auto& heap : plan.heaps) {
       Opened node = open_heap(heap, false);
       if (!node.fd) {
+        // A heap_dir that is not a directory is the caller's mistake: no other device is tried.
+        if (node.err == ENOTDIR) return fail(heap_dir_error());
         if (node.err == ENOENT) missing.push_back(heap);
         else failures.push_back({heap, node.err, 0});
         continue;
@@ -191,9 +229,12 @@ struct Allocator::State {
     int err = 0;
     std::vector<std::string> parts;
     if (!missing.empty()) {
-      auto kernel = kernel_heap_list();
-      parts.push_back(text::format("no node {}/{{{}}} (kernel heaps: {})", options.heap_dir, text::join(missing, ","),
-                                   kernel.empty() ? std::string("none") : text::join(kernel, ", ")));
+      auto [kernel, kernel_problem] = kernel_heap_list();
+      parts.push_back(text::format("no node in {} for {} (the kernel's heaps: {})", options.heap_dir,
+                                   detail::quoted_names(missing),
+                                   !kernel_problem.empty() ? "unknown, " + kernel_problem
+                                   : kernel.empty()        ? std::string("none")
+                                                           : detail::quoted_names(kernel)));
       err = ENOENT;
     }
     auto add = [&](const Error& e) {
@@ -203,7 +244,11 @@ struct Allocator::State {
     };
     for (const auto& f : failures) add(heap_error(f.heap, size, f.open_errno, f.alloc_errno));
     if (udmabuf_failure) add(*udmabuf_failure);
-    return fail(code, text::format("no DMA-BUF allocator served {} B: {}", size, text::join(parts, "; ")), err);
+    return fail(code,
+                text::format("no DMA-BUF allocator served {} B (heaps tried in this order: {}{}): {}", size,
+                             detail::quoted_names(plan.heaps), plan.use_udmabuf ? ", then udmabuf" : "",
+                             text::join(parts, "; ")),
+                err);
   }
 };
 
@@ -215,10 +260,12 @@ Result<std::shared_ptr<Allocator>> Allocator::create(AllocatorOptions options) {
                                                               {"kernel_heap_dir", &options.kernel_heap_dir},
                                                               {"udmabuf_dev", &options.udmabuf_dev},
                                                               {"udmabuf_limit", &options.udmabuf_limit}};
-  for (const auto& [field, path] : paths)
+  for (const auto& [field, path] : paths) {
+    ET_TRY(detail::check_c_string(*path, text::format("dmabuf::AllocatorOptions::{}", field)));
     if (path->empty() || path->front() != '/')
       return fail(ErrorCode::InvalidArgument,
                   text::format("dmabuf::AllocatorOptions::{} '{}' is not an absolute path", field, *path));
+  }
   return std::shared_ptr<Allocator>(new Allocator(std::move(options)));
 }
 
@@ -228,6 +275,8 @@ Result<Allocation> Allocator::allocate(std::size_t size_bytes, std::string_view 
                                        std::string_view buffer_name) {
   if (size_bytes == 0)
     return fail(ErrorCode::InvalidArgument, "dmabuf::Allocator::allocate: size 0 B (a DMA-BUF holds at least one page)");
+  ET_TRY(detail::check_c_string(heap_name, "dmabuf::Allocator::allocate: heap_name"));
+  ET_TRY(detail::check_c_string(buffer_name, "dmabuf::Allocator::allocate: buffer_name"));
   const std::string requested = heap_name.empty() ? env_heap() : std::string(heap_name);
   auto plan = detail::make_heap_plan(requested);
   if (!plan)
@@ -250,6 +299,7 @@ Result<UniqueFd> Allocator::udmabuf_from_memfd(int memfd, std::size_t offset_byt
 bool Allocator::known_unusable() const {
   auto refuses = [](const Node& n) { return n.state == NodeState::Absent || n.state == NodeState::Refused; };
   std::lock_guard lock(state_->mutex);
+  if (!state_->heap_dir_problem.empty()) return true;  // automatic allocation refuses at once
   if (!refuses(state_->udmabuf)) return false;
   return std::all_of(detail::heap_probe_table().begin(), detail::heap_probe_table().end(), [&](const auto& c) {
     auto it = state_->heaps.find(c.name);
@@ -262,8 +312,10 @@ void Allocator::refresh() {
   state_->heaps.clear();  // fds in use by an allocation in flight stay open until it finishes
   state_->udmabuf = Node{};
   state_->kernel_heaps.reset();
+  state_->kernel_heaps_problem.clear();
   state_->limit_read = false;
   state_->limit_mb.reset();
+  state_->heap_dir_problem.clear();
 }
 
 namespace {
@@ -276,7 +328,7 @@ void fill_access(const std::string& path, bool& present, bool& accessible, std::
     present = accessible = true;
   } else {
     int e = errno;
-    present = e != ENOENT;
+    present = e != ENOENT && e != ENOTDIR;  // ENOTDIR: its directory is not one (AllocatorReport::path_problems)
     if (present) open_error = Error::from_errno(e, "open").message();
   }
   permissions = detail::node_permissions(path);
@@ -288,8 +340,16 @@ AllocatorReport Allocator::report() const {
   using namespace detail;
   const AllocatorOptions& paths = state_->options;
   AllocatorReport st;
-  st.kernel_heaps = list_dir_names(paths.kernel_heap_dir);
-  auto nodes = list_dir_names(paths.heap_dir);
+  std::string problem;
+  auto note = [&](std::string_view field, const std::string& path) {
+    if (!problem.empty()) st.path_problems.push_back(path_problem(field, path, problem));
+    problem.clear();
+  };
+  auto nodes = list_dir_names(paths.heap_dir, &problem);
+  const bool heap_dir_unusable = !problem.empty();
+  note("heap_dir", paths.heap_dir);
+  st.kernel_heaps = list_dir_names(paths.kernel_heap_dir, &problem);
+  note("kernel_heap_dir", paths.kernel_heap_dir);
   auto add = [&](std::string_view name, bool contiguous, bool in_order) {
     HeapNode h;
     h.name = std::string(name);
@@ -308,7 +368,8 @@ AllocatorReport Allocator::report() const {
   st.udmabuf.path = paths.udmabuf_dev;
   fill_access(st.udmabuf.path, st.udmabuf.present, st.udmabuf.accessible, st.udmabuf.permissions,
               st.udmabuf.open_error);
-  st.udmabuf.size_limit_mb = read_udmabuf_size_limit_mb(paths.udmabuf_limit);
+  st.udmabuf.size_limit_mb = read_udmabuf_size_limit_mb(paths.udmabuf_limit, &problem);
+  note("udmabuf_limit", paths.udmabuf_limit);
   st.requested = env_heap();
 
   auto heap = [&](std::string_view name) -> const HeapNode* {
@@ -342,7 +403,9 @@ AllocatorReport Allocator::report() const {
   std::vector<std::string> why;
   for (const auto& h : st.heaps)
     if (h.present && h.in_probe_order) why.push_back(text::format("{}: {}", h.path, h.open_error));
-  if (why.empty()) why.push_back(text::format("no dma-heap node in {}", paths.heap_dir));
+  if (why.empty())
+    why.push_back(heap_dir_unusable ? st.path_problems.front()
+                                    : text::format("no dma-heap node in {}", paths.heap_dir));
   why.push_back(st.udmabuf.present ? text::format("{}: {}", st.udmabuf.path, st.udmabuf.open_error)
                                    : text::format("no {}", st.udmabuf.path));
   st.why_none = text::format("no DMA-BUF allocator usable: {}", text::join(why, "; "));

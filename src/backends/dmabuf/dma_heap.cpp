@@ -20,10 +20,39 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
-std::vector<std::string> list_dir_names(const std::string& dir) {
+namespace {
+const char* file_kind_name(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "another kind of file";
+}
+}  // namespace
+
+std::string file_kind_problem(unsigned mode, bool want_dir) {
+  if (want_dir ? S_ISDIR(mode) : S_ISREG(mode)) return "";
+  return text::format("is {}, not {}", file_kind_name(mode), want_dir ? "a directory" : "a regular file");
+}
+
+std::string path_kind_problem(const std::string& path, bool want_dir) {
+  struct stat st {};
+  if (sys::stat(path.c_str(), &st) != 0)
+    return errno == ENOTDIR ? "has a parent that is not a directory" : "";
+  return file_kind_problem(st.st_mode, want_dir);
+}
+
+std::vector<std::string> list_dir_names(const std::string& dir, std::string* problem) {
   std::vector<std::string> names;
   DIR* d = sys::opendir(dir.c_str());
-  if (!d) return names;
+  if (!d) {
+    const int e = errno;
+    if (problem && e == ENOTDIR) *problem = path_kind_problem(dir, true);
+    else if (problem && e != ENOENT) *problem = text::format("cannot be listed: {}", errno_name(e));
+    return names;
+  }
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name != "." && name != "..") names.push_back(std::move(name));

@@ -12,8 +12,17 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
-/// Entry names of a directory, sorted; empty when it cannot be read.
-std::vector<std::string> list_dir_names(const std::string& dir);
+/// Entry names of a directory, sorted; empty when it cannot be read. `problem`, when given, is set to
+/// why a directory that exists could not be listed (path_kind_problem's text, or the opendir error);
+/// it stays empty when there is nothing at `dir` (ENOENT).
+std::vector<std::string> list_dir_names(const std::string& dir, std::string* problem = nullptr);
+/// Why a file of `mode` (st_mode) is not the directory (`want_dir`) or regular file it should be: "is a
+/// directory, not a regular file"; empty when it is.
+std::string file_kind_problem(unsigned mode, bool want_dir);
+/// Why `path` cannot be the directory (`want_dir`) or regular file it should be: "is a regular file,
+/// not a directory", "is a directory, not a regular file", "has a parent that is not a directory";
+/// empty when it is of that kind or does not exist.
+std::string path_kind_problem(const std::string& path, bool want_dir);
 /// "crw-rw---- uid 0 gid 44" for a node, or "not present" / the stat error.
 std::string node_permissions(const std::string& path);
 

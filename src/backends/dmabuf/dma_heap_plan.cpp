@@ -7,6 +7,8 @@
 
 #include "text/format.h"
 
+#include "base/c_string.h"
+
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
@@ -27,8 +29,7 @@ Result<void> check_heap_name(std::string_view name) {
   if (name.size() >= 255)
     return fail(ErrorCode::InvalidArgument,
                 text::format("dma-heap name of {} bytes is too long (limit 254)", name.size()));
-  if (name.find('\0') != std::string_view::npos)
-    return fail(ErrorCode::InvalidArgument, "dma-heap name contains a NUL byte");
+  ET_TRY(check_c_string(name, "dma-heap name"));
   if (name.find('/') != std::string_view::npos || name == "." || name == "..")
     return fail(ErrorCode::InvalidArgument,
                 text::format("dma-heap name '{}' is not a node name of a heap directory (no '/', '.' or '..')", name));
@@ -66,8 +67,21 @@ Result<std::size_t> round_up_to_page(std::size_t bytes, std::size_t page) {
   return (bytes + page - 1) & ~(page - 1);
 }
 
+namespace {
+template <class Name>
+std::string quote_all(std::span<const Name> names) {
+  std::string out;
+  for (const auto& n : names) out += text::format("{}\"{}\"", out.empty() ? "" : ", ", n);
+  return out;
+}
+}  // namespace
+
+std::string quoted_names(std::span<const std::string> names) { return quote_all(names); }
+std::string quoted_names(std::span<const std::string_view> names) { return quote_all(names); }
+
 Error device_open_error(std::string_view path, int err, std::string_view heap_name,
-                        const std::vector<std::string>& kernel_heaps, std::string_view permissions) {
+                        const std::vector<std::string>& kernel_heaps, std::string_view permissions,
+                        std::string_view kernel_heaps_problem) {
   const std::string perm = permissions.empty() ? std::string() : text::format(" (node is {})", permissions);
   switch (err) {
     case ENOENT: {
@@ -75,11 +89,13 @@ Error device_open_error(std::string_view path, int err, std::string_view heap_na
       if (heap_name.empty()) {
         why = "this kernel has no udmabuf (CONFIG_UDMABUF) or its device node is missing";
       } else if (std::find(kernel_heaps.begin(), kernel_heaps.end(), heap_name) != kernel_heaps.end()) {
-        why = text::format("the kernel has heap '{}' (its heap list names it) but the device node is "
+        why = text::format("the kernel has heap \"{}\" (its heap list names it) but the device node is "
                           "missing, e.g. /dev not passed into this container",
                           heap_name);
       } else if (!kernel_heaps.empty()) {
-        why = text::format("this kernel has no heap '{}'; its heaps: {}", heap_name, text::join(kernel_heaps, ", "));
+        why = text::format("this kernel has no heap \"{}\"; its heaps: {}", heap_name, quoted_names(kernel_heaps));
+      } else if (!kernel_heaps_problem.empty()) {
+        why = text::format("whether this kernel has heap \"{}\" is unknown: {}", heap_name, kernel_heaps_problem);
       } else {
         why = "this kernel has no DMA-BUF heaps (CONFIG_DMABUF_HEAPS), or its heap list (the kernel heap directory) is not visible";
       }

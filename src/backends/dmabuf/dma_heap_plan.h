@@ -57,14 +57,21 @@ std::string dmabuf_buffer_name(std::string_view tensor_name);
 /// Rounds `bytes` up to `page` (a power of two). Errors: OutOfRange when it overflows.
 Result<std::size_t> round_up_to_page(std::size_t bytes, std::size_t page);
 
+/// Heap names for a message, each quoted (a name may hold a comma, as "linux,cma" does), in order:
+/// `"system", "linux,cma"`.
+std::string quoted_names(std::span<const std::string> names);
+std::string quoted_names(std::span<const std::string_view> names);
+
 /// The error for a failed open of a DMA-BUF device node.
 ///  `path`: the node; `err`: errno; `heap_name`: the heap's name, empty for /dev/udmabuf;
-///  `kernel_heaps`: names listed in /sys/class/dma_heap; `permissions`: e.g. "crw------- uid 0 gid 0".
+///  `kernel_heaps`: names listed in /sys/class/dma_heap; `permissions`: e.g. "crw------- uid 0 gid 0";
+///  `kernel_heaps_problem`: why that list is unknown (its directory is not one), or empty.
 /// ENOENT -> Unavailable: "missing node" when the kernel lists the heap (e.g. /dev not passed into a
 /// container), else "this kernel has no heap <name>" listing what it has. EACCES/EPERM ->
 /// PermissionDenied with the video-group / udev-rule hint. ENOMEM -> OutOfMemory. Others: from_errno.
 Error device_open_error(std::string_view path, int err, std::string_view heap_name,
-                        const std::vector<std::string>& kernel_heaps, std::string_view permissions);
+                        const std::vector<std::string>& kernel_heaps, std::string_view permissions,
+                        std::string_view kernel_heaps_problem = {});
 
 /// The error for udmabuf sizes over the module's cap.
 Error udmabuf_size_limit_error(std::size_t size_bytes, std::size_t limit_mb);

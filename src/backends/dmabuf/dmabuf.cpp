@@ -138,10 +138,11 @@ BackendStatus dmabuf_backend_status(const dmabuf::AllocatorReport& st) {
   BackendStatus s{MemoryKind::DmaBuf, true, !st.serving.empty(), {}};
   std::vector<std::string> heaps;
   for (const auto& h : st.heaps)
-    if (h.present) heaps.push_back(text::format("{} ({})", h.name, h.accessible ? "rw" : "no access"));
+    if (h.present) heaps.push_back(text::format("\"{}\" ({})", h.name, h.accessible ? "rw" : "no access"));
   std::string udmabuf = st.udmabuf.present ? (st.udmabuf.accessible ? "present" : "no access") : "absent";
   if (st.udmabuf.size_limit_mb) udmabuf += text::format(", limit {} MiB", *st.udmabuf.size_limit_mb);
   std::string found = text::format("heaps: {}; udmabuf: {}", heaps.empty() ? std::string("none") : text::format("{}", text::join(heaps, ", ")), udmabuf);
+  for (const auto& p : st.path_problems) found += "; " + p;
   s.detail = s.available ? text::format("{} ({})", st.serving, found) : text::format("{} ({})", st.why_none, found);
   return s;
 }

@@ -13,6 +13,7 @@
 
 #include "text/format.h"
 
+#include "backends/dmabuf/dma_heap.h"
 #include "backends/dmabuf/dma_heap_plan.h"
 #include "core/backend.h"
 #include "base/memfd.h"
@@ -55,16 +56,37 @@ Result<UniqueFd> create_udmabuf(int dev, int memfd, std::size_t offset, std::siz
   return UniqueFd(fd);
 }
 
-std::optional<std::size_t> read_udmabuf_size_limit_mb(const std::string& limit_path) {
+std::optional<std::size_t> read_udmabuf_size_limit_mb(const std::string& limit_path, std::string* problem) {
+  std::string ignored;
+  std::string& why = problem ? *problem : ignored;
   // Through the seam, so the memo's "no failed call after the first allocation" counts this read too.
-  UniqueFd f(sys::open(limit_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f) return std::nullopt;
+  // O_NONBLOCK: a FIFO at this path must not block the open.
+  UniqueFd f(sys::open(limit_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!f) {
+    const int e = errno;
+    if (e == ENOTDIR) why = "has a parent that is not a directory";
+    else if (e != ENOENT) why = text::format("cannot be opened: {}", errno_name(e));
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (sys::fstat(f.get(), &st) != 0) {
+    why = text::format("cannot be read: fstat: {}", errno_name(errno));
+    return std::nullopt;
+  }
+  if (why = file_kind_problem(st.st_mode, false); !why.empty()) return std::nullopt;
   char buf[32] = {};
   const ssize_t n = sys::read(f.get(), buf, sizeof buf - 1);
-  if (n <= 0) return std::nullopt;
+  if (n < 0) why = text::format("cannot be read: {}", errno_name(errno));
+  if (n <= 0) {
+    if (n == 0) why = "is empty";
+    return std::nullopt;
+  }
   char* end = nullptr;
   const unsigned long long v = std::strtoull(buf, &end, 10);
-  if (end == buf) return std::nullopt;
+  if (end == buf) {
+    why = "holds no number";
+    return std::nullopt;
+  }
   return static_cast<std::size_t>(v);
 }
 

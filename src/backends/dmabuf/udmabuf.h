@@ -15,7 +15,9 @@ inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 /// The kernel's cap in MiB (udmabuf.size_limit_mb) read from `limit_path`, nullopt when unreadable.
-std::optional<std::size_t> read_udmabuf_size_limit_mb(const std::string& limit_path);
+/// `problem`, when given, is set to why a path that exists gave no number ("is a directory, not a
+/// regular file", "cannot be opened: EACCES", "holds no number"); it stays empty when nothing is there.
+std::optional<std::size_t> read_udmabuf_size_limit_mb(const std::string& limit_path, std::string* problem = nullptr);
 
 /// A new udmabuf of `size_bytes` (already rounded to the page size) through the open /dev/udmabuf
 /// `dev` (borrowed): a memfd of that size sealed with F_SEAL_SHRINK (the kernel refuses unsealed

@@ -62,7 +62,7 @@ Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::str
 }
 
 Result<std::unique_ptr<Backing>> allocate_named(std::size_t size, const std::string& name) {
-  ET_TRY(check_shm_name(name));
+  ET_TRY(check_shm_name(name, "AllocateOptions::shm_name"));
   UniqueFd fd(sys::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) {
     int e = errno;
@@ -104,7 +104,7 @@ Result<std::unique_ptr<Backing>> shm_import(UniqueFd fd, const FdInfo& info) {
 }  // namespace
 
 Result<std::unique_ptr<Backing>> shm_open_named(const std::string& name, bool read_only, FdInfo* info_out) {
-  ET_TRY(check_shm_name(name));
+  ET_TRY(check_shm_name(name, "shm::open: shm_name"));
   UniqueFd fd(sys::shm_open(name.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC, 0));
   if (!fd) {
     int e = errno;
@@ -127,7 +127,7 @@ const BackendOps& shm_backend() {
 
 Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> shape, DType dtype, bool read_only,
                             const ImportOptions& options) {
-  ET_TRY(detail::check_shm_name(shm_name));
+  ET_TRY(detail::check_shm_name(shm_name, "shm::open: shm_name"));
   // Opened first, so a missing name is NotFound whatever the options (the mapping goes with `backing`).
   detail::FdInfo info;
   ET_TRY_ASSIGN(auto backing, detail::shm_open_named(shm_name, read_only, &info));
@@ -142,7 +142,7 @@ Result<TensorDyn> shm::open(const std::string& shm_name, ArrayRef<std::size_t> s
 }
 
 Result<void> shm::remove(const std::string& shm_name) {
-  ET_TRY(detail::check_shm_name(shm_name));
+  ET_TRY(detail::check_shm_name(shm_name, "shm::remove: shm_name"));
   if (sys::shm_unlink(shm_name.c_str()) != 0) {
     int e = errno;
     if (e == ENOENT) return fail(ErrorCode::NotFound, text::format("POSIX shm '{}' does not exist", shm_name), e);

@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <functional>
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 using namespace edgetensor;
 
@@ -170,4 +175,144 @@ TEST(Result, AccessorsOnAValueGiveTheValue) {
   EXPECT_EQ(moved, "frame");
   Result<void> ok;
   EXPECT_TRUE(ok.has_value());
+}
+
+// map, transform, map_error, transform_error, and_then and or_else return a checked Result in every
+// value category, so reading their result on an error says the error too.
+namespace {
+template <class R>
+inline constexpr bool kIsResult = false;
+template <class U>
+inline constexpr bool kIsResult<Result<U>> = true;
+
+constexpr auto kLength = [](const std::string& s) { return s.size(); };
+constexpr auto kRename = [](const Error& e) { return Error(e.code(), "renamed: " + e.message()); };
+constexpr auto kLengthResult = [](const std::string& s) -> Result<std::size_t> { return s.size(); };
+constexpr auto kRecover = [](const Error&) -> Result<std::string> { return std::string("fallback"); };
+template <class R>
+void expect_chain_types() {
+  using S = decltype(std::declval<R>().map(kLength));
+  static_assert(std::is_same_v<S, Result<std::size_t>>);
+  static_assert(std::is_same_v<decltype(std::declval<R>().transform(kLength)), Result<std::size_t>>);
+  static_assert(std::is_same_v<decltype(std::declval<R>().map_error(kRename)), Result<std::string>>);
+  static_assert(std::is_same_v<decltype(std::declval<R>().transform_error(kRename)), Result<std::string>>);
+  static_assert(std::is_same_v<decltype(std::declval<R>().and_then(kLengthResult)), Result<std::size_t>>);
+  static_assert(std::is_same_v<decltype(std::declval<R>().or_else(kRecover)), Result<std::string>>);
+}
+}  // namespace
+
+TEST(Result, ChainsReturnCheckedResultsInEveryValueCategory) {
+  expect_chain_types<Result<std::string>&>();
+  expect_chain_types<const Result<std::string>&>();
+  expect_chain_types<Result<std::string>&&>();
+  expect_chain_types<const Result<std::string>&&>();
+  // Result<void> too, and chains from and to void.
+  Result<void> ok;
+  static_assert(std::is_same_v<decltype(ok.map([] { return 3; })), Result<int>>);
+  static_assert(std::is_same_v<decltype(ok.transform([] {})), Result<void>>);
+  static_assert(std::is_same_v<decltype(ok.map_error(kRename)), Result<void>>);
+  static_assert(std::is_same_v<decltype(ok.and_then([] { return Result<int>(4); })), Result<int>>);
+  static_assert(std::is_same_v<decltype(ok.or_else([](const Error&) {})), Result<void>>);
+  static_assert(kIsResult<decltype(std::as_const(ok).and_then([]() -> tl::expected<int, Error> { return 5; }))>);
+  static_assert(std::is_same_v<decltype(Result<int>(1).map([](int) {})), Result<void>>);
+  EXPECT_EQ(*ok.map([] { return 3; }), 3);
+  EXPECT_EQ(*ok.and_then([]() -> tl::expected<int, Error> { return 5; }), 5);
+}
+
+TEST(Result, ChainsOnAValue) {
+  Result<std::string> r = std::string("frame");
+  EXPECT_EQ(*r.map(kLength), 5u);
+  EXPECT_EQ(*std::as_const(r).transform(kLength), 5u);
+  EXPECT_EQ(*r.and_then(kLengthResult), 5u);
+  EXPECT_EQ(*r.map_error(kRename), "frame");
+  EXPECT_EQ(*r.or_else(kRecover), "frame");
+  bool seen = false;
+  EXPECT_EQ(*r.or_else([&](const Error&) { seen = true; }), "frame");
+  EXPECT_FALSE(seen);
+  // An rvalue chain moves: a move-only value passes through every step.
+  auto p = Result<std::unique_ptr<int>>(std::make_unique<int>(7))
+               .map([](std::unique_ptr<int>&& q) { return std::move(q); })
+               .and_then([](std::unique_ptr<int>&& q) { return Result<std::unique_ptr<int>>(std::move(q)); })
+               .map_error(kRename)
+               .or_else([](const Error& e) -> Result<std::unique_ptr<int>> { return fail(e); });
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(**p, 7);
+  int calls = 0;
+  Result<void> ok;
+  EXPECT_TRUE(ok.map([&] { ++calls; }).has_value());
+  EXPECT_EQ(calls, 1);
+  ok.value();  // no-op
+  std::as_const(ok).value();
+}
+
+TEST(Result, ChainsOnAnErrorKeepOrChangeTheError) {
+  auto r = failed_lookup();
+  int calls = 0;
+  auto m = r.map([&](const std::string& s) { return ++calls, s.size(); });
+  EXPECT_EQ(calls, 0);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().to_string(), "NotFound: shm name \"/et-missing\" does not exist");
+  EXPECT_EQ(r.map_error(kRename).error().message(), "renamed: shm name \"/et-missing\" does not exist");
+  EXPECT_EQ(failed_lookup().transform_error(kRename).error().code(), ErrorCode::NotFound);
+  EXPECT_EQ(*r.or_else(kRecover), "fallback");
+  std::string seen;
+  auto observed = failed_lookup().or_else([&](const Error& e) { seen = e.message(); });
+  EXPECT_EQ(seen, "shm name \"/et-missing\" does not exist");
+  ASSERT_FALSE(observed.has_value());
+  EXPECT_EQ(observed.error().message(), seen);  // an observer neither consumes nor moves the error
+  Result<void> bad = fail(ErrorCode::Busy, "pool cam0 has no free buffer");
+  EXPECT_EQ(bad.and_then([] { return Result<int>(1); }).error().message(), "pool cam0 has no free buffer");
+}
+
+TEST(ResultDeathTest, ReadingAChainedErrorEndsTheProcessWithItsText) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto r = failed_lookup();
+  const auto& cr = r;
+  EXPECT_DEATH((void)*r.map(kLength), "dereferenced a Result that holds an error: NotFound: shm name");
+  EXPECT_DEATH((void)*cr.transform(kLength), "NotFound: shm name");
+  EXPECT_DEATH((void)*failed_lookup().map(kLength), "NotFound: shm name");
+  EXPECT_DEATH((void)*std::move(cr).transform(kLength), "NotFound: shm name");
+  EXPECT_DEATH((void)*r.and_then(kLengthResult), "NotFound: shm name");
+  EXPECT_DEATH((void)*failed_lookup().and_then(kLengthResult), "NotFound: shm name");
+  EXPECT_DEATH((void)r.map_error(kRename)->size(), "NotFound: renamed: shm name");
+  EXPECT_DEATH((void)failed_lookup().transform_error(kRename)->size(), "NotFound: renamed: shm name");
+  EXPECT_DEATH((void)*r.or_else([](const Error&) {}), "NotFound: shm name");
+  EXPECT_DEATH((void)*failed_lookup().or_else([](const Error& e) { return fail(e); }), "NotFound: shm name");
+  EXPECT_DEATH((void)failed_point().map([](const Point& p) { return p; })->x, "OutOfRange: point past 640 x 480");
+  Result<void> bad = fail(ErrorCode::Busy, "pool cam0 has no free buffer");
+  EXPECT_DEATH((void)*bad.map([] { return 1; }), "Busy: pool cam0 has no free buffer");
+}
+
+TEST(Result, ValueOfAChainedErrorThrowsWithTheErrorsText) {
+  auto r = failed_lookup();
+  for (auto call : std::initializer_list<std::function<void()>>{
+           [&] { (void)r.map(kLength).value(); },
+           [&] { (void)std::as_const(r).and_then(kLengthResult).value(); },
+           [&] { (void)failed_lookup().transform(kLength).value(); },
+           [&] { (void)r.or_else([](const Error&) {}).value(); }}) {
+    try {
+      call();
+      FAIL() << "value() returned";
+    } catch (const BadResultAccess& e) {
+      EXPECT_STREQ(e.what(), "NotFound: shm name \"/et-missing\" does not exist");
+    }
+  }
+  try {
+    (void)r.map_error(kRename).value();
+    FAIL() << "value() returned";
+  } catch (const BadResultAccess& e) {
+    EXPECT_STREQ(e.what(), "NotFound: renamed: shm name \"/et-missing\" does not exist");
+  }
+  // Result<void>::value(), also on what a chain to void returns.
+  Result<void> bad = fail(ErrorCode::Busy, "pool cam0 has no free buffer");
+  try {
+    bad.value();
+    FAIL() << "value() returned";
+  } catch (const BadResultAccess& e) {
+    EXPECT_STREQ(e.what(), "Busy: pool cam0 has no free buffer");
+    EXPECT_EQ(e.error().code(), ErrorCode::Busy);
+  }
+  EXPECT_THROW(std::as_const(bad).value(), BadResultAccess);
+  EXPECT_THROW(r.map([](const std::string&) {}).value(), BadResultAccess);
+  EXPECT_THROW(Result<void>(bad).value(), tl::bad_expected_access<Error>);
 }

@@ -49,6 +49,10 @@ TEST(GlContextOptions, InvalidOptionsAreNamed) {
   o = {};
   o.platform = static_cast<et::gl::Platform>(7);
   EXPECT_ERROR(et::gl::Context::create(o), ErrorCode::InvalidArgument, "invalid platform 7");
+  o = {};
+  o.egl_library = std::string("libEGL.so.1\0.bak", 16);  // dlopen would load libEGL.so.1
+  EXPECT_ERROR(et::gl::Context::create(o), ErrorCode::InvalidArgument,
+               "gl::ContextOptions::egl_library has a NUL byte at byte 11 of 16");
 }
 
 TEST(GlContext, MissingEglLibraryIsUnavailableWithTheDlopenReason) {

@@ -268,6 +268,10 @@ TEST(Pool, BadOptionsAreRefusedNamingThem) {
                "pool 'p': max_buffers is 0");
   EXPECT_ERROR(Pool::create({4}, DType::U8, options("p", MemoryKind::Heap, 2, 3)), ErrorCode::InvalidArgument,
                "pool 'p': min_buffers 3 exceeds max_buffers 2");
+  PoolOptions nul = options("p", MemoryKind::Shm, 2);
+  nul.name = std::string("cam\0", 4);  // it names every buffer's memfd
+  EXPECT_ERROR(Pool::create({4}, DType::U8, nul), ErrorCode::InvalidArgument,
+               "PoolOptions::name has a NUL byte at byte 3 of 4");
   PoolOptions named = options("p", MemoryKind::Shm, 2);
   named.allocate.shm_name = "/cam";
   EXPECT_ERROR(Pool::create({4}, DType::U8, named), ErrorCode::InvalidArgument, "shm_name '/cam' names one object");

@@ -93,8 +93,31 @@ TEST(DeviceOpenError, EnoentWithKernelHeapSaysNodeMissing) {
 }
 
 TEST(DeviceOpenError, EnoentWithOtherHeapsListsThem) {
-  auto e = device_open_error("/dev/dma_heap/linux,cma", ENOENT, "linux,cma", {"reserved", "system"}, "");
-  EXPECT_NE(e.message().find("no heap 'linux,cma'; its heaps: reserved, system"), std::string::npos) << e.message();
+  auto e = device_open_error("/dev/dma_heap/linux,cma", ENOENT, "linux,cma", {"reserved", "linux,cma2", "system"}, "");
+  EXPECT_NE(e.message().find("no heap \"linux,cma\"; its heaps: \"reserved\", \"linux,cma2\", \"system\""),
+            std::string::npos)
+      << e.message();
+}
+
+// Heap names hold commas ("linux,cma"): a list of them quotes each, so none reads as two.
+TEST(DmaHeapPlan, QuotedNamesKeepCommasInsideOneName) {
+  const std::vector<std::string> names{"linux,cma", "system"};
+  EXPECT_EQ(quoted_names(names), "\"linux,cma\", \"system\"");
+  const std::vector<std::string_view> views{"default-pool"};
+  EXPECT_EQ(quoted_names(views), "\"default-pool\"");
+  EXPECT_EQ(quoted_names(std::vector<std::string>{}), "");
+}
+
+// A kernel heap directory that is not one: the message says the list is unknown, and why.
+TEST(DeviceOpenError, EnoentWithAnUnknownKernelListSaysWhy) {
+  auto e = device_open_error("/x/dev/system", ENOENT, "system", {}, "",
+                             "dmabuf::AllocatorOptions::kernel_heap_dir \"/x/sys\" is a regular file, not a directory");
+  EXPECT_EQ(e.code(), ErrorCode::Unavailable);
+  EXPECT_NE(e.message().find("whether this kernel has heap \"system\" is unknown: dmabuf::AllocatorOptions::"
+                             "kernel_heap_dir \"/x/sys\" is a regular file"),
+            std::string::npos)
+      << e.message();
+  EXPECT_EQ(e.message().find("CONFIG_DMABUF_HEAPS"), std::string::npos) << e.message();
 }
 
 TEST(DeviceOpenError, EnoentWithoutHeapsSaysKernelHasNone) {

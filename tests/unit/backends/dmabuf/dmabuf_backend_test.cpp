@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -289,7 +290,7 @@ TEST_F(FakeDmaBuf, MissingRequiredHeapNodeIsNamed) {
   EXPECT_ERROR(t, ErrorCode::Unavailable, "device node is missing");
   EXPECT_NE(t.error().message().find((root_ / "dev/dma_heap/system").string()), std::string::npos);
   EXPECT_EQ(t.error().sys_errno(), ENOENT);
-  EXPECT_ERROR(alloc(4096, "linux,cma"), ErrorCode::Unavailable, "no heap 'linux,cma'; its heaps: system");
+  EXPECT_ERROR(alloc(4096, "linux,cma"), ErrorCode::Unavailable, "no heap \"linux,cma\"; its heaps: \"system\"");
 }
 
 TEST_F(FakeDmaBuf, OpenEaccesAndEnomemAreTellable) {
@@ -353,7 +354,12 @@ TEST_F(FakeDmaBuf, AutoMakesNoFailedSystemCallAfterTheFirstAllocation) {
   o.memory = MemoryKind::DmaBuf;
   const auto failed = sys::total_failed();
   auto d = TensorDyn::allocate({100}, DType::U8, o);
-  EXPECT_ERROR(d, ErrorCode::Unavailable, "no DMA-BUF allocator served 100 B: no node ");
+  EXPECT_ERROR(d, ErrorCode::Unavailable,
+               "no DMA-BUF allocator served 100 B (heaps tried in this order: \"default_cma_region\", \"linux,cma\", "
+               "\"reserved\", \"default-pool\", \"system\", then udmabuf): no node in " +
+                   (root_ / "dev/dma_heap").string() +
+                   " for \"default_cma_region\", \"linux,cma\", \"reserved\", \"default-pool\", \"system\" "
+                   "(the kernel's heaps: none)");
   EXPECT_NE(d.error().message().find("udmabuf"), std::string::npos) << d.error().message();
   EXPECT_EQ(sys::total_failed(), failed);
 
@@ -816,6 +822,150 @@ TEST_F(FakeDmaBuf, CreateRefusesRelativeOrEmptyPaths) {
   auto ok = dmabuf::Allocator::create();
   ASSERT_OK(ok);
   EXPECT_EQ((*ok)->options().heap_dir, "/dev/dma_heap");
+}
+
+// Paths and names reach the kernel as C strings: a NUL byte inside would cut them, so it is refused,
+// naming the argument and the byte.
+TEST_F(FakeDmaBuf, NulBytesInPathsAndNamesAreRefused) {
+  struct Field {
+    std::string dmabuf::AllocatorOptions::*member;
+    const char* name;
+  };
+  for (const Field f : {Field{&dmabuf::AllocatorOptions::heap_dir, "heap_dir"},
+                        Field{&dmabuf::AllocatorOptions::kernel_heap_dir, "kernel_heap_dir"},
+                        Field{&dmabuf::AllocatorOptions::udmabuf_dev, "udmabuf_dev"},
+                        Field{&dmabuf::AllocatorOptions::udmabuf_limit, "udmabuf_limit"}}) {
+    SCOPED_TRACE(f.name);
+    dmabuf::AllocatorOptions o;
+    o.*f.member = std::string("/dev\0/x", 7);
+    EXPECT_ERROR(dmabuf::Allocator::create(o), ErrorCode::InvalidArgument,
+                 std::string("dmabuf::AllocatorOptions::") + f.name + " has a NUL byte at byte 4 of 7");
+  }
+  add_heap("system");
+  const auto opens = sys::call_count(sys::Call::Open);
+  EXPECT_ERROR(allocator_->allocate(4096, std::string_view("sys\0tem", 7)), ErrorCode::InvalidArgument,
+               "dmabuf::Allocator::allocate: heap_name has a NUL byte at byte 3 of 7");
+  EXPECT_ERROR(allocator_->allocate(4096, "system", std::string_view("cam\0", 4)), ErrorCode::InvalidArgument,
+               "dmabuf::Allocator::allocate: buffer_name has a NUL byte at byte 3 of 4");
+  EXPECT_EQ(sys::call_count(sys::Call::Open), opens) << "refused before any node is opened";
+  EXPECT_ERROR(alloc(4096, std::string("sys\0tem", 7)), ErrorCode::InvalidArgument,
+               "AllocateOptions::dma_heap has a NUL byte at byte 3 of 7");
+  EXPECT_ERROR(alloc(4096, "system", std::string("cam\0one", 7)), ErrorCode::InvalidArgument,
+               "AllocateOptions::name has a NUL byte at byte 3 of 7 (counting from 0): a C string ends there, so the "
+               "system call would see only \"cam\"");
+  EXPECT_TRUE(ioctls(DMA_HEAP_IOCTL_ALLOC).empty());
+}
+
+// An allocator whose heap_dir is a regular file: the caller's mistake, said once (InvalidArgument, not
+// ENOTDIR twice), remembered, and automatic allocation tries no other device (docs/DMABUF.md).
+TEST_F(FakeDmaBuf, HeapDirThatIsAFileIsRefusedOnceAndNothingElseIsTried) {
+  add_udmabuf();
+  std::ofstream(root_ / "heaps") << "not a directory\n";
+  dmabuf::AllocatorOptions o = allocator_->options();
+  o.heap_dir = root_ / "heaps";
+  auto a = dmabuf::Allocator::create(o);
+  ASSERT_OK(a);
+  const std::string said = "dmabuf::AllocatorOptions::heap_dir \"" + (root_ / "heaps").string() +
+                           "\" is a regular file, not a directory: no dma-heap node can be in it";
+  auto r = (*a)->allocate(4096);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().to_string(), "InvalidArgument: " + said);
+  EXPECT_EQ(r.error().sys_errno(), ENOTDIR);
+  EXPECT_TRUE(ioctls(UDMABUF_CREATE).empty()) << "automatic allocation tries nothing else";
+  EXPECT_TRUE((*a)->known_unusable());
+  const auto opens = sys::call_count(sys::Call::Open);
+  EXPECT_EQ((*a)->allocate(4096).error().message(), said);
+  EXPECT_EQ(sys::call_count(sys::Call::Open), opens) << "remembered until refresh()";
+  EXPECT_EQ((*a)->allocate(4096, "system").error().to_string(), "InvalidArgument: " + said) << "by name too";
+  EXPECT_TRUE((*a)->allocate(4096, "udmabuf").has_value()) << "udmabuf asked for by name does not use heap_dir";
+
+  // Tensors: an explicit DmaBuf request gets the error; Auto falls back, saying so once at Warning.
+  AllocateOptions ao;
+  ao.dmabuf_allocator = *a;
+  ao.memory = MemoryKind::DmaBuf;
+  EXPECT_ERROR(TensorDyn::allocate({16}, DType::U8, ao), ErrorCode::InvalidArgument, said);
+  (*a)->refresh();
+  ao.memory = MemoryKind::Auto;
+  {
+    et_test::ScopedEnv no_force("EDGETENSOR_FORCE_MEM", nullptr);
+    et_test::ScopedLogCapture log;
+    auto first = TensorDyn::allocate({16}, DType::U8, ao);
+    ASSERT_OK(first);
+    EXPECT_EQ(first->memory(), MemoryKind::Shm);
+    EXPECT_TRUE(log.contains("warning: auto allocation of 16 B: dmabuf failed (InvalidArgument: " + said))
+        << ::testing::PrintToString(log.lines());
+    const auto before = log.lines().size();
+    ASSERT_OK(TensorDyn::allocate({16}, DType::U8, ao));
+    EXPECT_EQ(log.lines().size(), before) << "said once: the allocator knows it cannot serve";
+  }
+
+  // A parent that is a file, and a report() that says what is wrong instead of listing ENOTDIR opens.
+  o.heap_dir = root_ / "heaps/dma_heap";
+  auto nested = dmabuf::Allocator::create(o);
+  ASSERT_OK(nested);
+  EXPECT_ERROR((*nested)->allocate(4096, "system"), ErrorCode::InvalidArgument,
+               "heap_dir \"" + (root_ / "heaps/dma_heap").string() + "\" has a parent that is not a directory");
+  fs::remove(root_ / "dev/udmabuf");
+  auto st = (*a)->report();
+  ASSERT_EQ(st.path_problems.size(), 1u);
+  EXPECT_EQ(st.path_problems[0], "dmabuf::AllocatorOptions::heap_dir \"" + (root_ / "heaps").string() +
+                                     "\" is a regular file, not a directory");
+  for (const auto& h : st.heaps) EXPECT_FALSE(h.present) << h.name;
+  EXPECT_NE(st.why_none.find(st.path_problems[0]), std::string::npos) << st.why_none;
+  EXPECT_EQ(st.why_none.find("ENOTDIR"), std::string::npos) << st.why_none;
+  EXPECT_NE(detail::dmabuf_backend_status(st).detail.find(st.path_problems[0]), std::string::npos);
+}
+
+// kernel_heap_dir and udmabuf_limit are read for messages and the size check only; when they exist but
+// are the wrong kind of file, that is said where they are reported, never read as "none".
+TEST_F(FakeDmaBuf, KernelHeapDirAndUdmabufLimitOfTheWrongKindAreSaid) {
+  add_udmabuf();
+  fs::remove(root_ / "size_limit_mb");
+  fs::create_directories(root_ / "size_limit_mb");  // a directory where the parameter file belongs
+  fs::remove_all(root_ / "sys/dma_heap");
+  std::ofstream(root_ / "sys/dma_heap") << "x\n";  // a file where the kernel's heap list belongs
+  const std::string kernel_dir = "dmabuf::AllocatorOptions::kernel_heap_dir \"" + (root_ / "sys/dma_heap").string() +
+                                 "\" is a regular file, not a directory";
+  const std::string limit = "dmabuf::AllocatorOptions::udmabuf_limit \"" + (root_ / "size_limit_mb").string() +
+                            "\" is a directory, not a regular file";
+  auto st = allocator_->report();
+  EXPECT_EQ(st.path_problems, (std::vector<std::string>{kernel_dir, limit}));
+  EXPECT_TRUE(st.kernel_heaps.empty());
+  EXPECT_FALSE(st.udmabuf.size_limit_mb.has_value());
+
+  EXPECT_ERROR(alloc(4096, "system"), ErrorCode::Unavailable,
+               "whether this kernel has heap \"system\" is unknown: " + kernel_dir);
+  {
+    et_test::ScopedLogCapture log;
+    auto served = alloc(4096);  // udmabuf serves; its limit is unknown, which is logged once
+    ASSERT_OK(served);
+    EXPECT_EQ(served->memory_detail(), "udmabuf");
+    EXPECT_TRUE(log.contains("warning: udmabuf's size limit is unknown: " + limit))
+        << ::testing::PrintToString(log.lines());
+    ASSERT_OK(alloc(4096));
+    const auto lines = log.lines();
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                            [](const std::string& l) { return l.find("size limit is unknown") != std::string::npos; }),
+              1)
+        << ::testing::PrintToString(lines);
+  }
+  fs::remove(root_ / "dev/udmabuf");
+  allocator_->refresh();
+  EXPECT_ERROR(alloc(4096), ErrorCode::Unavailable, "(the kernel's heaps: unknown, " + kernel_dir + ")");
+
+  // A FIFO at the limit's path is reported, not opened for a blocking read.
+  fs::remove(root_ / "size_limit_mb");
+  ASSERT_EQ(::mkfifo((root_ / "size_limit_mb").c_str(), 0600), 0);
+  auto fifo = allocator_->report();
+  ASSERT_EQ(fifo.path_problems.size(), 2u);
+  EXPECT_NE(fifo.path_problems[1].find("is a FIFO, not a regular file"), std::string::npos) << fifo.path_problems[1];
+}
+
+TEST_F(FakeDmaBuf, UdmabufDevOfTheWrongKindIsNamed) {
+  fs::create_directories(root_ / "dev/udmabuf");
+  EXPECT_ERROR(alloc(4096, "udmabuf"), ErrorCode::InvalidArgument,
+               "dmabuf::AllocatorOptions::udmabuf_dev \"" + (root_ / "dev/udmabuf").string() +
+                   "\" is a directory, not a device node");
 }
 
 // A zero-byte request is the caller's mistake, refused before any node is opened (no DMA-BUF is 0 B).

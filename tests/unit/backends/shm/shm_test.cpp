@@ -328,6 +328,30 @@ TEST(Shm, InvalidShmNamesAreRefused) {
   }
 }
 
+// A NUL byte would end the name early for shm_open/shm_unlink (another object, or "/a/b" passing the
+// one-slash rule): refused naming the argument and the byte, also where the rest would be invalid.
+TEST(Shm, NulBytesInShmNamesAreRefusedNamingTheArgumentAndByte) {
+  for (const std::string& bad : {std::string("/cam\0", 5), std::string("/cam\0/x", 7)}) {
+    SCOPED_TRACE(bad.size());
+    EXPECT_ERROR(TensorDyn::allocate({16}, DType::U8, shm(bad)), ErrorCode::InvalidArgument,
+                 "AllocateOptions::shm_name has a NUL byte at byte 4 of " + std::to_string(bad.size()) +
+                     " (counting from 0): a C string ends there, so the system call would see only \"/cam\"");
+    EXPECT_ERROR(edgetensor::shm::open(bad, {16}, DType::U8), ErrorCode::InvalidArgument,
+                 "shm::open: shm_name has a NUL byte at byte 4");
+    EXPECT_ERROR(edgetensor::shm::remove(bad), ErrorCode::InvalidArgument,
+                 "shm::remove: shm_name has a NUL byte at byte 4");
+  }
+  // The tensor name becomes the memfd's name (memfd_create): the same rule, for every memory kind.
+  for (MemoryKind kind : {MemoryKind::Shm, MemoryKind::Heap, MemoryKind::Auto}) {
+    AllocateOptions o;
+    o.memory = kind;
+    o.name = std::string("cam\0one", 7);
+    EXPECT_ERROR(TensorDyn::allocate({16}, DType::U8, o), ErrorCode::InvalidArgument,
+                 "AllocateOptions::name has a NUL byte at byte 3 of 7");
+    EXPECT_ERROR(TensorDyn::allocate({0}, DType::U8, o), ErrorCode::InvalidArgument, "AllocateOptions::name");
+  }
+}
+
 TEST(Shm, FailedFallocateUnlinksTheName) {
   const int base = open_fd_count();
   const std::string name = unique_shm_name("falloc");

@@ -152,7 +152,7 @@ TEST(DmaBufHardware, AutoSelectionServesFromTheSystemHeap) {
   EXPECT_NE(std::find(st.kernel_heaps.begin(), st.kernel_heaps.end(), "system"), st.kernel_heaps.end());
   auto bs = backend_status(MemoryKind::DmaBuf);
   EXPECT_TRUE(bs.available) << bs.detail;
-  EXPECT_NE(bs.detail.find("system (rw)"), std::string::npos) << bs.detail;
+  EXPECT_NE(bs.detail.find("\"system\" (rw)"), std::string::npos) << bs.detail;
 }
 
 TEST(DmaBufHardware, MapsIssueTheExactSyncSequence) {

@@ -102,8 +102,8 @@ class ET_API Stream {
 
 // ---- Copies (bytes; pointers are borrowed for the call; device pointers come from CudaMap,
 // ExternalMemory or the user's own cudaMalloc) ----------------------------------------------------
-/// cudaMemcpy host -> device. A zero size copies nothing. Errors: InvalidArgument (null pointer with
-/// a non-zero size), CUDA errors.
+/// cudaMemcpy host -> device. Without a usable runtime every size fails with Unavailable; with one, a zero
+/// size copies nothing (no CUDA call). Errors: InvalidArgument (null pointer with a non-zero size), CUDA errors.
 [[nodiscard]] ET_API Result<void> copy_host_to_device(void* device_dst, const void* host_src, std::size_t size_bytes);
 [[nodiscard]] ET_API Result<void> copy_device_to_host(void* host_dst, const void* device_src, std::size_t size_bytes);
 [[nodiscard]] ET_API Result<void> copy_device_to_device(void* device_dst, const void* device_src, std::size_t size_bytes);

@@ -62,7 +62,8 @@ class ET_API Error {
   ErrorCode code() const noexcept { return code_; }
   /// The errno saved when the error was made, 0 when none applies.
   int sys_errno() const noexcept { return errno_; }
-  /// One line of context, e.g. "shape u8 [4611686018427387904, 8]: size overflows 64-bit bytes".
+  /// One line of context, e.g. "allocate u8 [4611686018427387904, 8]: byte size overflows 64-bit size arithmetic (a
+  /// tensor holds at most 9223372036854775807 B)".
   const std::string& message() const noexcept { return message_; }
   /// "<CodeName>: <message>".
   std::string to_string() const;

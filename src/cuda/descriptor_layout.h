@@ -36,16 +36,17 @@ struct DescriptorLayout {
 };
 
 // Mirrors used only to let the compiler check the numbers below (never passed to CUDA).
+union MirrorHandle {
+  int fd;
+  struct {
+    void* handle;
+    const void* name;
+  } win32;
+  const void* nv_sci_buf_object;
+};
 struct MirrorHandleDescV11 {
   int type;
-  union {
-    int fd;
-    struct {
-      void* handle;
-      const void* name;
-    } win32;
-    const void* nv_sci_buf_object;
-  } handle;
+  MirrorHandle handle;
   unsigned long long size;
   unsigned int flags;
 };
@@ -56,14 +57,7 @@ struct MirrorBufferDescV11 {
 };
 struct MirrorHandleDescReserved {
   int type;
-  union {
-    int fd;
-    struct {
-      void* handle;
-      const void* name;
-    } win32;
-    const void* nv_sci_buf_object;
-  } handle;
+  MirrorHandle handle;
   unsigned long long size;
   unsigned int flags;
   unsigned int reserved[16];

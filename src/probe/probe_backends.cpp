@@ -15,6 +15,7 @@
 #include "base/sys.h"
 #include "text/format.h"
 
+#include "probe/pattern.h"
 #include "probe/probe_sections.h"
 
 namespace edgetensor {
@@ -100,23 +101,6 @@ ProbeDraft probe_shared(std::string name, const AllocateOptions& alloc, const Pr
 }
 
 }  // namespace
-
-Result<void> write_probe_pattern(const TensorDyn& t, std::uint32_t seed) {
-  ET_TRY_ASSIGN(auto m, t.map_write());
-  auto bytes = m.bytes();
-  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte{probe_pattern_byte(i, seed)};
-  return {};
-}
-
-Result<void> check_probe_pattern(const TensorDyn& t, std::uint32_t seed) {
-  ET_TRY_ASSIGN(auto m, t.map_read());
-  auto bytes = m.bytes();
-  for (std::size_t i = 0; i < bytes.size(); ++i)
-    if (bytes[i] != std::byte{probe_pattern_byte(i, seed)})
-      return fail(ErrorCode::Internal, text::format("byte {} of {} is {:#04x}, expected {:#04x}", i, bytes.size(),
-                                                    static_cast<unsigned>(bytes[i]), probe_pattern_byte(i, seed)));
-  return {};
-}
 
 json probe_system() {
   json out;

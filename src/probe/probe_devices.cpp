@@ -10,6 +10,7 @@
 #include "text/format.h"
 
 #include "probe/gl_checks.h"
+#include "probe/pattern.h"
 #include "probe/probe_sections.h"
 
 namespace edgetensor {

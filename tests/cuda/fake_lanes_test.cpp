@@ -199,6 +199,8 @@ TEST_F(CudaFakeNoDriver, EveryEntryPointFailsFastWithoutCallingCuda) {
   EXPECT_ERROR(cuda::map(*t), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
   EXPECT_ERROR(cuda::Stream::create(), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
   EXPECT_ERROR(cuda::copy_device_to_host(buf, buf, 8), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
+  // Without a usable runtime a zero-size copy is Unavailable too (cuda.h), not a silent success.
+  EXPECT_ERROR(cuda::copy_host_to_device(nullptr, nullptr, 0), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
   EXPECT_ERROR(cuda::copy_to_device(*t, buf, 64), ErrorCode::Unavailable, "cudaErrorInsufficientDriver");
   EXPECT_ERROR(cuda::ExternalMemory::import_fd_dup(0, cuda::ExternalMemoryHandleType::OpaqueFd), ErrorCode::Unavailable,
                "cudaErrorInsufficientDriver");

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "probe/pattern.h"
 #include "text/format.h"
 #include <nlohmann/json.hpp>
 
@@ -56,27 +57,10 @@ Result<void> wait_readable(int fd, int timeout_ms) {
 
 }  // namespace
 
-Result<void> write_pattern(const TensorDyn& t, std::uint32_t seed) {
-  ET_TRY_ASSIGN(auto m, t.map_write());
-  auto bytes = m.bytes();
-  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte{pattern_byte(i, seed)};
-  return {};
-}
-
-Result<void> check_pattern(const TensorDyn& t, std::uint32_t seed) {
-  ET_TRY_ASSIGN(auto m, t.map_read());
-  auto bytes = m.bytes();
-  for (std::size_t i = 0; i < bytes.size(); ++i)
-    if (bytes[i] != std::byte{pattern_byte(i, seed)})
-      return fail(ErrorCode::Internal, text::format("byte {} of {} is {:#04x}, expected {:#04x}", i, bytes.size(),
-                                                   static_cast<unsigned>(bytes[i]), pattern_byte(i, seed)));
-  return {};
-}
-
 Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::string& self_exe,
                                              const std::string& shm_name) {
   const std::uint32_t seed = static_cast<std::uint32_t>(::getpid()) & 0xffffu;
-  ET_TRY(write_pattern(t, seed));
+  ET_TRY(edgetensor::detail::write_probe_pattern(t, seed));
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -130,7 +114,7 @@ Result<std::string> cross_process_round_trip(const TensorDyn& t, const std::stri
     return fail(ErrorCode::Internal, "peer: " + r.value("error", std::string("no error text")));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return fail(ErrorCode::Internal, text::format("peer exited with status {:#x}", status));
-  ET_TRY(check_pattern(t, seed + 1));
+  ET_TRY(edgetensor::detail::check_probe_pattern(t, seed + 1));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return text::format("pid {} imported {} B, verified, wrote reply; reply verified ({:.1f} ms)", pid,
                      t.extent_bytes(), ms);
@@ -159,8 +143,8 @@ int run_peer(int sock) {
                                 edgetensor::ImportOptions{.allow_shrinkable = true});
     }
     if (!t) return reply_error(req.at("op").get<std::string>() + ": " + t.error().to_string());
-    if (auto ok = check_pattern(*t, seed); !ok) return reply_error("verify: " + ok.error().to_string());
-    if (auto ok = write_pattern(*t, seed + 1); !ok) return reply_error("reply write: " + ok.error().to_string());
+    if (auto ok = edgetensor::detail::check_probe_pattern(*t, seed); !ok) return reply_error("verify: " + ok.error().to_string());
+    if (auto ok = edgetensor::detail::write_probe_pattern(*t, seed + 1); !ok) return reply_error("reply write: " + ok.error().to_string());
     auto sent = send_json(sock, {{"ok", true}, {"memory", std::string(edgetensor::memory_kind_name(t->memory()))}});
     return sent ? 0 : 2;
   } catch (const std::exception& e) {

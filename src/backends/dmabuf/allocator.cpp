@@ -48,6 +48,7 @@ struct HeapFailure {
   std::string_view heap;
   int open_errno = 0;
   int alloc_errno = 0;
+  SharedFd node;  // the node the ioctl failed on, for the message (empty when the open failed)
 };
 
 ErrorCode rank_code(ErrorCode a, ErrorCode b) {
@@ -153,7 +154,8 @@ struct Allocator::State {
     const std::string problem = path_problem("heap_dir", options.heap_dir, heap_dir_problem);
     return Error(ErrorCode::InvalidArgument, text::format("{}: no dma-heap node can be in it", problem), ENOTDIR);
   }
-  Error heap_error(std::string_view heap, std::size_t size, int open_errno, int alloc_errno) {
+  // `heap_fd`: the node's fd when the ioctl failed (borrowed), else -1.
+  Error heap_error(std::string_view heap, std::size_t size, int open_errno, int alloc_errno, int heap_fd = -1) {
     if (open_errno == ENOTDIR) return heap_dir_error();
     const std::string path = heap_path(heap);
     if (open_errno != 0) {
@@ -161,7 +163,19 @@ struct Allocator::State {
       return detail::device_open_error(path, open_errno, heap, kernel,
                                        open_errno == ENOENT ? "" : detail::node_permissions(path), kernel_problem);
     }
-    return Error::from_errno(alloc_errno, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size, path));
+    Error e = Error::from_errno(alloc_errno, text::format("DMA_HEAP_IOCTL_ALLOC of {} B on {}", size, path));
+    return alloc_errno == ENOTTY ? not_a_device(std::move(e), "heap_dir", path, heap_fd) : e;
+  }
+  // A device ioctl that answered ENOTTY on a node that is no character device (a regular file at the
+  // configured path): the configuration is wrong, and the error says so. Other errors pass unchanged.
+  Error not_a_device(Error e, std::string_view field, const std::string& path, int fd) const {
+    if (e.sys_errno() != ENOTTY || fd < 0) return e;
+    const std::string problem = detail::device_kind_problem(fd);
+    if (problem.empty()) return e;
+    const std::string& configured = field == "heap_dir" ? options.heap_dir : path;
+    const std::string what = field == "heap_dir" ? text::format("holds \"{}\", which {}", path, problem) : problem;
+    return Error(ErrorCode::InvalidArgument, text::format("{} ({})", path_problem(field, configured, what), e.message()),
+                 ENOTTY);
   }
   Error udmabuf_open_error(int err) const {
     const std::string& path = options.udmabuf_dev;
@@ -176,8 +190,9 @@ struct Allocator::State {
     ET_TRY_ASSIGN(std::size_t rounded, detail::round_up_to_page(size, sys::page_size()));
     Opened dev = open_udmabuf(retry);
     if (!dev.fd) return fail(udmabuf_open_error(dev.err));
-    ET_TRY_ASSIGN(UniqueFd fd, detail::udmabuf_allocate(dev.fd.get(), udmabuf_limit_mb(), rounded, name));
-    return Allocation{std::move(fd), "udmabuf"};
+    auto fd = detail::udmabuf_allocate(dev.fd.get(), udmabuf_limit_mb(), rounded, name);
+    if (!fd) return fail(not_a_device(std::move(fd).error(), "udmabuf_dev", options.udmabuf_dev, dev.fd.get()));
+    return Allocation{std::move(*fd), "udmabuf"};
   }
 
   Result<Allocation> allocate_required(const detail::HeapPlan& plan, std::size_t size, std::string_view name) {
@@ -186,7 +201,7 @@ struct Allocator::State {
     Opened node = open_heap(heap, true);
     if (!node.fd) return fail(heap_error(heap, size, node.err, 0));
     detail::HeapAllocation a = detail::heap_ioctl_allocate(node.fd.get(), size);
-    if (!a.fd) return fail(heap_error(heap, size, 0, a.err));
+    if (!a.fd) return fail(heap_error(heap, size, 0, a.err, node.fd.get()));
     return Allocation{std::move(a.fd), "dma-heap " + heap};
   }
 
@@ -209,11 +224,11 @@ struct Allocator::State {
         if (!failures.empty()) {
           const HeapFailure& f = failures.front();
           detail::log(LogLevel::Info, "dma-heap {} serves {} B after: {}", heap, size,
-                      heap_error(f.heap, size, f.open_errno, f.alloc_errno).message());
+                      heap_error(f.heap, size, f.open_errno, f.alloc_errno, f.node.get()).message());
         }
         return Allocation{std::move(a.fd), "dma-heap " + heap};
       }
-      failures.push_back({heap, 0, a.err});
+      failures.push_back({heap, 0, a.err, node.fd});
     }
     std::optional<Error> udmabuf_failure;
     if (plan.use_udmabuf) {
@@ -242,7 +257,7 @@ struct Allocator::State {
       if (e.code() == code) err = e.sys_errno();
       parts.push_back(e.message());
     };
-    for (const auto& f : failures) add(heap_error(f.heap, size, f.open_errno, f.alloc_errno));
+    for (const auto& f : failures) add(heap_error(f.heap, size, f.open_errno, f.alloc_errno, f.node.get()));
     if (udmabuf_failure) add(*udmabuf_failure);
     return fail(code,
                 text::format("no DMA-BUF allocator served {} B (heaps tried in this order: {}{}): {}", size,
@@ -293,7 +308,9 @@ Result<UniqueFd> Allocator::udmabuf_from_memfd(int memfd, std::size_t offset_byt
   ET_TRY(detail::check_udmabuf_memfd(memfd, offset_bytes, size_bytes, limit));
   Opened dev = state_->open_udmabuf(true);
   if (!dev.fd) return fail(state_->udmabuf_open_error(dev.err));
-  return detail::create_udmabuf(dev.fd.get(), memfd, offset_bytes, size_bytes, limit);
+  auto fd = detail::create_udmabuf(dev.fd.get(), memfd, offset_bytes, size_bytes, limit);
+  if (!fd) return fail(state_->not_a_device(std::move(fd).error(), "udmabuf_dev", state_->options.udmabuf_dev, dev.fd.get()));
+  return fd;
 }
 
 bool Allocator::known_unusable() const {

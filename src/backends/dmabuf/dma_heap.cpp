@@ -37,6 +37,12 @@ std::string file_kind_problem(unsigned mode, bool want_dir) {
   return text::format("is {}, not {}", file_kind_name(mode), want_dir ? "a directory" : "a regular file");
 }
 
+std::string device_kind_problem(int fd) {
+  struct stat st {};
+  if (sys::fstat(fd, &st) != 0 || S_ISCHR(st.st_mode)) return "";
+  return text::format("is {}, not a character device", file_kind_name(st.st_mode));
+}
+
 std::string path_kind_problem(const std::string& path, bool want_dir) {
   struct stat st {};
   if (sys::stat(path.c_str(), &st) != 0)

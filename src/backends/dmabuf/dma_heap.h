@@ -23,6 +23,10 @@ std::string file_kind_problem(unsigned mode, bool want_dir);
 /// not a directory", "is a directory, not a regular file", "has a parent that is not a directory";
 /// empty when it is of that kind or does not exist.
 std::string path_kind_problem(const std::string& path, bool want_dir);
+/// Why the open node `fd` (borrowed) cannot be a device node: "is a regular file, not a character device";
+/// empty when it is a character device or fstat fails. Asked only after a device ioctl answered ENOTTY,
+/// so a working node pays nothing for it.
+std::string device_kind_problem(int fd);
 /// "crw-rw---- uid 0 gid 44" for a node, or "not present" / the stat error.
 std::string node_permissions(const std::string& path);
 

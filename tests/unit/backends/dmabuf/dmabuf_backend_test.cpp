@@ -968,6 +968,54 @@ TEST_F(FakeDmaBuf, UdmabufDevOfTheWrongKindIsNamed) {
                    "\" is a directory, not a device node");
 }
 
+// A regular file where a device node should be opens fine and answers the device ioctl with ENOTTY: the
+// error names the configured path and the file's kind, not just the kernel's ENOTTY.
+TEST_F(FakeDmaBuf, RegularFileWhereANodeShouldBeIsNamed) {
+  add_heap("system");  // the fakes are regular files, served by the ioctl emulator
+  alloc_errno_["system"] = ENOTTY;  // what the kernel answers for DMA_HEAP_IOCTL_ALLOC on a regular file
+  const std::string heap = (root_ / "dev/dma_heap/system").string();
+  auto t = alloc(4096, "system");
+  EXPECT_ERROR(t, ErrorCode::InvalidArgument,
+               "dmabuf::AllocatorOptions::heap_dir \"" + (root_ / "dev/dma_heap").string() + "\" holds \"" + heap +
+                   "\", which is a regular file, not a character device");
+  EXPECT_NE(t.error().message().find("ENOTTY"), std::string::npos) << t.error().message();
+  // Automatic allocation names it too, among the heaps it tried.
+  auto a = alloc(4096);
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.error().message().find("which is a regular file, not a character device"), std::string::npos)
+      << a.error().message();
+  // Any other ioctl error stays the kernel's answer.
+  alloc_errno_["system"] = ENOMEM;
+  EXPECT_ERROR(alloc(4096, "system"), ErrorCode::OutOfMemory, "DMA_HEAP_IOCTL_ALLOC");
+
+  add_udmabuf();
+  extra_hook_ = [](const sys::CallInfo& c) { return c.call == sys::Call::Ioctl && c.request == UDMABUF_CREATE ? ENOTTY : 0; };
+  EXPECT_ERROR(alloc(4096, "udmabuf"), ErrorCode::InvalidArgument,
+               "dmabuf::AllocatorOptions::udmabuf_dev \"" + (root_ / "dev/udmabuf").string() +
+                   "\" is a regular file, not a character device");
+  int memfd = ::memfd_create("et-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(memfd, 0);
+  ASSERT_EQ(::ftruncate(memfd, 4096), 0);
+  ASSERT_EQ(::fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_ERROR(allocator_->udmabuf_from_memfd(memfd, 0, 4096), ErrorCode::InvalidArgument,
+               "is a regular file, not a character device");
+  ::close(memfd);
+}
+
+// The kind check itself: a character device passes (its ENOTTY stays the kernel's answer), anything
+// else is named.
+TEST(DmaBufNodeKind, CharacterDevicesPassOtherFilesAreNamed) {
+  UniqueFd null_dev(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(null_dev);
+  EXPECT_EQ(detail::device_kind_problem(null_dev.get()), "");
+  UniqueFd memfd(::memfd_create("et-test", MFD_CLOEXEC));
+  ASSERT_TRUE(memfd);
+  EXPECT_EQ(detail::device_kind_problem(memfd.get()), "is a regular file, not a character device");
+  UniqueFd dir(::open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  EXPECT_EQ(detail::device_kind_problem(dir.get()), "is a directory, not a character device");
+}
+
 // A zero-byte request is the caller's mistake, refused before any node is opened (no DMA-BUF is 0 B).
 TEST_F(FakeDmaBuf, AllocateRefusesZeroBytesBeforeOpeningANode) {
   add_heap("system");

@@ -5,6 +5,7 @@ call recorded). Debian's torch is CPU-only: a real GPU consumer is tests/gpu/run
 
 import ctypes
 import os
+import sys
 
 import numpy
 import pytest
@@ -12,27 +13,12 @@ import pytest
 import edgetensor as et
 from edgetensor import _edgetensor
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+from dlpack_ctypes import DLTensor, Versioned, api  # noqa: E402
+
 fake = ctypes.CDLL(os.environ["EDGETENSOR_CUDART"])  # the same file the library dlopens: one state
 fake.et_fake_cudart_count.argtypes = [ctypes.c_char_p]
 fake.et_fake_cudart_live.argtypes = [ctypes.c_char_p]
-
-api = ctypes.pythonapi
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-api.PyCapsule_GetName.restype = ctypes.c_char_p
-api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-
-
-class DLTensor(ctypes.Structure):  # dlpack.h 1.1, LP64
-    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
-                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class Versioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 
 
 def legacy_tensor(capsule):

@@ -8,11 +8,15 @@ every export's deleter run exactly once. torch is used when it has CUDA (Debian'
 Needs no numpy. Exit 0: passed; 1: a failure; 77: no usable GPU (every step SKIPPED)."""
 
 import ctypes
+import os
 import struct
 import sys
 
 import edgetensor as et
 from edgetensor import _edgetensor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from dlpack_ctypes import DLTensor, Versioned, api  # noqa: E402
 
 KDLCPU, KDLCUDA = 1, 2
 results = {"passed": 0, "failed": 0, "skipped": 0}
@@ -24,23 +28,6 @@ def report(kind, step, detail=""):
         results[kind] += 1
     label = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIPPED", "note": "NOTE"}[kind]
     print("%-7s python %s%s" % (label, step, (": " + detail) if detail else ""), flush=True)
-
-
-api = ctypes.pythonapi
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-class DLTensor(ctypes.Structure):  # DLPack 1.1 dlpack.h, LP64
-    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
-                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class Versioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 
 
 def pattern(n):

@@ -131,9 +131,10 @@ class ET_API Allocator {
   /// Unavailable (/dev/udmabuf missing), PermissionDenied (node not accessible), from_errno otherwise.
   [[nodiscard]] Result<UniqueFd> udmabuf_from_memfd(int memfd, std::size_t offset_bytes, std::size_t size_bytes);
 
-  /// True when automatic allocation is known to fail: every node of the automatic order and udmabuf
-  /// was found missing or refusing, or heap_dir is not a directory. No system call; false until an
-  /// automatic allocation tried them.
+  /// True when automatic allocation is known to fail for lack of a device: every node of the automatic
+  /// order and udmabuf was found missing or refusing. No system call; false until an automatic
+  /// allocation tried them, and false for a heap_dir that is not a directory (a configuration mistake,
+  /// which allocate() names each time).
   [[nodiscard]] bool known_unusable() const;
 
   /// What this allocator's paths show now: opens each node once and closes it; allocates nothing, and

@@ -71,7 +71,8 @@ inline constexpr std::size_t kMaxRank = 8;
 /// Options for TensorDyn::allocate.
 struct AllocateOptions {
   /// Which backend. Auto: DMA-BUF -> shm -> heap (EDGETENSOR_FORCE_MEM=1: heap); the tensor's
-  /// memory() says which served. An explicit kind never falls back: it fails with that backend's error
+  /// memory() says which served; a named dmabuf_allocator that is misconfigured (InvalidArgument) stops
+  /// Auto with its error. An explicit kind never falls back: it fails with that backend's error
   /// (except with zero elements, which contact no backend at all: see the zero-element rule above).
   MemoryKind memory = MemoryKind::Auto;
   /// Tensor name; also names the memfd (visible in /proc/<pid>/fd) and, later, the DMA-BUF.

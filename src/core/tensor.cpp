@@ -129,8 +129,14 @@ Result<std::unique_ptr<Backing>> allocate_backing(std::size_t bytes, const Alloc
     if (ops.auto_skips != nullptr && ops.auto_skips(options)) continue;  // known to fail: nothing to ask
     auto backing = ops.allocate(bytes, options);
     if (backing) return backing;
-    // InvalidArgument is a caller's mistake (an allocator's heap_dir that is a file, say): louder.
+    // InvalidArgument is a configuration mistake (an allocator's heap_dir that is a file, say). With an
+    // allocator the caller named, it is theirs: returned, not hidden behind another memory kind. With
+    // the process default (the system's own paths), the program still runs: a Warning, and Auto goes on.
     const bool mistake = backing.error().code() == ErrorCode::InvalidArgument;
+    if (mistake && k == MemoryKind::DmaBuf && options.dmabuf_allocator)
+      return fail(backing.error().code(),
+                  text::format("auto allocation of {} B: the named dmabuf_allocator: {}", bytes, backing.error().message()),
+                  backing.error().sys_errno());
     detail::log(mistake ? LogLevel::Warning : LogLevel::Debug, "auto allocation of {} B: {} failed ({}), falling back",
                 bytes, memory_kind_name(k), backing.error().to_string());
   }

@@ -316,7 +316,9 @@ Result<UniqueFd> Allocator::udmabuf_from_memfd(int memfd, std::size_t offset_byt
 bool Allocator::known_unusable() const {
   auto refuses = [](const Node& n) { return n.state == NodeState::Absent || n.state == NodeState::Refused; };
   std::lock_guard lock(state_->mutex);
-  if (!state_->heap_dir_problem.empty()) return true;  // automatic allocation refuses at once
+  // A heap_dir that is not a directory is the caller's mistake, not a missing device: allocate() names
+  // it every time (remembered, without a system call), so Auto can return it for a named allocator.
+  if (!state_->heap_dir_problem.empty()) return false;
   if (!refuses(state_->udmabuf)) return false;
   return std::all_of(detail::heap_probe_table().begin(), detail::heap_probe_table().end(), [&](const auto& c) {
     auto it = state_->heaps.find(c.name);

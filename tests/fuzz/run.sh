@@ -12,13 +12,16 @@ build=$(cd "$1" && pwd)
 seconds=${2:-60}
 work=$build/fuzz-work
 targets=(ipc_receive ipc_receive_frame channel_receiver)
+# A tree whose binaries share clang's ASan runtime (cmake/sanitizers.cmake): -fsanitize=fuzzer puts
+# libstdc++ ahead of it in the targets' DT_NEEDED, and ASan refuses to start unless it comes first.
+runtime=$(ldd "$build/tests/fuzz/et_fuzz_${targets[0]}" | awk '/libclang_rt\.asan/ {print $3; exit}')
 declare -A pid
 for t in "${targets[@]}"; do
   rm -rf "${work:?}/$t" && mkdir -p "$work/$t/artifacts"
   cp "$root/tests/fuzz/corpus/$t"/* "$work/$t/"
   echo "---- et_fuzz_$t: ${seconds} s"
   # -rss_limit_mb: memfds up to 4 MiB each, a few per input; -timeout: one input never takes seconds.
-  (cd "$work/$t/artifacts" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  (cd "$work/$t/artifacts" && LD_PRELOAD="$runtime" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      exec "$build/tests/fuzz/et_fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
        -print_final_stats=1 "$work/$t" >"$work/$t.log" 2>&1) &

@@ -30,7 +30,13 @@ std::string fd_link(int fd);
 /// Lines in /proc/self/maps.
 int mapping_count();
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// gcc defines __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__; clang answers __has_feature instead.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ET_TEST_SANITIZED_MAPS 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ET_TEST_SANITIZED_MAPS)
 /// False in ASan and TSan builds: ASan's allocator maps memory on demand (its quarantine keeps freed
 /// blocks), TSan maps shadow memory for address ranges it has not seen (a freed buffer's range reused
 /// elsewhere), so /proc/self/maps grows without any leak. Exact in normal builds; fd counts always are.

@@ -41,18 +41,18 @@ struct DiskFile {
   DiskFile() {
     for (const char* dir : {".", "/var/tmp", "/tmp"}) {
       std::string tmpl = std::string(dir) + "/et-probe-XXXXXX";
-      int fd = ::mkstemp(tmpl.data());
-      if (fd < 0) continue;
+      int file = ::mkstemp(tmpl.data());
+      if (file < 0) continue;
       struct statfs sfs {};
-      if (::fstatfs(fd, &sfs) == 0 && detail::fs_magic(sfs.f_type) != TMPFS_MAGIC &&
+      if (::fstatfs(file, &sfs) == 0 && detail::fs_magic(sfs.f_type) != TMPFS_MAGIC &&
           detail::fs_magic(sfs.f_type) != HUGETLBFS_MAGIC) {
         path = tmpl;
-        this->fd = UniqueFd(fd);
+        fd = UniqueFd(file);
         magic = detail::fs_magic(sfs.f_type);
-        EXPECT_EQ(::ftruncate(fd, 4096), 0);
+        EXPECT_EQ(::ftruncate(file, 4096), 0);
         return;
       }
-      ::close(fd);
+      ::close(file);
       ::unlink(tmpl.c_str());
     }
   }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace et_test {
@@ -63,6 +64,19 @@ int mapping_count() {
   std::ifstream f("/proc/self/maps");
   int n = 0;
   for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
+
+int file_mapping_count() {
+  std::ifstream f("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(f, line);) {
+    // "address perms offset dev inode pathname": the sixth field, when present.
+    std::istringstream fields(line);
+    std::string skip, path;
+    for (int i = 0; i < 5; ++i) fields >> skip;
+    if (fields >> path && path.front() != '[') ++n;
+  }
   return n;
 }
 

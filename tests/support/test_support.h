@@ -29,6 +29,10 @@ std::string proc_fd_path(int fd);
 std::string fd_link(int fd);
 /// Lines in /proc/self/maps.
 int mapping_count();
+/// Lines in /proc/self/maps that map a file (memfds, DMA-BUFs, shm objects and the binaries): what a
+/// buffer's CPU map adds. Anonymous memory, [heap] and [stack] are not counted: malloc creates and
+/// grows them as it likes (a forked child may start its brk heap long after its first frames).
+int file_mapping_count();
 
 // gcc defines __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__; clang answers __has_feature instead.
 #if defined(__has_feature)

@@ -39,6 +39,10 @@ constexpr int kChannelRounds = 3;
 constexpr double kChannelRoundNs = 20e6;  // ~20 ms per round of each case
 constexpr std::size_t kCopyChunk = 64 * 1024;
 constexpr std::size_t kReadBuffers = 2;  // the receive + read pool, and the baseline's warm local buffers
+// How long one step waits for the peer before the bench reports it as failed. Generous: only a peer that
+// is gone or stuck should reach it. Under QEMU user mode on a loaded machine (the ARM lanes) a freshly
+// forked peer took over 5 s to send its first frame (its code is translated on first use).
+constexpr auto kPeerWait = std::chrono::seconds(30);
 
 double clock_ns(clockid_t clock) {
   timespec ts{};
@@ -180,7 +184,7 @@ std::string handoff_rows(const FrameSize& f, BenchReport& report) {
     return n == 1;
   };
   auto handoff = [&]() -> bool {
-    auto t = sender->acquire(*pool, 5s);  // waits for the previous frame's release
+    auto t = sender->acquire(*pool, kPeerWait);  // waits for the previous frame's release
     if (!t) {
       error = "handoff acquire: " + t.error().to_string();
       return false;
@@ -213,7 +217,7 @@ std::string receive_rows(const FrameSize& f, BenchReport& report) {
     auto sender = channel::Sender::create(std::move(theirs));
     if (!pool || !sender) return 1;
     for (;;) {
-      auto t = sender->acquire(*pool, 10s);
+      auto t = sender->acquire(*pool, kPeerWait);
       if (!t || !sender->send(*t)) return 0;
     }
   }, error);
@@ -222,7 +226,7 @@ std::string receive_rows(const FrameSize& f, BenchReport& report) {
   if (!receiver) return "receiver: " + receiver.error().to_string();
   volatile std::uint64_t sink = 0;
   auto take = [&]() -> bool {
-    auto d = receiver->receive(5s);
+    auto d = receiver->receive(kPeerWait);
     if (!d) {
       error = "receive: " + d.error().to_string();
       return false;

@@ -18,8 +18,9 @@
  *   release frees it. Releasing more than was retained is undefined. A handle keeps what it needs alive
  *   (a map or view keeps its buffer).
  * - Option structs begin with uint32_t struct_size = sizeof(the struct as the caller compiled it); NULL
- *   means all defaults. Zero is every field's default, so initialize with `{sizeof(T)}` or `{.struct_size
- *   = sizeof(T), ...}`. Rule of Linux's copy_struct_from_user: a smaller struct_size (an older caller)
+ *   means all defaults. Zero is every field's default: zero the struct (`= {0}` in C, `{}` in C++, or C's
+ *   designated initializers), then set struct_size; positional initializers differ between 32- and 64-bit
+ *   targets (pointer pads). Rule of Linux's copy_struct_from_user: a smaller struct_size (an older caller)
  *   leaves the missing fields at zero, a larger one (a newer caller) is accepted when every byte this
  *   library does not know is zero; otherwise ET_INVALID_ARGUMENT naming the offset. Below the first
  *   version's size (ET_*_SIZE_VER0), or above 4096: ET_INVALID_ARGUMENT. Output structs take the same
@@ -42,6 +43,14 @@
 #define ET_C_API __attribute__((visibility("default")))
 #else
 #define ET_C_API
+#endif
+
+/* After each pointer in a struct: 4 zero bytes where pointers have 4, so that every struct has the same
+ * size and offsets on 32- and 64-bit targets, and no padding the compiler would add unseen. */
+#if UINTPTR_MAX == 0xffffffffu
+#define ET_C_POINTER_PAD_(field) uint32_t field;
+#else
+#define ET_C_POINTER_PAD_(field)
 #endif
 
 #ifdef __cplusplus
@@ -125,8 +134,11 @@ typedef struct et_allocate_options {
    * ET_MAX_ALIGNMENT (TFLite's custom allocations want 64); above: ET_UNSUPPORTED. */
   uint64_t alignment_bytes;
   const char* name;        /* NULL or "" = none; also names the memfd */
+  ET_C_POINTER_PAD_(name_pad_)
   const char* shm_name;    /* with ET_MEMORY_SHM: a named POSIX shm object ("/cam0"), created O_EXCL */
+  ET_C_POINTER_PAD_(shm_name_pad_)
   const char* dma_heap;    /* with DMA-BUF: require this dma-heap by name */
+  ET_C_POINTER_PAD_(dma_heap_pad_)
 } et_allocate_options;
 #define ET_ALLOCATE_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_allocate_options))
 /* The alignment every allocation's first element has in every process that maps it (heap blocks are
@@ -152,7 +164,9 @@ typedef struct et_import_options {
   uint32_t flags;                /* ET_IMPORT_* bits; others must be zero */
   uint64_t offset_bytes;         /* of the first element inside the fd's buffer */
   const int64_t* strides_bytes;  /* `rank` entries, or NULL for C-contiguous */
+  ET_C_POINTER_PAD_(strides_bytes_pad_)
   const char* name;              /* NULL or "" = none */
+  ET_C_POINTER_PAD_(name_pad_)
 } et_import_options;
 #define ET_IMPORT_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_import_options))
 
@@ -256,9 +270,10 @@ typedef struct et_buffer_desc {
   uint32_t struct_size;
   uint32_t plane_count;       /* 1 for a tensor, the format's planes for an image */
   uint64_t buffer_bytes;      /* the whole buffer (fd size) */
+  uint64_t mapped_bytes;      /* bytes mapped from `data` (the tensor's extent); 0 with no map */
   void* data;                 /* CPU address of planes[0].offset_bytes (the first element), mapped as
                                  asked; NULL when no map was asked for */
-  uint64_t mapped_bytes;      /* bytes mapped from `data` (the tensor's extent); 0 with no map */
+  ET_C_POINTER_PAD_(data_pad_)
   et_plane_desc planes[ET_MAX_PLANES];
 } et_buffer_desc;
 #define ET_BUFFER_DESC_SIZE_VER0 ((uint32_t)sizeof(et_buffer_desc))

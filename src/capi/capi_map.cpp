@@ -44,6 +44,15 @@ Result<void> describe_planes(const TensorDyn& t, int fd, et_buffer_desc& d) {
   return {};
 }
 
+// Gives the descriptor map `m`'s address and extent, and the holder the map. One struct serves every mode:
+// for a read map the address is writable in type only (the caller asked to read).
+template <class M>
+void hold_map(M m, et_buffer_desc& d, et_descriptor& holder) {
+  d.data = const_cast<void*>(static_cast<const void*>(m.data()));
+  d.mapped_bytes = m.extent_bytes();
+  holder.map = std::move(m);
+}
+
 bool fd_shareable(MemoryKind kind) { return kind == MemoryKind::Shm || kind == MemoryKind::DmaBuf; }
 
 }  // namespace
@@ -106,23 +115,17 @@ et_status et_tensor_describe(const et_tensor* tensor, uint32_t map_mode, et_buff
     switch (map_mode) {
       case ET_MAP_READ: {
         ET_TRY_ASSIGN(auto m, t.map_read());
-        d.data = const_cast<std::byte*>(m.data());  // the struct serves every mode; the caller asked for read
-        d.mapped_bytes = m.extent_bytes();
-        holder->map = std::move(m);
+        hold_map(std::move(m), d, *holder);
         break;
       }
       case ET_MAP_WRITE: {
         ET_TRY_ASSIGN(auto m, t.map_write());
-        d.data = m.data();
-        d.mapped_bytes = m.extent_bytes();
-        holder->map = std::move(m);
+        hold_map(std::move(m), d, *holder);
         break;
       }
       case ET_MAP_READ_WRITE: {
         ET_TRY_ASSIGN(auto m, t.map_read_write());
-        d.data = m.data();
-        d.mapped_bytes = m.extent_bytes();
-        holder->map = std::move(m);
+        hold_map(std::move(m), d, *holder);
         break;
       }
       default: break;

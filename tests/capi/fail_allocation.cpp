@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <new>
 
+#include "support/replace_operator_new.h"
+
 namespace {
 // Allocations left before one fails; negative: none fails. Counted on every thread.
 std::atomic<long> g_left{-1};
+}  // namespace
 
-void* allocate(std::size_t n, std::size_t align) {
+void* et_test_allocate(std::size_t n, std::size_t align) {
   long left = g_left.load(std::memory_order_relaxed);
   while (left >= 0) {
     if (g_left.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
@@ -19,13 +22,8 @@ void* allocate(std::size_t n, std::size_t align) {
       break;
     }
   }
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
+  return et_test_malloc(n, align);
 }
-}  // namespace
 
 extern "C" {
 /// The `nth` allocation from now (0: the next one) throws std::bad_alloc; negative: none.
@@ -33,30 +31,3 @@ void et_test_fail_allocation(long nth) { g_left.store(nth, std::memory_order_rel
 /// Whether the armed failure is still to come.
 int et_test_failure_pending(void) { return g_left.load(std::memory_order_relaxed) >= 0; }
 }
-
-void* operator new(std::size_t n) { return allocate(n, 0); }
-void* operator new[](std::size_t n) { return allocate(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a)); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n, 0);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n, 0);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }

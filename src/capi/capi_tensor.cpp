@@ -10,11 +10,7 @@
 using namespace edgetensor;
 using namespace edgetensor::capi;
 
-namespace {
-
-// Builds AllocateOptions from the C struct. Errors: InvalidArgument (memory kind, alignment not a power of
-// two), Unsupported (alignment above ET_MAX_ALIGNMENT).
-Result<AllocateOptions> allocate_options(const et_allocate_options* user) {
+Result<AllocateOptions> edgetensor::capi::allocate_options(const et_allocate_options* user) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_ALLOCATE_OPTIONS_SIZE_VER0, "et_allocate_options"));
   if (c.memory < 0 || c.memory > static_cast<std::int32_t>(MemoryKind::Foreign))
     return fail(ErrorCode::InvalidArgument,
@@ -33,6 +29,8 @@ Result<AllocateOptions> allocate_options(const et_allocate_options* user) {
   if (c.dma_heap != nullptr) o.dma_heap = c.dma_heap;
   return o;
 }
+
+namespace {
 
 Result<ImportOptions> import_options(const et_import_options* user, std::size_t rank) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_IMPORT_OPTIONS_SIZE_VER0, "et_import_options"));

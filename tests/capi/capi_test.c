@@ -704,6 +704,137 @@ static int case_describe(void) {
   return 0;
 }
 
+/* ---- images ------------------------------------------------------------------------------------ */
+
+#define FOURCC(a, b, c, d) ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
+
+static int case_pixel_formats(void) {
+  CHECK(strcmp(et_pixel_format_name(ET_PIXEL_FORMAT_NV12), "nv12") == 0);
+  CHECK(strcmp(et_pixel_format_name(ET_PIXEL_FORMAT_BAYER_GBRG8), "bayer_gbrg8") == 0);
+  CHECK(strcmp(et_pixel_format_name(29), "invalid") == 0 && strcmp(et_pixel_format_name(-1), "invalid") == 0);
+  int32_t f = -1;
+  uint32_t mp = 9, code = 0;
+  CHECK_OK(et_pixel_format_from_name("i420", &f));
+  CHECK(f == ET_PIXEL_FORMAT_I420);
+  CHECK_OK(et_pixel_format_from_v4l2(FOURCC('N', 'M', '1', '2'), &f, &mp));
+  CHECK(f == ET_PIXEL_FORMAT_NV12 && mp == 1);
+  CHECK_OK(et_pixel_format_from_v4l2(FOURCC('N', 'V', '1', '2'), &f, &mp));
+  CHECK(f == ET_PIXEL_FORMAT_NV12 && mp == 0);
+  CHECK_OK(et_pixel_format_to_v4l2(ET_PIXEL_FORMAT_NV12, 1, &code));
+  CHECK(code == FOURCC('N', 'M', '1', '2'));
+  CHECK_OK(et_pixel_format_from_drm(FOURCC('Y', 'U', 'Y', 'V'), &f));
+  CHECK(f == ET_PIXEL_FORMAT_YUYV);
+  CHECK_OK(et_pixel_format_to_drm(ET_PIXEL_FORMAT_NV12, &code));
+  CHECK(code == FOURCC('N', 'V', '1', '2'));
+  CHECK_OK(et_pixel_format_from_gst("RGBx", &f));
+  CHECK(f == ET_PIXEL_FORMAT_RGBX);
+  const char* gst = NULL;
+  CHECK_OK(et_pixel_format_to_gst(ET_PIXEL_FORMAT_P010, &gst));
+  CHECK(gst != NULL && strcmp(gst, "P010_10LE") == 0);
+  /* Bad input: unknown names and codes (named), NULLs, values outside the table. */
+  f = 77;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_name("nv13", &f));
+  CHECK_MESSAGE("nv13");
+  CHECK(f == 77);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_name(NULL, &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_name("nv12", NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_v4l2(FOURCC('N', 'M', '9', '9'), &f, &mp));
+  CHECK_MESSAGE("NM99");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_v4l2(FOURCC('N', 'V', '1', '2'), &f, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_v4l2(FOURCC('N', 'V', '1', '2'), NULL, &mp));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_drm(0, &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_drm(FOURCC('N', 'V', '1', '2'), NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_gst("NOPE", &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_from_gst(NULL, &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_v4l2(ET_PIXEL_FORMAT_NV12, 2, &code));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_v4l2(ET_PIXEL_FORMAT_UNKNOWN, 0, &code));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_v4l2(29, 0, &code));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_v4l2(ET_PIXEL_FORMAT_NV12, 0, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_drm(-3, &code));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_drm(ET_PIXEL_FORMAT_NV12, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_gst(0, &gst));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pixel_format_to_gst(ET_PIXEL_FORMAT_NV12, NULL));
+  return 0;
+}
+
+static int case_images(void) {
+  et_allocate_options shm = {.struct_size = sizeof shm, .memory = ET_MEMORY_SHM};
+  et_image_options rows64 = {.struct_size = sizeof rows64, .row_alignment_bytes = 64};
+  et_tensor* img = NULL;
+  CHECK_OK(et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_NV12, &rows64, &shm, &img));
+  et_image_layout l = {.struct_size = sizeof l};
+  CHECK_OK(et_tensor_get_image_layout(img, &l));
+  CHECK(l.format == ET_PIXEL_FORMAT_NV12 && l.width == 60 && l.height == 45 && l.plane_count == 2 && l.modifier == 0);
+  CHECK(l.planes[0].offset_bytes == 0 && l.planes[0].row_stride_bytes == 64);
+  CHECK(l.planes[1].offset_bytes == 64 * 46 && l.planes[1].row_stride_bytes == 64 && l.planes[2].row_stride_bytes == 0);
+  /* (the default layout pads the height to the 4:2:0 subsampling: 46 rows before the UV plane) */
+  /* The runtime descriptor has one entry per plane, in one buffer. */
+  et_buffer_desc d = {.struct_size = sizeof d};
+  et_descriptor* h = NULL;
+  CHECK_OK(et_tensor_describe(img, ET_MAP_READ, &d, &h));
+  CHECK(d.plane_count == 2 && d.planes[0].fd >= 0 && d.planes[1].fd == d.planes[0].fd);
+  CHECK(d.planes[0].size_bytes == 44 * 64 + 60 && d.planes[1].offset_bytes == 64 * 46);
+  CHECK(d.planes[1].size_bytes == 22 * 64 + 60 && d.planes[1].row_stride_bytes == 64);
+  et_descriptor_release(h);
+  /* Plane views: the UV plane is [23, 30, 2] with 64-byte rows; a plane view is no whole image. */
+  et_tensor* uv = NULL;
+  CHECK_OK(et_tensor_plane(img, 1, &uv));
+  et_tensor_info info = {.struct_size = sizeof info};
+  CHECK_OK(et_tensor_get_info(uv, &info));
+  CHECK(info.rank == 3 && info.shape[0] == 23 && info.shape[1] == 30 && info.shape[2] == 2);
+  CHECK(info.strides_bytes[0] == 64 && info.offset_bytes == 64 * 46);
+  CHECK_STATUS(ET_FAILED_PRECONDITION, et_tensor_get_image_layout(uv, &l));
+  et_tensor_release(uv);
+  uv = (et_tensor*)&uv;
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_tensor_plane(img, 2, &uv));
+  CHECK(uv == NULL);
+  /* The layout travels with the tensor over ipc. */
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  CHECK_OK(et_ipc_send_tensor(sv[0], img, NULL));
+  et_tensor* got = NULL;
+  CHECK_OK(et_ipc_receive_tensor(sv[1], NULL, &got));
+  et_image_layout lg = {.struct_size = sizeof lg};
+  CHECK_OK(et_tensor_get_image_layout(got, &lg));
+  CHECK(lg.format == ET_PIXEL_FORMAT_NV12 && lg.planes[1].offset_bytes == 64 * 46);
+  et_tensor_release(got);
+  close(sv[0]);
+  close(sv[1]);
+  /* Bad input. */
+  et_tensor* t = (et_tensor*)&t;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_UNKNOWN, NULL, NULL, &t));
+  CHECK(t == NULL);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, 29, NULL, NULL, &t));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(0, 45, ET_PIXEL_FORMAT_RGB, NULL, NULL, &t));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_RGB, NULL, NULL, NULL));
+  et_image_options bad = {.struct_size = sizeof bad, .row_alignment_bytes = 48};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_RGB, &bad, NULL, &t));
+  bad.row_alignment_bytes = 0;
+  bad.reserved = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_RGB, &bad, NULL, &t));
+  NEWER(et_image_options) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  newer.newer = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_RGB, &newer.known, NULL, &t));
+  CHECK_MESSAGE("et_image_options");
+  et_allocate_options bad_memory = {.struct_size = sizeof bad_memory, .memory = 9};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_RGB, NULL, &bad_memory, &t));
+  et_tensor* plain = NULL;
+  CHECK_OK(et_tensor_allocate(2, kShape23, ET_DTYPE_U8, NULL, &plain));
+  CHECK_STATUS(ET_FAILED_PRECONDITION, et_tensor_get_image_layout(plain, &l));
+  CHECK_STATUS(ET_FAILED_PRECONDITION, et_tensor_plane(plain, 0, &t));
+  et_tensor_release(plain);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_image_layout(NULL, &l));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_image_layout(img, NULL));
+  et_image_layout small = {.struct_size = 8};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_image_layout(img, &small));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_plane(NULL, 0, &t));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_plane(img, 0, NULL));
+  et_tensor_release(img);
+  return 0;
+}
+
 /* ---- ipc ----------------------------------------------------------------------------------------- */
 
 static int case_ipc_round_trip(void) {
@@ -796,6 +927,8 @@ static const struct test_case kCases[] = {
     {"views", case_views},
     {"maps", case_maps},
     {"describe", case_describe},
+    {"pixel_formats", case_pixel_formats},
+    {"images", case_images},
     {"ipc_round_trip", case_ipc_round_trip},
     {"info_json", case_info_json},
 };

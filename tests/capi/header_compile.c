@@ -31,6 +31,9 @@ ET_STATIC_ASSERT(sizeof(et_buffer_desc) == 160 && offsetof(et_buffer_desc, data)
 ET_STATIC_ASSERT(sizeof(et_send_options) == 16 && sizeof(et_receive_options) == 24 &&
                      offsetof(et_receive_options, max_buffer_bytes) == 16,
                  "ipc options layout");
+ET_STATIC_ASSERT(sizeof(et_image_layout) == 96 && offsetof(et_image_layout, modifier) == 24 &&
+                     offsetof(et_image_layout, planes) == 32 && sizeof(et_image_options) == 16,
+                 "image layout and options");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
@@ -72,11 +75,26 @@ int header_compile_uses(void) {
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
   s |= et_ipc_send_tensor(0, t, &so) | et_ipc_receive_tensor(0, &ro, &v);
+  int32_t format = ET_PIXEL_FORMAT_UNKNOWN;
+  uint32_t code = 0;
+  const char* gst = NULL;
+  s |= et_pixel_format_from_name("nv12", &format) | et_pixel_format_from_v4l2(0, &format, &code) |
+       et_pixel_format_from_drm(0, &format) | et_pixel_format_from_gst("NV12", &format) |
+       et_pixel_format_to_v4l2(format, 0, &code) | et_pixel_format_to_drm(format, &code) |
+       et_pixel_format_to_gst(format, &gst);
+  et_image_options io;
+  memset(&io, 0, sizeof io);
+  io.struct_size = sizeof io;
+  et_image_layout layout;
+  memset(&layout, 0, sizeof layout);
+  layout.struct_size = sizeof layout;
+  s |= et_tensor_allocate_image(4, 4, ET_PIXEL_FORMAT_NV12, &io, &a, &v) | et_tensor_get_image_layout(v, &layout) |
+       et_tensor_plane(v, 1, &v);
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);
   et_tensor_release(t);
   return (int)s + (int)et_last_error_code() + et_last_error_errno() + (int)et_dtype_size(ET_DTYPE_U8) +
          (et_status_name(s)[0] + et_last_error_message()[0] + et_version()[0] + et_dtype_name(0)[0] +
-          et_memory_kind_name(0)[0]);
+          et_memory_kind_name(0)[0] + et_pixel_format_name(0)[0]);
 }

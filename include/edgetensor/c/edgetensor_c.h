@@ -290,6 +290,101 @@ ET_C_API et_status et_tensor_describe(const et_tensor* tensor, uint32_t map_mode
 ET_C_API et_descriptor* et_descriptor_retain(et_descriptor* descriptor);
 ET_C_API void et_descriptor_release(et_descriptor* descriptor);
 
+/* ---- Images: a tensor with a layout (planes in one buffer) -------------------------------------- */
+/* Pixel formats (C++ PixelFormat values): planes, subsampling and codes as docs/ARCHITECTURE.md's table. */
+#define ET_PIXEL_FORMAT_UNKNOWN 0
+#define ET_PIXEL_FORMAT_GREY 1
+#define ET_PIXEL_FORMAT_RGB 2
+#define ET_PIXEL_FORMAT_BGR 3
+#define ET_PIXEL_FORMAT_RGBA 4
+#define ET_PIXEL_FORMAT_BGRA 5
+#define ET_PIXEL_FORMAT_NV12 6
+#define ET_PIXEL_FORMAT_NV21 7
+#define ET_PIXEL_FORMAT_YUYV 8
+#define ET_PIXEL_FORMAT_PLANAR_RGB 9
+#define ET_PIXEL_FORMAT_Y16 10
+#define ET_PIXEL_FORMAT_RGBX 11
+#define ET_PIXEL_FORMAT_BGRX 12
+#define ET_PIXEL_FORMAT_NV16 13
+#define ET_PIXEL_FORMAT_NV61 14
+#define ET_PIXEL_FORMAT_NV24 15
+#define ET_PIXEL_FORMAT_NV42 16
+#define ET_PIXEL_FORMAT_I420 17
+#define ET_PIXEL_FORMAT_YV12 18
+#define ET_PIXEL_FORMAT_YUV422P 19
+#define ET_PIXEL_FORMAT_YVYU 20
+#define ET_PIXEL_FORMAT_UYVY 21
+#define ET_PIXEL_FORMAT_VYUY 22
+#define ET_PIXEL_FORMAT_P010 23
+#define ET_PIXEL_FORMAT_PLANAR_RGBA 24
+#define ET_PIXEL_FORMAT_BAYER_RGGB8 25
+#define ET_PIXEL_FORMAT_BAYER_BGGR8 26
+#define ET_PIXEL_FORMAT_BAYER_GRBG8 27
+#define ET_PIXEL_FORMAT_BAYER_GBRG8 28
+
+/* "nv12", ...; "invalid" for an unknown value. Static storage. */
+ET_C_API const char* et_pixel_format_name(int32_t format);
+/* The format named `name` (as et_pixel_format_name). Errors: ET_INVALID_ARGUMENT (NULL, unknown name). */
+ET_C_API et_status et_pixel_format_from_name(const char* name, int32_t* out_format);
+/* The format of a V4L2 fourcc, and whether it is a multi-planar ("M") code (1) or not (0). Errors:
+ * ET_INVALID_ARGUMENT (NULL, unknown code, named in hex). */
+ET_C_API et_status et_pixel_format_from_v4l2(uint32_t v4l2_fourcc, int32_t* out_format, uint32_t* out_multiplanar);
+/* The format of a DRM fourcc. Errors: ET_INVALID_ARGUMENT (NULL, unknown code). */
+ET_C_API et_status et_pixel_format_from_drm(uint32_t drm_fourcc, int32_t* out_format);
+/* The format of a GStreamer video format name ("NV12"). Errors: ET_INVALID_ARGUMENT (NULL, unknown name). */
+ET_C_API et_status et_pixel_format_from_gst(const char* gst_name, int32_t* out_format);
+/* The V4L2 fourcc of `format` (multiplanar 1: its "M" code). Errors: ET_INVALID_ARGUMENT (NULL, unknown
+ * format, multiplanar not 0 or 1), ET_UNSUPPORTED (V4L2 has no code for it). */
+ET_C_API et_status et_pixel_format_to_v4l2(int32_t format, uint32_t multiplanar, uint32_t* out_fourcc);
+/* The DRM fourcc of `format`. Errors: as et_pixel_format_to_v4l2. */
+ET_C_API et_status et_pixel_format_to_drm(int32_t format, uint32_t* out_fourcc);
+/* The GStreamer name of `format` (static storage). Errors: as et_pixel_format_to_v4l2. */
+ET_C_API et_status et_pixel_format_to_gst(int32_t format, const char** out_name);
+
+/* One plane of an image layout: where it starts (bytes from the tensor's first element) and its row stride. */
+typedef struct et_plane_layout {
+  uint64_t offset_bytes;
+  uint64_t row_stride_bytes;
+} et_plane_layout;
+
+/* An image layout (output struct: set struct_size first). */
+typedef struct et_image_layout {
+  uint32_t struct_size;
+  int32_t format;                          /* ET_PIXEL_FORMAT_* */
+  uint32_t width;                          /* pixels */
+  uint32_t height;                         /* pixels */
+  uint32_t plane_count;
+  uint32_t reserved;                       /* zero */
+  uint64_t modifier;                       /* DRM format modifier; 0 is LINEAR */
+  et_plane_layout planes[ET_MAX_PLANES];   /* entries past plane_count are zero */
+} et_image_layout;
+#define ET_IMAGE_LAYOUT_SIZE_VER0 ((uint32_t)sizeof(et_image_layout))
+
+/* Options of et_tensor_allocate_image: the default layout's alignments (C++ ImageAlignment). */
+typedef struct et_image_options {
+  uint32_t struct_size;
+  uint32_t row_alignment_bytes;  /* each row stride rounded up to this power of two (0 or 1: tight rows;
+                                    4: GStreamer's default), at most 4096 */
+  uint32_t height_alignment;     /* the height rounded up to this power of two (0 or 1: none), at most 4096 */
+  uint32_t reserved;             /* zero */
+} et_image_options;
+#define ET_IMAGE_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_image_options))
+
+/* Allocates an image of `width` x `height` pixels of `format`, every plane in one buffer: a u8 tensor with
+ * the default layout attached (et_tensor_get_image_layout; et_tensor_describe gives one plane each).
+ * Errors: ET_INVALID_ARGUMENT (NULL out, unknown format, zero size, an alignment not a power of two or over
+ * 4096, bad options), ET_OUT_OF_RANGE (a size overflows), then as et_tensor_allocate. */
+ET_C_API et_status et_tensor_allocate_image(uint32_t width, uint32_t height, int32_t format,
+                                            const et_image_options* image_options,
+                                            const et_allocate_options* options, et_tensor** out);
+/* The image layout the tensor holds. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size),
+ * ET_FAILED_PRECONDITION (no whole image: none attached, or a view dropped it). */
+ET_C_API et_status et_tensor_get_image_layout(const et_tensor* tensor, et_image_layout* layout);
+/* The view of image plane `index` (its natural shape: [rows, cols] or [rows, cols, samples]). Errors:
+ * ET_INVALID_ARGUMENT (NULL), ET_FAILED_PRECONDITION (no image layout), ET_OUT_OF_RANGE (index >= planes),
+ * ET_UNSUPPORTED (a non-linear modifier). */
+ET_C_API et_status et_tensor_plane(const et_tensor* tensor, uint32_t index, et_tensor** out);
+
 /* ---- IPC: one tensor per message on an AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM socket ------------------ */
 /* Options of et_ipc_send_tensor. */
 typedef struct et_send_options {

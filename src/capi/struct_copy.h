@@ -12,7 +12,8 @@
 namespace edgetensor::capi {
 
 /// Largest struct_size accepted: a bigger one is taken for an uninitialized field, not a newer caller.
-inline constexpr std::size_t kMaxStructSize = 4096;
+/// (4 KiB as Linux's sched_setattr cap; not a page size, so never sys::page_size().)
+inline constexpr std::size_t kMaxStructSize = 4 * 1024;
 
 /// Checks a caller's struct_size: at least `min_size` (the first version's size), at most kMaxStructSize.
 /// Errors: InvalidArgument naming `what` and both numbers.

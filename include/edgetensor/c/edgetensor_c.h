@@ -5,9 +5,9 @@
  *
  * Conventions (every function below keeps them; docs/CAPI.md says why):
  * - Status. A fallible call returns et_status: ET_OK (0) or the C++ ErrorCode's value (ET_INVALID_ARGUMENT
- *   ... ET_INTERNAL). Results come back through out-parameters, written only on ET_OK (an out handle is
- *   set to NULL on failure). Nothing unwinds into C: an allocation failure is ET_OUT_OF_MEMORY, any
- *   other exception ET_INTERNAL.
+ *   ... ET_INTERNAL). Results come back through out-parameters, written only on ET_OK, except that a
+ *   failure sets an out handle to NULL and an out fd to -1. Nothing unwinds into C: an allocation
+ *   failure is ET_OUT_OF_MEMORY, any other exception ET_INTERNAL.
  * - Last error, per thread. A failing call records its code, saved errno and message in the calling
  *   thread's last error (et_last_error_*); a successful call leaves it unchanged. No error object to free,
  *   so an FFI that ignores it leaks nothing.
@@ -27,7 +27,7 @@
  *   struct_size; the library fills what both sides know and zeroes the caller's remainder.
  * - Integers are fixed-width; enumerations are int32_t values of the ET_* constants (no C enum types
  *   in structs or signatures). Shapes are in elements, strides, offsets and sizes in bytes.
- * - fds. A parameter named borrowed_fd is used during the call only. A function named _adopt takes its
+ * - fds. A parameter named borrowed_* is used during the call only. A function named _adopt takes its
  *   fd: it is closed on every path, failures included. A function named _dup duplicates its fd (CLOEXEC).
  *   An fd returned through an out-parameter (int32_t* out_fd) is the caller's to close, and is CLOEXEC.
  * - Threads. Any function may be called from any thread. Distinct handles, and one handle from several

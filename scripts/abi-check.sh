@@ -10,8 +10,10 @@
 # kept opaque. abidw matches headers by file name, so types of a private header named like a public
 # one (src/backends/shm/shm.h) count too: more is reported, never less. No absolute path is kept, so
 # builds of clones at different paths give the same bytes (see the ccache note under --update).
+# A library of another architecture is compared with its own baseline, abi/lib<name>.<arch>.abi (arch:
+# armhf, arm64; --update writes it there), where one is committed.
 # Exit: 0 no change (or baseline written); 1 ABI change or SONAME mismatch; 2 usage or tool error;
-# 77 the baseline describes another architecture (nothing to compare here).
+# 77 no baseline describes this architecture (nothing to compare here).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { echo "usage: scripts/abi-check.sh [--update] [--library edgetensor|edgetensor-c] <build-dir>" >&2; exit 2; }
@@ -63,6 +65,14 @@ if grep -q "path='/" "$current"; then die "an absolute path is left in $current"
 corpus_attr() { sed -nE "s/^<abi-corpus [^>]*$1='([^']*)'.*/\1/p" "$2" | head -n1; }
 soname=$(corpus_attr soname "$current")
 arch=$(corpus_attr architecture "$current")
+# x86-64 is the baseline of abi/lib<name>.abi; other architectures have a file of their own.
+case "$arch" in
+  elf-amd-x86_64) ;;
+  elf-arm) baseline_rel=abi/lib$name.armhf.abi ;;
+  elf-arm-aarch64) baseline_rel=abi/lib$name.arm64.abi ;;
+  *) baseline_rel=abi/lib$name.$arch.abi ;;
+esac
+baseline=$root/$baseline_rel
 
 if [ "$update" = 1 ]; then
   mkdir -p "$(dirname "$baseline")"
@@ -80,6 +90,10 @@ if [ "$update" = 1 ]; then
   exit 0
 fi
 
+if [ ! -f "$baseline" ] && [ "$arch" != elf-amd-x86_64 ]; then
+  echo "abi-check: no baseline for $arch ($baseline_rel): nothing to compare here"
+  exit 77
+fi
 [ -f "$baseline" ] || die "no baseline $baseline_rel: create it with $update_cmd $1"
 base_soname=$(corpus_attr soname "$baseline")
 base_arch=$(corpus_attr architecture "$baseline")

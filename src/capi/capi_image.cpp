@@ -115,7 +115,8 @@ et_status et_tensor_allocate_image(uint32_t width, uint32_t height, int32_t form
     ImageAlignment alignment;
     alignment.row_bytes = io.row_alignment_bytes == 0 ? 1 : io.row_alignment_bytes;
     alignment.height = io.height_alignment == 0 ? 1 : io.height_alignment;
-    ET_TRY_ASSIGN(auto o, allocate_options(options));
+    AllocateOptions o;
+    ET_TRY(allocate_options(options, o));
     ET_TRY_ASSIGN(auto t, TensorDyn::allocate_image(width, height, f, alignment, o));
     give_tensor(std::move(t), out);
     return {};

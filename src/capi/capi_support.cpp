@@ -75,7 +75,10 @@ Result<Shape> read_shape(std::string_view function, std::uint32_t rank, const st
   Shape s;
   s.rank = rank;
   for (std::uint32_t i = 0; i < rank; ++i) {
-    ET_TRY_ASSIGN(s.dims[i], to_size(shape[i], std::string(function) + ": shape[" + std::to_string(i) + "]"));
+    if (shape[i] > SIZE_MAX)  // the message is built only here: this loop runs on every call
+      return fail(ErrorCode::OutOfRange, std::string(function) + ": shape[" + std::to_string(i) + "] " +
+                                             std::to_string(shape[i]) + " does not fit size_t");
+    s.dims[i] = static_cast<std::size_t>(shape[i]);
   }
   return s;
 }

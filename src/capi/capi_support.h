@@ -90,9 +90,10 @@ Result<std::size_t> to_size(std::uint64_t value, std::string_view what);
 /// A DType from a C value. Errors: InvalidArgument naming it.
 Result<DType> read_dtype(std::string_view function, std::int32_t dtype);
 
-/// AllocateOptions from the C struct (NULL: defaults). Errors: InvalidArgument (struct_size rule, memory
-/// kind, alignment not a power of two), Unsupported (alignment above ET_MAX_ALIGNMENT).
-Result<AllocateOptions> allocate_options(const et_allocate_options* user);
+/// Fills `o` (default-constructed) from the C struct (NULL: defaults). Errors: InvalidArgument
+/// (struct_size rule, memory kind, alignment not a power of two), Unsupported (alignment above
+/// ET_MAX_ALIGNMENT).
+Result<void> allocate_options(const et_allocate_options* user, AllocateOptions& o);
 
 /// A new handle of `tensor` into *out.
 void give_tensor(TensorDyn tensor, et_tensor** out);

@@ -10,7 +10,7 @@
 using namespace edgetensor;
 using namespace edgetensor::capi;
 
-Result<AllocateOptions> edgetensor::capi::allocate_options(const et_allocate_options* user) {
+Result<void> edgetensor::capi::allocate_options(const et_allocate_options* user, AllocateOptions& o) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_ALLOCATE_OPTIONS_SIZE_VER0, "et_allocate_options"));
   if (c.memory < 0 || c.memory > static_cast<std::int32_t>(MemoryKind::Foreign))
     return fail(ErrorCode::InvalidArgument,
@@ -22,12 +22,11 @@ Result<AllocateOptions> edgetensor::capi::allocate_options(const et_allocate_opt
     return fail(ErrorCode::Unsupported, "et_allocate_options.alignment_bytes " + std::to_string(c.alignment_bytes) +
                                             " is above what every memory kind gives (ET_MAX_ALIGNMENT, " +
                                             std::to_string(ET_MAX_ALIGNMENT) + " bytes)");
-  AllocateOptions o;
   o.memory = static_cast<MemoryKind>(c.memory);
   if (c.name != nullptr) o.name = c.name;
   if (c.shm_name != nullptr) o.shm_name = c.shm_name;
   if (c.dma_heap != nullptr) o.dma_heap = c.dma_heap;
-  return o;
+  return {};
 }
 
 namespace {
@@ -79,7 +78,8 @@ et_status et_tensor_allocate(uint32_t rank, const uint64_t* shape, int32_t dtype
     *out = nullptr;
     ET_TRY_ASSIGN(auto s, read_shape("et_tensor_allocate", rank, shape));
     ET_TRY_ASSIGN(auto d, read_dtype("et_tensor_allocate", dtype));
-    ET_TRY_ASSIGN(auto o, allocate_options(options));
+    AllocateOptions o;  // filled in place: moving its strings through a Result costs on every call
+    ET_TRY(allocate_options(options, o));
     ET_TRY_ASSIGN(auto t, TensorDyn::allocate(s.ref(), d, o));
     give_tensor(std::move(t), out);
     return {};

@@ -45,4 +45,8 @@ std::vector<Target> result_targets();
 void register_metadata_benchmarks();
 std::vector<Target> metadata_targets();
 
+/// capi_benchmark.cpp: C API calls against the C++ calls they wrap (target: <= 1.2x + 50 ns).
+void register_capi_benchmarks();
+std::vector<Target> capi_targets();
+
 }  // namespace et_bench

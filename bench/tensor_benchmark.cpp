@@ -7,6 +7,7 @@
 // DLPack (dlpack.h): versioned export + import + deleter of one 1080p tensor, target < 1 us, printed
 // beside same-run baselines (a shared_ptr copy; a TensorDyn view, which builds a tensor too).
 // Tensor copies and views (metadata_benchmark.cpp) against the shared_ptr copy, with sizeof(TensorDyn).
+// The C API's calls against the C++ calls they wrap (capi_benchmark.cpp), target <= 1.2x + 50 ns.
 //
 // Usage: edgetensor_bench [--quick] [Google Benchmark flags]
 //   --quick   a smoke run in seconds (same as --benchmark_min_time=0.01); the ratios are then rough.
@@ -259,6 +260,22 @@ void print_metadata(const CapturingReporter& rep) {
   }
 }
 
+// The C API against C++ (capi_benchmark.cpp): C ns <= 1.2 x C++ ns + 50 ns.
+int print_capi(const CapturingReporter& rep) {
+  std::printf("\nC API overhead, same run (target: C <= 1.2 x C++ + 50 ns):\n");
+  std::printf("%-40s %12s %12s %8s  %s\n", "call", "C++ cpu ns", "C cpu ns", "C / C++", "target");
+  int missed = 0;
+  for (const Target& t : et_bench::capi_targets()) {
+    const auto cpp = rep.times(t.baseline), c = rep.times(t.measured);
+    if (cpp.cpu_ns <= 0 || c.cpu_ns < 0) continue;
+    const bool met = c.cpu_ns <= 1.2 * cpp.cpu_ns + 50.0;
+    missed += met ? 0 : 1;
+    std::printf("%-40s %12.1f %12.1f %7.2fx  %s\n", t.what, cpp.cpu_ns, c.cpu_ns, c.cpu_ns / cpp.cpu_ns,
+                met ? "met" : "NOT MET");
+  }
+  return missed;
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("baseline/shared_ptr-copy", baseline_shared_ptr_copy);
   benchmark::RegisterBenchmark("baseline/tensor-view", baseline_tensor_view);
@@ -281,6 +298,7 @@ void register_all() {
   et_bench::register_channel_benchmarks();
   et_bench::register_result_benchmarks();
   et_bench::register_metadata_benchmarks();
+  et_bench::register_capi_benchmarks();
 }
 
 }  // namespace
@@ -297,5 +315,6 @@ int main(int argc, char** argv) {
   print_dlpack(reporter);
   print_size_free(reporter);
   print_metadata(reporter);
+  print_capi(reporter);
   return 0;  // a missed target is reported, never a failure
 }

@@ -5,7 +5,7 @@ install(DIRECTORY include/edgetensor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${ET_GENERATED_INCLUDE_DIR}/edgetensor/abi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/edgetensor)
 # The headers cite these documents (the wire format of every IPC message, the test lanes).
 install(FILES README.md docs/WIRE.md docs/ARCHITECTURE.md docs/TESTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
+install(TARGETS edgetensor edgetensor_static edgetensor_c EXPORT edgetensorTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -28,3 +28,6 @@ file(RELATIVE_PATH ET_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" ET_PC_TO_PREFIX "${ET_PC_TO_PREFIX}")
 configure_file(cmake/edgetensor.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The C API's own .pc (no static C library ships: src/CMakeLists.txt says why, so no Libs.private).
+configure_file(cmake/edgetensor-c.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor-c.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor-c.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -3,26 +3,43 @@
 # (README, "ABI policy"), using libabigail's abidw and abidiff (Debian: abigail-tools).
 #   scripts/abi-check.sh <build>            check; exit 0 only when abidiff finds no change
 #   scripts/abi-check.sh --update <build>   regenerate the baseline from <build> (commit it)
+#   --library edgetensor-c (before <build>)  the same for the C API, <build>/src/libedgetensor-c.so
+#                                           against abi/libedgetensor-c.abi (its own SONAME and baseline)
 # <build> is a RelWithDebInfo build (the default; the ABI is read from its DWARF).
 # Only types declared in the public headers count (include/ and <build>/include); the others are
 # kept opaque. abidw matches headers by file name, so types of a private header named like a public
 # one (src/backends/shm/shm.h) count too: more is reported, never less. No absolute path is kept, so
 # builds of clones at different paths give the same bytes (see the ccache note under --update).
+# A library of another architecture is compared with its own baseline, abi/lib<name>.<arch>.abi (arch:
+# armhf, arm64; --update writes it there), where one is committed.
 # Exit: 0 no change (or baseline written); 1 ABI change or SONAME mismatch; 2 usage or tool error;
-# 77 the baseline describes another architecture (nothing to compare here).
+# 77 no baseline describes this architecture (nothing to compare here).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-baseline_rel=abi/libedgetensor.abi
-baseline=$root/$baseline_rel
-
-usage() { echo "usage: scripts/abi-check.sh [--update] <build-dir>" >&2; exit 2; }
+usage() { echo "usage: scripts/abi-check.sh [--update] [--library edgetensor|edgetensor-c] <build-dir>" >&2; exit 2; }
 die() { echo "abi-check: $*" >&2; exit 2; }
 
 update=0
-if [ "${1:-}" = "--update" ]; then update=1; shift; fi
+name=edgetensor
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --update) update=1; shift ;;
+    --library) [ $# -gt 2 ] || usage; name=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
 [ $# -eq 1 ] || usage
+case "$name" in edgetensor|edgetensor-c) ;; *) die "unknown library '$name' (edgetensor or edgetensor-c)" ;; esac
+update_cmd="scripts/abi-check.sh --update"
+bump_where="the version in CMakeLists.txt project(VERSION) as README's \"ABI policy\" says (the SOVERSION changes with it)"
+if [ "$name" != edgetensor ]; then
+  update_cmd="$update_cmd --library $name"
+  bump_where="ET_C_SOVERSION in cmake/abi.cmake (README, \"ABI policy\", C API: a new SONAME)"
+fi
+baseline_rel=abi/lib$name.abi
+baseline=$root/$baseline_rel
 build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
-lib=$build/src/libedgetensor.so
+lib=$build/src/lib$name.so
 
 for tool in abidw abidiff readelf; do
   command -v "$tool" >/dev/null || die "$tool not found (abidw, abidiff: Debian package abigail-tools, see scripts/deps.sh)"
@@ -34,7 +51,7 @@ readelf -S --wide "$lib" | grep -q '\.debug_info' ||
 
 # abidw: the exported interfaces only, private types opaque, no paths or locations, content-hashed
 # type ids (a local change keeps the other ids, so baseline diffs stay readable).
-current=$build/abi/libedgetensor.abi
+current=$build/abi/lib$name.abi
 mkdir -p "$build/abi"
 abidw --headers-dir "$root/include" --headers-dir "$build/include" --drop-private-types \
       --exported-interfaces-only --no-corpus-path --no-comp-dir-path --no-show-locs \
@@ -48,6 +65,14 @@ if grep -q "path='/" "$current"; then die "an absolute path is left in $current"
 corpus_attr() { sed -nE "s/^<abi-corpus [^>]*$1='([^']*)'.*/\1/p" "$2" | head -n1; }
 soname=$(corpus_attr soname "$current")
 arch=$(corpus_attr architecture "$current")
+# x86-64 is the baseline of abi/lib<name>.abi; other architectures have a file of their own.
+case "$arch" in
+  elf-amd-x86_64) ;;
+  elf-arm) baseline_rel=abi/lib$name.armhf.abi ;;
+  elf-arm-aarch64) baseline_rel=abi/lib$name.arm64.abi ;;
+  *) baseline_rel=abi/lib$name.$arch.abi ;;
+esac
+baseline=$root/$baseline_rel
 
 if [ "$update" = 1 ]; then
   mkdir -p "$(dirname "$baseline")"
@@ -65,7 +90,11 @@ if [ "$update" = 1 ]; then
   exit 0
 fi
 
-[ -f "$baseline" ] || die "no baseline $baseline_rel: create it with scripts/abi-check.sh --update $1"
+if [ ! -f "$baseline" ] && [ "$arch" != elf-amd-x86_64 ]; then
+  echo "abi-check: no baseline for $arch ($baseline_rel): nothing to compare here"
+  exit 77
+fi
+[ -f "$baseline" ] || die "no baseline $baseline_rel: create it with $update_cmd $1"
 base_soname=$(corpus_attr soname "$baseline")
 base_arch=$(corpus_attr architecture "$baseline")
 if [ "$base_arch" != "$arch" ]; then
@@ -75,7 +104,7 @@ fi
 if [ "$base_soname" != "$soname" ]; then
   echo "abi-check: FAILED: $baseline_rel describes $base_soname but the library is $soname." >&2
   echo "  The version was bumped without regenerating the baseline: run" >&2
-  echo "  scripts/abi-check.sh --update $1 and commit $baseline_rel with the bump." >&2
+  echo "  $update_cmd $1 and commit $baseline_rel with the bump." >&2
   exit 1
 fi
 
@@ -101,13 +130,12 @@ changed=$(grep -E '^(Functions|Variables) changes summary:' <<<"$report" |
           grep -cE '[1-9][0-9]* (Removed|Changed)' || true)
 if ((rc & 8)) || ((changed > 0)); then
   echo "abi-check: FAILED: INCOMPATIBLE ABI change against $baseline_rel ($soname; abidiff exit $rc)." >&2
-  echo "  Bump the version in CMakeLists.txt project(VERSION) as README's \"ABI policy\" says (the" >&2
-  echo "  SOVERSION changes with it) and regenerate the baseline in the same commit:" >&2
-  echo "  scripts/abi-check.sh --update $1" >&2
+  echo "  Bump $bump_where," >&2
+  echo "  and regenerate the baseline in the same commit: $update_cmd $1" >&2
 else
   echo "abi-check: FAILED: compatible ABI change (additions only) against $baseline_rel ($soname;" \
        "abidiff exit $rc)." >&2
-  echo "  Update the baseline in the same commit (scripts/abi-check.sh --update $1)." >&2
+  echo "  Update the baseline in the same commit ($update_cmd $1)." >&2
 fi
 echo "  The new ABI is in $current." >&2
 exit 1

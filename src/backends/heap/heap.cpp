@@ -29,12 +29,16 @@ class HeapBacking final : public Backing {
  public:
   HeapBacking(std::byte* data, std::size_t size, HeapSource source, std::size_t mapped_bytes = 0)
       : data_(data), size_(size), mapped_bytes_(mapped_bytes ? mapped_bytes : size), source_(source) {}
-  ~HeapBacking() override {
-    if (source_ != HeapSource::Malloc) {
-      if (sys::munmap(data_, mapped_bytes_) != 0)
-        log(LogLevel::Warning, "munmap of heap tensor ({} B) failed: errno {}", size_, errno);
-    } else {
-      std::free(data_);
+  ~HeapBacking() override { give_back(data_, size_, mapped_bytes_, source_); }
+  /// The backing of memory just obtained. Making it may throw std::bad_alloc: the memory is given back
+  /// first, so the exception leaks nothing (the C API turns it into OutOfMemory and carries on).
+  static std::unique_ptr<Backing> adopt(std::byte* data, std::size_t size, HeapSource source,
+                                        std::size_t mapped_bytes = 0) {
+    try {
+      return std::make_unique<HeapBacking>(data, size, source, mapped_bytes);
+    } catch (...) {
+      give_back(data, size, mapped_bytes ? mapped_bytes : size, source);
+      throw;
     }
   }
   MemoryKind kind() const noexcept override { return MemoryKind::Heap; }
@@ -59,6 +63,15 @@ class HeapBacking final : public Backing {
   std::size_t size_;          // bytes asked for
   std::size_t mapped_bytes_;  // bytes mapped: what munmap gets back
   HeapSource source_;
+
+  static void give_back(std::byte* data, std::size_t size, std::size_t mapped_bytes, HeapSource source) noexcept {
+    if (source != HeapSource::Malloc) {
+      if (sys::munmap(data, mapped_bytes) != 0)
+        log(LogLevel::Warning, "munmap of heap tensor ({} B) failed: errno {}", size, errno);
+    } else {
+      std::free(data);
+    }
+  }
 };
 
 BackendStatus heap_status() { return {MemoryKind::Heap, true, true, "process heap"}; }
@@ -102,9 +115,9 @@ Result<std::unique_ptr<Backing>> huge_page_allocate(std::size_t size, std::size_
   if (sys::madvise(aligned, length, MADV_HUGEPAGE) != 0) {
     // EINVAL: a kernel without THP. The memory works without the advice.
     log(LogLevel::Debug, "madvise(MADV_HUGEPAGE) of a {} B heap tensor refused: {}", size, errno_name(errno));
-    return std::make_unique<HeapBacking>(aligned, size, HeapSource::Pages, length);
+    return HeapBacking::adopt(aligned, size, HeapSource::Pages, length);
   }
-  return std::make_unique<HeapBacking>(aligned, size, HeapSource::HugePages, length);
+  return HeapBacking::adopt(aligned, size, HeapSource::HugePages, length);
 }
 
 Result<std::unique_ptr<Backing>> heap_allocate(std::size_t size, const AllocateOptions&) {
@@ -116,13 +129,13 @@ Result<std::unique_ptr<Backing>> heap_allocate(std::size_t size, const AllocateO
       int e = errno;
       return fail(heap_mapping_error(e, size, size));
     }
-    return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, HeapSource::Pages);
+    return HeapBacking::adopt(static_cast<std::byte*>(p), size, HeapSource::Pages);
   }
   std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;  // size < 64 KiB: no overflow
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (!p) return fail(ErrorCode::OutOfMemory, text::format("heap: aligned_alloc of {} B failed", rounded));
   std::memset(p, 0, rounded);
-  return std::make_unique<HeapBacking>(static_cast<std::byte*>(p), size, HeapSource::Malloc);
+  return HeapBacking::adopt(static_cast<std::byte*>(p), size, HeapSource::Malloc);
 }
 
 Result<std::unique_ptr<Backing>> heap_import(UniqueFd, const FdInfo&) {

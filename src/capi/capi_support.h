@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every C entry point shares: the handle types, the per-thread last error, the guard that keeps
+// errno and turns every exception into a status, option parsing (include/edgetensor/c/edgetensor_c.h).
+#pragma once
+
+#include <edgetensor/c/edgetensor_c.h>
+#include <edgetensor/edgetensor.h>
+
+#include "capi/struct_copy.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <new>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+// Handles: a reference count and the C++ value. The count starts at 1 (the creator's reference).
+struct et_tensor {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::TensorDyn tensor;
+};
+struct et_map {
+  std::atomic<std::uint32_t> refs{1};
+  std::variant<edgetensor::ReadMap, edgetensor::WriteMap, edgetensor::ReadWriteMap> map;
+};
+struct et_descriptor {
+  std::atomic<std::uint32_t> refs{1};
+  // Release order: the map ends before the fd closes and the tensor goes (members die in reverse).
+  edgetensor::TensorDyn tensor;
+  edgetensor::UniqueFd fd;
+  std::variant<std::monostate, edgetensor::ReadMap, edgetensor::WriteMap, edgetensor::ReadWriteMap> map;
+};
+
+namespace edgetensor::capi {
+
+/// Records `error` as this thread's last error and returns its code as a status. Never throws.
+et_status record(const Error& error) noexcept;
+/// Records an error made here: code, message `text` + `detail` (no errno). Never throws.
+et_status record(ErrorCode code, std::string_view text, std::string_view detail = {}) noexcept;
+
+/// Runs `body` (returning Result<void>) as an entry point: errno restored to its value on entry, an error
+/// recorded, std::bad_alloc -> OutOfMemory, any other exception -> Internal. Nothing escapes.
+template <class F>
+et_status guarded(F&& body) noexcept {
+  const int saved_errno = errno;
+  et_status status = ET_OK;
+  try {
+    Result<void> r = std::forward<F>(body)();
+    if (!r) status = record(r.error());
+  } catch (const std::bad_alloc&) {
+    status = record(ErrorCode::OutOfMemory, "out of memory: an allocation inside edgetensor failed (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    status = record(ErrorCode::Internal, "unexpected C++ exception: ", e.what());
+  } catch (...) {
+    status = record(ErrorCode::Internal, "unexpected C++ exception of an unknown type");
+  }
+  errno = saved_errno;
+  return status;
+}
+
+/// InvalidArgument "<function>: <what> is NULL".
+Unexpected null_argument(std::string_view function, std::string_view what);
+
+/// Reads a caller's option struct (NULL: all zero, the defaults) by the struct_size rule.
+template <class T>
+Result<T> read_options(const T* user, std::size_t min_size, std::string_view what) {
+  T options{};
+  if (user == nullptr) return options;
+  ET_TRY(copy_struct_from_caller(&options, sizeof(T), min_size, user, declared_struct_size(user), what));
+  return options;
+}
+
+/// Writes `value` into the caller's output struct by the struct_size rule.
+template <class T>
+Result<void> write_output(T* user, const T& value, std::size_t min_size, std::string_view what) {
+  return copy_struct_to_caller(user, declared_struct_size(user), min_size, &value, sizeof(T), what);
+}
+
+/// The shape of a C call, checked (rank <= kMaxRank, shape not NULL when rank > 0, each entry fits size_t).
+struct Shape {
+  std::array<std::size_t, kMaxRank> dims{};
+  std::size_t rank = 0;
+  ArrayRef<std::size_t> ref() const noexcept { return {dims.data(), rank}; }
+};
+Result<Shape> read_shape(std::string_view function, std::uint32_t rank, const std::uint64_t* shape);
+/// A uint64_t that must fit size_t (32-bit targets). Errors: OutOfRange naming `what`.
+Result<std::size_t> to_size(std::uint64_t value, std::string_view what);
+/// A DType from a C value. Errors: InvalidArgument naming it.
+Result<DType> read_dtype(std::string_view function, std::int32_t dtype);
+
+/// Fills `o` (default-constructed) from the C struct (NULL: defaults). Errors: InvalidArgument
+/// (struct_size rule, memory kind, alignment not a power of two), Unsupported (alignment above
+/// ET_MAX_ALIGNMENT).
+Result<void> allocate_options(const et_allocate_options* user, AllocateOptions& o);
+
+/// A new handle of `tensor` into *out.
+void give_tensor(TensorDyn tensor, et_tensor** out);
+
+/// Drops one reference of a handle; the last frees it.
+template <class H>
+void release_handle(H* handle) noexcept {
+  if (handle != nullptr && handle->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete handle;
+}
+template <class H>
+H* retain_handle(H* handle) noexcept {
+  if (handle != nullptr) handle->refs.fetch_add(1, std::memory_order_relaxed);
+  return handle;
+}
+
+}  // namespace edgetensor::capi

@@ -1,0 +1,63 @@
+# Checks the installed shape of the C API library (README, "ABI policy", C API):
+#  - its SONAME is libedgetensor-c.so.<C_SOVERSION>, and it needs libedgetensor.so.<SOVERSION> (linked
+#    dynamically: it defines none of the C++ library's functions, so one process has one library state);
+#  - it exports exactly the functions the header declares ET_C_API, each under a symbol version
+#    EDGETENSOR_C_<n> (src/capi/edgetensor-c.map), and nothing else: no C++ symbol, no test hook.
+# Inputs: LIB (path), HEADER, C_SOVERSION, SOVERSION, NM.
+execute_process(COMMAND readelf -d --wide ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIB} failed (${rc})")
+endif()
+string(REPLACE "." "\\." so_re "${SOVERSION}")
+if(NOT dyn MATCHES "Library soname: \\[libedgetensor-c\\.so\\.${C_SOVERSION}\\]")
+  string(REGEX MATCH "Library soname: \\[[^]]*\\]" got "${dyn}")
+  message(FATAL_ERROR "SONAME: expected libedgetensor-c.so.${C_SOVERSION}, got '${got}'")
+endif()
+if(NOT dyn MATCHES "Shared library: \\[libedgetensor\\.so\\.${so_re}\\]")
+  message(FATAL_ERROR "${LIB} does not need libedgetensor.so.${SOVERSION}: is the C++ library linked in statically?\n${dyn}")
+endif()
+
+# The header's functions.
+file(READ ${HEADER} header)
+string(REGEX MATCHALL "ET_C_API [^;]*[ *](et_[a-z0-9_]+)\\(" decls "${header}")
+set(declared "")
+foreach(d IN LISTS decls)
+  string(REGEX MATCH "(et_[a-z0-9_]+)\\($" _ "${d}")
+  list(APPEND declared ${CMAKE_MATCH_1})
+endforeach()
+list(SORT declared)
+list(LENGTH declared n_declared)
+if(n_declared LESS 20)
+  message(FATAL_ERROR "only ${n_declared} ET_C_API declarations found in ${HEADER}: is the pattern stale?")
+endif()
+
+# The library's exported symbols (dynamic table, defined), with their versions.
+execute_process(COMMAND ${NM} -D --defined-only --with-symbol-versions ${LIB} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D ${LIB} failed (${rc})")
+endif()
+string(REPLACE "\n" ";" lines "${syms}")
+set(exported "")
+set(bad "")
+foreach(l IN LISTS lines)
+  if(l MATCHES "^[0-9a-f]+ A EDGETENSOR_C_[0-9.]+$")  # the version nodes themselves
+    continue()
+  elseif(l MATCHES "^[0-9a-f]+ T (et_[a-z0-9_]+)@@?EDGETENSOR_C_[0-9.]+$")
+    list(APPEND exported ${CMAKE_MATCH_1})
+  elseif(NOT l STREQUAL "")
+    list(APPEND bad "${l}")
+  endif()
+endforeach()
+if(bad)
+  string(REPLACE ";" "\n  " bad "${bad}")
+  message(FATAL_ERROR "${LIB} exports what the C API does not declare, or without a version node:\n  ${bad}")
+endif()
+list(SORT exported)
+if(NOT exported STREQUAL declared)
+  set(missing ${declared})
+  list(REMOVE_ITEM missing ${exported})
+  set(extra ${exported})
+  list(REMOVE_ITEM extra ${declared})
+  message(FATAL_ERROR "header and library differ: declared but not exported: '${missing}'; exported but not declared: '${extra}'")
+endif()
+message(STATUS "${n_declared} functions declared ET_C_API, all exported under EDGETENSOR_C_*; SONAME libedgetensor-c.so.${C_SOVERSION}, needs libedgetensor.so.${SOVERSION}")

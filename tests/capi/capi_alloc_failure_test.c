@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* An allocation that fails inside the library (std::bad_alloc, from fail_allocation.cpp's operator new)
+ * comes back to C as ET_OUT_OF_MEMORY, with nothing unwound into C and nothing leaked: each call below is
+ * made with its 1st, 2nd, ... allocation failing until it runs to the end without one. */
+#define _GNU_SOURCE
+#include "capi_check.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+void et_test_fail_allocation(long nth);
+int et_test_failure_pending(void);
+
+static const uint64_t kShape[2] = {4, 8};
+
+/* Calls `call` with allocation n failing, n = 0, 1, ... until one runs without a failure. Each failing
+ * run must give ET_OUT_OF_MEMORY and NULL, keep errno, and free what it made; returns the runs made. */
+#define EACH_ALLOCATION_FAILS(out, call, release)                                                     \
+  do {                                                                                                \
+    long n = 0;                                                                                       \
+    for (;; ++n) {                                                                                    \
+      out = NULL;                                                                                     \
+      errno = EDOM;                                                                                   \
+      et_test_fail_allocation(n);                                                                     \
+      const et_status s = (call);                                                                     \
+      const int pending = et_test_failure_pending();                                                  \
+      et_test_fail_allocation(-1);                                                                    \
+      CHECK(errno == EDOM);                                                                           \
+      if (pending) {                                                                                  \
+        CHECK_OK(s);                                                                                  \
+        release(out);                                                                                 \
+        break;                                                                                        \
+      }                                                                                               \
+      if (s != ET_OUT_OF_MEMORY) {                                                                    \
+        fprintf(stderr, "allocation %ld failing: %s gave %s (%s)\n", n, #call, et_status_name(s),     \
+                et_last_error_message());                                                             \
+        return 1;                                                                                     \
+      }                                                                                               \
+      CHECK(out == NULL);                                                                             \
+      CHECK(strncmp(et_last_error_message(), "OutOfMemory", 11) == 0);                                \
+    }                                                                                                 \
+    printf("  %s: %ld allocations, each failure OutOfMemory\n", #call, n);                            \
+    CHECK(n > 0);                                                                                     \
+  } while (0)
+
+static int case_allocate(void) {
+  et_tensor* t = NULL;
+  et_allocate_options o = {.struct_size = sizeof o, .memory = ET_MEMORY_SHM, .name = "a name longer than the SSO"};
+  EACH_ALLOCATION_FAILS(t, et_tensor_allocate(2, kShape, ET_DTYPE_U8, &o, &t), et_tensor_release);
+  et_allocate_options heap = {.struct_size = sizeof heap, .memory = ET_MEMORY_HEAP};
+  EACH_ALLOCATION_FAILS(t, et_tensor_allocate(2, kShape, ET_DTYPE_U8, &heap, &t), et_tensor_release);
+  return 0;
+}
+
+static int case_views_maps_and_import(void) {
+  et_allocate_options o = {.struct_size = sizeof o, .memory = ET_MEMORY_SHM};
+  et_tensor* t = NULL;
+  CHECK_OK(et_tensor_allocate(2, kShape, ET_DTYPE_U8, &o, &t));
+  et_tensor* v = NULL;
+  const uint64_t flat[1] = {32};
+  EACH_ALLOCATION_FAILS(v, et_tensor_slice(t, 1, 2, 6, &v), et_tensor_release);
+  EACH_ALLOCATION_FAILS(v, et_tensor_reshape(t, 1, flat, &v), et_tensor_release);
+  et_map* m = NULL;
+  const void* data = NULL;
+  size_t size = 0;
+  EACH_ALLOCATION_FAILS(m, et_tensor_map_read(t, &m, &data, &size), et_map_release);
+  int32_t fd = -1;
+  CHECK_OK(et_tensor_export_fd(t, &fd));
+  et_import_options io = {.struct_size = sizeof io, .name = "imported, with a long name to allocate"};
+  EACH_ALLOCATION_FAILS(v, et_tensor_import_dup(fd, 2, kShape, ET_DTYPE_U8, &io, &v), et_tensor_release);
+  close(fd);
+  et_buffer_desc d = {.struct_size = sizeof d};
+  et_descriptor* h = NULL;
+  EACH_ALLOCATION_FAILS(h, et_tensor_describe(t, ET_MAP_READ, &d, &h), et_descriptor_release);
+  et_tensor_release(t);
+  return 0;
+}
+
+static const struct test_case kCases[] = {
+    {"allocate", case_allocate},
+    {"views_maps_and_import", case_views_maps_and_import},
+};
+
+int main(int argc, char** argv) {
+  et_tensor* t = NULL;
+  et_allocate_options o = {.struct_size = sizeof o, .memory = ET_MEMORY_SHM};
+  if (et_tensor_allocate(2, kShape, ET_DTYPE_U8, &o, &t) == ET_OK) et_tensor_release(t);
+  return run_cases(kCases, sizeof kCases / sizeof kCases[0], argc, argv);
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* <edgetensor/c/edgetensor_c.h> alone, compiled as C11, C17, C++17 and C++20 by gcc and clang-15
+ * (header_compile.cmake; also the armhf cross gcc where installed), with -Wall -Wextra -Wpedantic -Werror: it parses, it needs nothing before it, and
+ * its structs have the same offsets on every target (32- and 64-bit: the pointer pads). */
+#include <edgetensor/c/edgetensor_c.h>
+#include <edgetensor/c/edgetensor_c.h> /* include guard */
+
+#include <stddef.h>
+#include <string.h>
+
+#ifdef __cplusplus
+#define ET_STATIC_ASSERT(cond, why) static_assert(cond, why)
+#else
+#define ET_STATIC_ASSERT(cond, why) _Static_assert(cond, why)
+#endif
+
+ET_STATIC_ASSERT(sizeof(et_status) == 4, "et_status is an int32_t");
+ET_STATIC_ASSERT(sizeof(et_allocate_options) == 40 && offsetof(et_allocate_options, alignment_bytes) == 8 &&
+                     offsetof(et_allocate_options, name) == 16 && offsetof(et_allocate_options, dma_heap) == 32,
+                 "et_allocate_options layout");
+ET_STATIC_ASSERT(sizeof(et_import_options) == 32 && offsetof(et_import_options, offset_bytes) == 8 &&
+                     offsetof(et_import_options, name) == 24,
+                 "et_import_options layout");
+ET_STATIC_ASSERT(sizeof(et_tensor_info) == 208 && offsetof(et_tensor_info, shape) == 24 &&
+                     offsetof(et_tensor_info, strides_bytes) == 88 && offsetof(et_tensor_info, buffer_key) == 200,
+                 "et_tensor_info layout");
+ET_STATIC_ASSERT(sizeof(et_plane_desc) == 32 && offsetof(et_plane_desc, offset_bytes) == 8, "et_plane_desc layout");
+ET_STATIC_ASSERT(sizeof(et_buffer_desc) == 160 && offsetof(et_buffer_desc, data) == 24 &&
+                     offsetof(et_buffer_desc, planes) == 32,
+                 "et_buffer_desc layout");
+ET_STATIC_ASSERT(sizeof(et_send_options) == 16 && sizeof(et_receive_options) == 24 &&
+                     offsetof(et_receive_options, max_buffer_bytes) == 16,
+                 "ipc options layout");
+ET_STATIC_ASSERT(sizeof(et_image_layout) == 96 && offsetof(et_image_layout, modifier) == 24 &&
+                     offsetof(et_image_layout, planes) == 32 && sizeof(et_image_options) == 16,
+                 "image layout and options");
+ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
+
+/* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
+int header_compile_uses(void);
+int header_compile_uses(void) {
+  /* Zeroed, then filled: positional initializers would differ between 32- and 64-bit targets (pads). */
+  et_allocate_options a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
+  a.memory = ET_MEMORY_SHM;
+  et_tensor* t = NULL;
+  et_status s = et_tensor_allocate(0, NULL, ET_DTYPE_F32, &a, &t);
+  et_tensor_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  s |= et_tensor_get_info(t, &info);
+  int32_t fd = -1;
+  s |= et_tensor_export_fd(t, &fd);
+  et_tensor* v = et_tensor_retain(t);
+  et_map* m = NULL;
+  const void* cdata = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  s |= et_tensor_map_read(v, &m, &cdata, &size) | et_tensor_map_write(v, &m, &data, &size) |
+       et_tensor_map_read_write(v, &m, &data, &size);
+  et_map_release(et_map_retain(m));
+  et_buffer_desc d;
+  d.struct_size = sizeof d;
+  et_descriptor* h = NULL;
+  s |= et_tensor_describe(t, ET_MAP_READ, &d, &h);
+  et_descriptor_release(et_descriptor_retain(h));
+  s |= et_tensor_view(t, 0, 0, NULL, NULL, &v) | et_tensor_batch(t, 0, &v) | et_tensor_slice(t, 0, 0, 0, &v) |
+       et_tensor_reshape(t, 0, NULL, &v);
+  s |= et_tensor_import_dup(fd, 0, NULL, ET_DTYPE_U8, NULL, &v) | et_tensor_import_adopt(fd, 0, NULL, ET_DTYPE_U8, NULL, &v);
+  et_send_options so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  et_receive_options ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  s |= et_ipc_send_tensor(0, t, &so) | et_ipc_receive_tensor(0, &ro, &v);
+  int32_t format = ET_PIXEL_FORMAT_UNKNOWN;
+  uint32_t code = 0;
+  const char* gst = NULL;
+  s |= et_pixel_format_from_name("nv12", &format) | et_pixel_format_from_v4l2(0, &format, &code) |
+       et_pixel_format_from_drm(0, &format) | et_pixel_format_from_gst("NV12", &format) |
+       et_pixel_format_to_v4l2(format, 0, &code) | et_pixel_format_to_drm(format, &code) |
+       et_pixel_format_to_gst(format, &gst);
+  et_image_options io;
+  memset(&io, 0, sizeof io);
+  io.struct_size = sizeof io;
+  et_image_layout layout;
+  memset(&layout, 0, sizeof layout);
+  layout.struct_size = sizeof layout;
+  s |= et_tensor_allocate_image(4, 4, ET_PIXEL_FORMAT_NV12, &io, &a, &v) | et_tensor_get_image_layout(v, &layout) |
+       et_tensor_plane(v, 1, &v);
+  char* json = NULL;
+  s |= et_info_json(&json);
+  et_string_free(json);
+  et_tensor_release(t);
+  return (int)s + (int)et_last_error_code() + et_last_error_errno() + (int)et_dtype_size(ET_DTYPE_U8) +
+         (et_status_name(s)[0] + et_last_error_message()[0] + et_version()[0] + et_dtype_name(0)[0] +
+          et_memory_kind_name(0)[0] + et_pixel_format_name(0)[0]);
+}

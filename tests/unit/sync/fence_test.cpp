@@ -348,9 +348,9 @@ TEST_F(FakeSync, WaitForeverPollsWithoutTimeout) {
 
 TEST_F(FakeSync, WaitSurvivesEintrAndStillEndsAtItsDeadline) {
   Fence f = fake_fence();
-  // Every poll is interrupted after 20 ms: the wait recomputes the time left and ends at its deadline.
-  poll_eintr_left_ = 1000;
-  poll_eintr_sleep_ = 20ms;
+  // Every poll is interrupted after 10 ms: the wait recomputes the time left and ends at its deadline.
+  poll_eintr_left_ = 100000;
+  poll_eintr_sleep_ = 10ms;
   const auto t0 = std::chrono::steady_clock::now();
   auto w = f.wait(100ms);
   const auto waited = std::chrono::steady_clock::now() - t0;
@@ -358,7 +358,8 @@ TEST_F(FakeSync, WaitSurvivesEintrAndStillEndsAtItsDeadline) {
   EXPECT_GE(waited, 100ms);
   EXPECT_LT(waited, 2000ms) << "an EINTR must not restart the full timeout";
   auto p = polls();
-  ASSERT_GE(p.size(), 3u);
+  ASSERT_GE(p.size(), 2u);  // at least one retry (a loaded host sleeps longer than asked)
+  EXPECT_EQ(p.front().timeout_ms, 100);
   EXPECT_LT(p.back().timeout_ms, 100) << "the time left shrinks";
   // Interrupted polls on a signalled fence: the wait goes on and succeeds.
   poll_eintr_left_ = 3;

@@ -15,6 +15,7 @@
 #include "text/format.h"
 
 #include "base/sys.h"
+#include "core/backend.h"
 #include "sync/sync_internal.h"
 #include "sync/sync_uapi.h"
 
@@ -84,11 +85,15 @@ Result<bool> poll_within(int fd, short events, std::chrono::milliseconds timeout
 // anything else, that the fd is no DMA-BUF (every other file answers an unknown ioctl with ENOTTY).
 Error dmabuf_sync_file_error(int e, int fd, std::string_view what, bool known_dmabuf) {
   if (e != ENOTTY) return Error::from_errno(e, text::format("{} on fd {}", what, fd));
-  struct statfs fs {};
-  if (!known_dmabuf && sys::fstatfs(fd, &fs) == 0 && static_cast<std::uint32_t>(fs.f_type) != DMA_BUF_MAGIC) {
-    const std::string is = fd_description(fd);
-    return Error(ErrorCode::InvalidArgument,
-                 text::format("{}: fd {} is not a DMA-BUF{}", what, fd, is.empty() ? "" : " (" + is + ")"), e);
+  if (!known_dmabuf) {
+    auto info = probe_fd(fd);  // what the kernel says the fd is, as imports recognise it
+    if (!info || info->kind != MemoryKind::DmaBuf) {
+      const std::string is = fd_description(fd);
+      return Error(ErrorCode::InvalidArgument,
+                   text::format("{}: fd {} is not a DMA-BUF ({}{})", what, fd,
+                                info ? info->what : info.error().message(), is.empty() ? "" : ", " + is),
+                   e);
+    }
   }
   struct utsname u {};
   const std::string release = sys::uname(&u) == 0 ? kernel_string(u.release) : std::string("unknown release");

@@ -8,7 +8,6 @@
 
 #include <linux/ioctl.h>  // _IOW/_IOWR: Linux 6.1.4's <linux/dma-buf.h> (Debian's cross headers) omits it
 #include <linux/dma-buf.h>
-#include <linux/magic.h>
 #include <linux/sync_file.h>
 #include <linux/types.h>
 
@@ -27,9 +26,6 @@ struct dma_buf_import_sync_file {
 };
 #define DMA_BUF_IOCTL_EXPORT_SYNC_FILE _IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
 #define DMA_BUF_IOCTL_IMPORT_SYNC_FILE _IOW(DMA_BUF_BASE, 3, struct dma_buf_import_sync_file)
-#endif
-#ifndef DMA_BUF_MAGIC
-#define DMA_BUF_MAGIC 0x444d4142  // include/uapi/linux/magic.h
 #endif
 
 namespace edgetensor {

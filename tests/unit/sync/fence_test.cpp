@@ -528,7 +528,7 @@ TEST_F(FakeSync, EnottyOnADmaBufIsUnsupportedNamingTheKernel) {
 TEST_F(FakeSync, EnottyOnAnotherFileSaysItIsNoDmaBuf) {
   UniqueFd m(::memfd_create("plain", MFD_CLOEXEC));
   auto e = sync::export_fence(m.get(), Access::Read);  // the host kernel answers ENOTTY
-  EXPECT_ERROR(e, ErrorCode::InvalidArgument, "is not a DMA-BUF (/memfd:plain");
+  EXPECT_ERROR(e, ErrorCode::InvalidArgument, "is not a DMA-BUF (tmpfs/memfd file, /memfd:plain");
   EXPECT_ERROR(sync::export_fence(-1, Access::Read), ErrorCode::InvalidArgument, "fd -1 is not a valid fd");
   Fence f = fake_fence();
   EXPECT_ERROR(sync::import_fence(m.get(), f, Access::Read), ErrorCode::InvalidArgument, "is not a DMA-BUF");

@@ -47,14 +47,16 @@ enum class Access : unsigned {
 /// One dma-fence inside a sync_file (struct sync_fence_info).
 struct FenceInfo {
   std::string driver;    ///< The driver that signals it, e.g. "vgem" or a GPU's.
-  std::string timeline;  ///< Its timeline's name, e.g. "vgem_fence".
+  std::string timeline;  ///< Its timeline's name, e.g. "unbound" (vgem's).
   int status = 0;        ///< 1 signalled, 0 pending, negative: signalled with that -errno.
   std::uint64_t timestamp_ns = 0;  ///< CLOCK_MONOTONIC time it signalled, 0 while pending.
 };
 
 /// What SYNC_IOC_FILE_INFO says of a sync_file (struct sync_file_info).
 struct FenceStatus {
-  std::string name;  ///< The sync_file's name ("dma-buf" or a merge's name); empty for a signalled Fence.
+  /// The sync_file's name: a merge's, else the kernel's "<driver>-<timeline>-<context>-<seqno>" (an idle
+  /// buffer's export: "stub-stub0-0"); empty for a signalled Fence.
+  std::string name;
   int status = 1;    ///< 1 signalled, 0 pending, negative: an error (-errno) of one of its fences.
   std::vector<FenceInfo> fences;  ///< Empty for a signalled Fence.
   /// One line for messages: "pending: vgem/vgem_fence (pending), ..." or "signalled".

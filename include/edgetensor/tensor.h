@@ -356,6 +356,8 @@ class ET_API TensorDyn {
   friend struct detail::StorageAccess;
   const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
   Result<MapBase> map_impl(MapMode mode, const MapOptions& options) const;
+  // The exported symbol of the maps without options, kept so that this ABI only grows: MapOptions{}.
+  Result<MapBase> map_impl(MapMode mode) const;
 
   // How much of meta_'s image this tensor shows: Whole (the layout applies), Samples (the format only:
   // a plane view, image_view, or the same bytes in another shape), or None.

@@ -343,6 +343,8 @@ Result<MapBase> TensorDyn::map_impl(MapMode mode, const MapOptions& options) con
   return MapBase(storage_, base + offset_bytes_, extent_bytes_, mode);
 }
 
+Result<MapBase> TensorDyn::map_impl(MapMode mode) const { return map_impl(mode, MapOptions{}); }
+
 Result<ReadMap> TensorDyn::map_read() const { return map_read(MapOptions{}); }
 Result<WriteMap> TensorDyn::map_write() const { return map_write(MapOptions{}); }
 Result<ReadWriteMap> TensorDyn::map_read_write() const { return map_read_write(MapOptions{}); }

@@ -7,6 +7,7 @@
 #include <edgetensor/dtype.h>
 #include <edgetensor/error.h>
 #include <edgetensor/dmabuf.h>
+#include <edgetensor/fence.h>
 #include <edgetensor/frame.h>
 #include <edgetensor/gl.h>
 #include <edgetensor/image.h>

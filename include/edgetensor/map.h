@@ -6,6 +6,11 @@
 // take part in one DMA_BUF_IOCTL_SYNC bracket per storage (START when the first map opens, END when the
 // last closes). A PBO allows one map at a time. Writing through a ReadMap does not compile.
 //
+// The first map of a DMA-BUF bracket first waits, at most MapOptions::timeout, for the device work
+// the buffer's fences stand for (poll(2) of the DMA-BUF: POLLIN for a read map, POLLOUT for a write
+// map), then issues START, which waits on the same fences with no bound of its own. A fence added
+// between the two can still make START wait for it in full: docs/SYNC.md, "Timeouts".
+//
 // Only the library makes maps: MapBase's state and its constructor from a storage are private, and the
 // storage itself is not reachable from a TensorDyn (tensor.h). A map made any other way would, on
 // unmap, release a CPU access the storage never granted to it (on a DMA-BUF: SYNC_END while a real
@@ -15,6 +20,7 @@
 #include <edgetensor/error.h>
 #include <edgetensor/export.h>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -33,6 +39,18 @@ class ReadWriteMap;
 
 /// Direction of a CPU map. Bit 0 = read, bit 1 = write.
 enum class MapMode : unsigned { Read = 1, Write = 2, ReadWrite = 3 };
+
+/// The longest a map waits for a DMA-BUF's fences unless MapOptions says otherwise.
+inline constexpr std::chrono::milliseconds kDefaultMapTimeout{1000};
+
+/// Options of one map call (TensorDyn::map_read and its siblings).
+struct MapOptions {
+  /// The longest wait for device work on a DMA-BUF before the map opens (0: only checks; negative:
+  /// no bound). Other memory never waits. Only the map that opens a storage's bracket waits; maps
+  /// that join an open bracket do not. When it passes: Busy with sys_errno ETIMEDOUT (EAGAIN for 0),
+  /// naming the buffer and its pending fences.
+  std::chrono::milliseconds timeout = kDefaultMapTimeout;
+};
 
 /// Untyped map state shared by the three map types. Move-only; `unmap()` is idempotent.
 class ET_API MapBase {

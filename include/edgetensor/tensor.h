@@ -316,12 +316,19 @@ class ET_API TensorDyn {
   [[nodiscard]] Result<TensorDyn> image_view() const;
 
   // ---- CPU maps ----------------------------------------------------------------------------------
-  /// Read access to the tensor's extent. Errors: FailedPrecondition (no storage, GL context gone),
-  /// Busy (PBO already mapped), the backend's map/sync error.
+  /// Read access to the tensor's extent, waiting for a DMA-BUF's writers at most kDefaultMapTimeout
+  /// (map.h). Errors: FailedPrecondition (no storage, GL context gone), Busy (PBO already mapped;
+  /// with sys_errno ETIMEDOUT: the buffer's fences did not signal in time, naming them), the
+  /// backend's map/sync error.
   [[nodiscard]] Result<ReadMap> map_read() const;
-  /// Write access. Errors as map_read, plus PermissionDenied on read-only storage.
+  /// Write access, waiting for every user of a DMA-BUF. Errors as map_read, plus PermissionDenied on
+  /// read-only storage.
   [[nodiscard]] Result<WriteMap> map_write() const;
   [[nodiscard]] Result<ReadWriteMap> map_read_write() const;
+  /// As above, waiting for a DMA-BUF's fences at most options.timeout.
+  [[nodiscard]] Result<ReadMap> map_read(const MapOptions& options) const;
+  [[nodiscard]] Result<WriteMap> map_write(const MapOptions& options) const;
+  [[nodiscard]] Result<ReadWriteMap> map_read_write(const MapOptions& options) const;
 
   // ---- Copies --------------------------------------------------------------------------------------
   /// Copies the elements, in C order (row-major), into `destination` through a CPU read map: a packed
@@ -349,6 +356,8 @@ class ET_API TensorDyn {
   // detail::storage_of): with it, user code could build a map the storage never opened (map.h).
   friend struct detail::StorageAccess;
   const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
+  Result<MapBase> map_impl(MapMode mode, const MapOptions& options) const;
+  // The exported symbol of the maps without options, kept so that this ABI only grows: MapOptions{}.
   Result<MapBase> map_impl(MapMode mode) const;
 
   // How much of meta_'s image this tensor shows: Whole (the layout applies), Samples (the format only:
@@ -406,6 +415,18 @@ class Tensor {
   }
   [[nodiscard]] Result<TypedMap<T, ReadWriteMap>> map_read_write() const {
     ET_TRY_ASSIGN(auto m, dyn_.map_read_write());
+    return TypedMap<T, ReadWriteMap>(std::move(m));
+  }
+  [[nodiscard]] Result<TypedMap<const T, ReadMap>> map_read(const MapOptions& options) const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_read(options));
+    return TypedMap<const T, ReadMap>(std::move(m));
+  }
+  [[nodiscard]] Result<TypedMap<T, WriteMap>> map_write(const MapOptions& options) const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_write(options));
+    return TypedMap<T, WriteMap>(std::move(m));
+  }
+  [[nodiscard]] Result<TypedMap<T, ReadWriteMap>> map_read_write(const MapOptions& options) const {
+    ET_TRY_ASSIGN(auto m, dyn_.map_read_write(options));
     return TypedMap<T, ReadWriteMap>(std::move(m));
   }
   [[nodiscard]] Result<Tensor> batch(std::size_t n) const {

@@ -169,7 +169,8 @@ const char* call_name(Call call) noexcept {
   static constexpr const char* kNames[] = {"open", "close", "dup", "mmap", "munmap", "memfd_create",
                                            "ftruncate", "fcntl", "fstat", "fstatfs", "ioctl",
                                            "posix_fallocate", "shm_open", "shm_unlink", "lseek",
-                                           "sendmsg", "recvmsg", "madvise", "opendir", "stat", "read"};
+                                           "sendmsg", "recvmsg", "madvise", "opendir", "stat", "read",
+                                           "poll", "uname"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Call::Count));
   int i = static_cast<int>(call);
   return i >= 0 && i < static_cast<int>(Call::Count) ? kNames[i] : "unknown";
@@ -277,6 +278,11 @@ int stat(const char* path, struct stat* st) { return ET_SYS_CALL(Stat, -1, 0, nu
 ssize_t read(int fd, void* buf, size_t count) {
   return ET_SYS_CALL(Read, fd, 0, nullptr, ::read(fd, buf, count));
 }
+int poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) {
+  return ET_SYS_CALL(Poll, nfds > 0 ? fds[0].fd : -1, static_cast<unsigned long>(static_cast<long>(timeout_ms)), fds,
+                     ::poll(fds, nfds, timeout_ms));
+}
+int uname(struct utsname* buf) { return ET_SYS_CALL(Uname, -1, 0, nullptr, ::uname(buf)); }
 
 #undef ET_SYS_CALL
 #undef ET_SYS_CALL_ERRNUM

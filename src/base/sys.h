@@ -8,11 +8,13 @@
 #include <edgetensor/abi.h>  // ET_ABI_NAMESPACE
 
 #include <dirent.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 
 #include <cstddef>
 
@@ -57,6 +59,8 @@ int madvise(void* addr, size_t length, int advice);  // the testing seam's CallI
 DIR* opendir(const char* path);                      // closedir is not a seam call
 int stat(const char* path, struct stat* st);
 ssize_t read(int fd, void* buf, size_t count);
+int poll(struct pollfd* fds, nfds_t nfds, int timeout_ms);  // CallInfo: fds[0].fd, timeout_ms, fds
+int uname(struct utsname* buf);
 
 }  // namespace sys
 }  // namespace ET_ABI_NAMESPACE

@@ -18,13 +18,14 @@ namespace sys {
 
 enum class Call : int {
   Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,
-  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Madvise, Opendir, Stat, Read, Count
+  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Madvise, Opendir, Stat, Read, Poll, Uname, Count
 };
 /// The libc name of `call` ("open", "memfd_create", ...); "unknown" for a value outside the enum.
 const char* call_name(Call call) noexcept;
 
 /// What a hook sees of one call. `request`/`arg` are set for Ioctl (and `request` = cmd for Fcntl,
-/// advice for Madvise).
+/// advice for Madvise; for Poll, `fd` is fds[0].fd, `request` the timeout in ms as a long cast to
+/// unsigned long, `arg` the pollfd array).
 struct CallInfo {
   Call call;
   int fd;                 // -1 where no fd is involved

@@ -43,7 +43,7 @@ Storage::~Storage() {
 
 void Storage::renew_id() noexcept { id_ = next_storage_id(); }
 
-Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
+Result<std::byte*> Storage::acquire_cpu(MapMode mode, std::chrono::milliseconds wait_timeout) {
   if ((static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && backing_->read_only())
     return fail(ErrorCode::PermissionDenied,
                 text::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
@@ -56,6 +56,8 @@ Result<std::byte*> Storage::acquire_cpu(MapMode mode) {
   }
   std::lock_guard lock(map_mutex_);
   if (open_maps_.load(std::memory_order_relaxed) == 0) {
+    // Under the lock, as START is: a second map waits for this one's bracket instead of racing it.
+    ET_TRY(backing_->await_device(mode, wait_timeout));
     ET_TRY_ASSIGN(base_, backing_->begin_cpu_access(mode));
     bracket_modes_ = 0;
   } else if (backing_->single_map()) {

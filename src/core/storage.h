@@ -18,6 +18,7 @@
 #include <edgetensor/unique_fd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,14 @@ class Backing {
   virtual bool needs_cpu_access_bracket() const noexcept { return true; }
   /// A backend that allows one CPU map at a time (PBO).
   virtual bool single_map() const noexcept { return false; }
+  /// Called under the storage's map lock when the first map opens, before begin_cpu_access: waits at
+  /// most `timeout` (negative: no bound) for device work the CPU access must follow (DMA-BUF fences).
+  /// Default: nothing to wait for.
+  virtual Result<void> await_device(MapMode mode, std::chrono::milliseconds timeout) {
+    (void)mode;
+    (void)timeout;
+    return {};
+  }
   /// Called under the storage's map lock when the first map opens. Returns the base of the whole buffer.
   virtual Result<std::byte*> begin_cpu_access(MapMode mode) = 0;
   /// The address of byte 0 of a CPU mapping that lives as long as the backing (heap, shm), made on
@@ -117,8 +126,9 @@ class Storage {
   MemoryKind kind() const noexcept { return backing_->kind(); }
   std::size_t buffer_bytes() const noexcept { return backing_->buffer_bytes(); }
 
-  /// Opens one CPU map: returns the base of the buffer. Thread-safe.
-  Result<std::byte*> acquire_cpu(MapMode mode);
+  /// Opens one CPU map: returns the base of the buffer. The map that opens a bracket first waits for
+  /// device work at most `wait_timeout` (Backing::await_device). Thread-safe.
+  Result<std::byte*> acquire_cpu(MapMode mode, std::chrono::milliseconds wait_timeout = kDefaultMapTimeout);
   /// Closes one CPU map opened with `mode`. Thread-safe, noexcept.
   void release_cpu(MapMode mode) noexcept;
   /// CPU maps open now (lock-free read).

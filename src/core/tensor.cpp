@@ -334,7 +334,7 @@ Result<TensorDyn> TensorDyn::reshape(ArrayRef<std::size_t> shape) const {
   return t;
 }
 
-Result<MapBase> TensorDyn::map_impl(MapMode mode) const {
+Result<MapBase> TensorDyn::map_impl(MapMode mode, const MapOptions& options) const {
   if (!storage_) return fail(ErrorCode::FailedPrecondition, "map: tensor has no storage");
   if (const ImageLayout* layout = image_layout(); layout && layout->modifier != kDrmFormatModLinear)
     return fail(ErrorCode::Unsupported,
@@ -345,20 +345,25 @@ Result<MapBase> TensorDyn::map_impl(MapMode mode) const {
       return fail(ErrorCode::PermissionDenied, "write map refused: storage is read-only");
     return MapBase(nullptr, nullptr, 0, mode);  // an empty tensor maps to an empty span
   }
-  ET_TRY_ASSIGN(std::byte* base, storage_->acquire_cpu(mode));
+  ET_TRY_ASSIGN(std::byte* base, storage_->acquire_cpu(mode, options.timeout));
   return MapBase(storage_, base + offset_bytes_, extent_bytes_, mode);
 }
 
-Result<ReadMap> TensorDyn::map_read() const {
-  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Read));
+Result<MapBase> TensorDyn::map_impl(MapMode mode) const { return map_impl(mode, MapOptions{}); }
+
+Result<ReadMap> TensorDyn::map_read() const { return map_read(MapOptions{}); }
+Result<WriteMap> TensorDyn::map_write() const { return map_write(MapOptions{}); }
+Result<ReadWriteMap> TensorDyn::map_read_write() const { return map_read_write(MapOptions{}); }
+Result<ReadMap> TensorDyn::map_read(const MapOptions& options) const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Read, options));
   return ReadMap(std::move(m));
 }
-Result<WriteMap> TensorDyn::map_write() const {
-  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Write));
+Result<WriteMap> TensorDyn::map_write(const MapOptions& options) const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::Write, options));
   return WriteMap(std::move(m));
 }
-Result<ReadWriteMap> TensorDyn::map_read_write() const {
-  ET_TRY_ASSIGN(auto m, map_impl(MapMode::ReadWrite));
+Result<ReadWriteMap> TensorDyn::map_read_write(const MapOptions& options) const {
+  ET_TRY_ASSIGN(auto m, map_impl(MapMode::ReadWrite, options));
   return ReadWriteMap(std::move(m));
 }
 

@@ -8,4 +8,9 @@ if(ET_WITH_DMABUF)
   target_link_libraries(edgetensor_dmabuf_hw_tests PRIVATE et_test_support GTest::gtest_main)
   add_dependencies(edgetensor_dmabuf_hw_tests edgetensor_dmabuf_peer)
   gtest_discover_tests(edgetensor_dmabuf_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS hardware)
+  # Explicit sync on a real kernel (fence_test.cpp): the heap's stub fences, and vgem's real ones where
+  # the vgem module is loaded (ET_FENCE_REQUIRE_VGEM=1, set by the kernel lane, fails without it).
+  add_executable(edgetensor_fence_hw_tests ${CMAKE_CURRENT_LIST_DIR}/fence_test.cpp)
+  target_link_libraries(edgetensor_fence_hw_tests PRIVATE et_test_support GTest::gtest_main)
+  gtest_discover_tests(edgetensor_fence_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS hardware)
 endif()

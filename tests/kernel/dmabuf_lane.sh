@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The DMA-BUF suite on a real kernel: runs tests/hardware/dmabuf_test.cpp's binary inside the kernel
 # lane's VM (run-in-vm.sh, next to this script) twice — the whole suite, then the udmabuf tests with
-# udmabuf.size_limit_mb=8 on the kernel command line — and fails on any failure, any skip, a missing
-# device, or a summary that does not count every selected test as passed.
+# udmabuf.size_limit_mb=8 on the kernel command line — then the explicit-sync suite
+# (tests/hardware/fence_test.cpp) with vgem loaded (x86_64; the arm64 kernels have no modules, so
+# there only FenceHardware.*, the tests that need no vgem), and fails on any failure, any skip, a
+# missing device or module, or a summary that does not count every selected test as passed.
 #
 # usage: dmabuf_lane.sh [--arch ARCH] [--skip-if-unavailable] BUILD_DIR
-#   BUILD_DIR holds tests/edgetensor_dmabuf_hw_tests and tests/edgetensor_dmabuf_peer.
+#   BUILD_DIR holds tests/edgetensor_dmabuf_hw_tests, tests/edgetensor_dmabuf_peer and
+#   tests/edgetensor_fence_hw_tests.
 #   ARCH is the guest (run-in-vm.sh --arch): by default x86_64 for an x86-64 build and arm64 for an
 #   aarch64 or armhf build (an armhf build runs in the arm64 kernel's 32-bit compat mode); arm64-16k
 #   boots the 16 KiB-page kernel.
@@ -39,9 +42,11 @@ done
 build="$(cd "$1" && pwd)"
 bin="$build/tests/edgetensor_dmabuf_hw_tests"
 peer="$build/tests/edgetensor_dmabuf_peer"
+fence_bin="$build/tests/edgetensor_fence_hw_tests"
 [[ -x "$run_in_vm" ]] || die "$run_in_vm not found (the kernel lane's runner)"
 [[ -x "$bin" ]] || die "$bin not built"
 [[ -x "$peer" ]] || die "$peer not built"
+[[ -x "$fence_bin" ]] || die "$fence_bin not built"
 
 machine="$(LC_ALL=C readelf -hW "$bin" | sed -n 's/^ *Machine: *//p')"
 case "$machine" in
@@ -64,14 +69,14 @@ guest_xml=/tmp/edgetensor_dmabuf_hw_tests.xml
 # disabled or skipped). N comes from the host's --gtest_list_tests for a native binary, from the
 # report otherwise.
 check_run() {
-    local name="$1" rc="$2" out="$3" filter="$4" xml="$5" expected passed header
+    local name="$1" rc="$2" out="$3" filter="$4" xml="$5" listed="${6:-$bin}" expected passed header
     grep -q 'kernel lane skipped:' "$out" && { log "$name: $(grep 'kernel lane skipped:' "$out")"; return 2; }
     ((rc == 0)) || die "$name: exit code $rc"
     [[ -s "$xml" ]] || die "$name: no gtest XML report came back from the guest"
     header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || die "$name: $xml has no <testsuites> element"
     [[ "$header" =~ \ tests=\"([0-9]+)\" ]] || die "$name: $xml: no tests count in $header"
     if ((native)); then
-        expected="$("$bin" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
+        expected="$("$listed" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
         [[ "${BASH_REMATCH[1]}" == "$expected" ]] || die "$name: the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
     else
         expected="${BASH_REMATCH[1]}"
@@ -107,3 +112,21 @@ set +e
 rc="${PIPESTATUS[0]}"
 set -e
 check_run "udmabuf.size_limit_mb=8" "$rc" "$tmp/limit.log" "$filter" "$tmp/limit.xml"
+
+# Explicit sync: real unsignalled fences come from vgem, a module of the x86_64 kernel. The arm64
+# kernels are built without modules (and without vgem: arm64-kernel.config says why).
+if [[ "$arch" == x86_64 ]]; then
+    filter='*'
+    fence_args=(--modules vgem --env ET_FENCE_REQUIRE_VGEM=1)
+else
+    filter='FenceHardware.*'
+    fence_args=()
+    log "fences: $arch has no vgem; running $filter only"
+fi
+set +e
+"$run_in_vm" --arch "$arch" "${skip[@]}" --timeout "$timeout_s" "${fence_args[@]}" \
+    --env ET_DMABUF_REQUIRE_DEVICES=1 --env "GTEST_OUTPUT=xml:$guest_xml" --collect "$guest_xml:$tmp/fence.xml" \
+    -- "$fence_bin" --gtest_filter="$filter" 2>&1 | tee "$tmp/fence.log"
+rc="${PIPESTATUS[0]}"
+set -e
+check_run "fences" "$rc" "$tmp/fence.log" "$filter" "$tmp/fence.xml" "$fence_bin"

@@ -17,6 +17,7 @@ ET_KL_COMMON_CONFIG=(
     CONFIG_DMABUF_HEAPS_SYSTEM
     CONFIG_UDMABUF
     CONFIG_MEMFD_CREATE
+    CONFIG_SYNC_FILE
 )
 
 # Selects the guest architecture (the lane's "arch"): sets the QEMU binary and
@@ -48,8 +49,9 @@ et_kl_set_arch() {
             ET_KL_REQUIRED_CONFIG=("${ET_KL_COMMON_CONFIG[@]}" CONFIG_SERIAL_8250_CONSOLE CONFIG_MODULES)
             # OPTION:module pairs the kernel must have built in or as a module:
             # the virtual camera of the V4L2 lane (v4l2_lane.sh), loaded with
-            # run-in-vm.sh --modules vivid.
-            ET_KL_REQUIRED_MODULE_CONFIG=(CONFIG_VIDEO_VIVID:vivid)
+            # run-in-vm.sh --modules vivid; vgem, the source of real fences for
+            # the explicit-sync tests (dmabuf_lane.sh, --modules vgem).
+            ET_KL_REQUIRED_MODULE_CONFIG=(CONFIG_VIDEO_VIVID:vivid CONFIG_DRM_VGEM:vgem)
             ;;
         arm64 | arm64-16k)
             ET_KL_QEMU="${ET_KERNEL_LANE_QEMU:-qemu-system-aarch64}"

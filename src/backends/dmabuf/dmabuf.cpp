@@ -4,6 +4,7 @@
 #include <edgetensor/dmabuf.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/dma-buf.h>
 #include <linux/ioctl.h>  // _IOW/_IOWR: Linux 6.1.4's <linux/dma-buf.h> (Debian's cross headers) omits it
 #include <sys/mman.h>
@@ -25,6 +26,7 @@
 #include "core/fd_backing.h"
 #include "base/log_internal.h"
 #include "base/sys.h"
+#include "sync/sync_internal.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -55,6 +57,27 @@ class DmaBufBacking final : public FdBacking {
   DmaBufBacking(UniqueFd fd, std::size_t size, bool read_only, ObjectKey key, std::string detail)
       : FdBacking(std::move(fd), size, read_only, key, std::move(detail)) {}
   MemoryKind kind() const noexcept override { return MemoryKind::DmaBuf; }
+
+  // Under the storage's map lock, for the first map of a bracket only, before START: poll(2) of a
+  // DMA-BUF waits on the same fences START would (dma_buf_poll), but with a bound. A fence added after
+  // the poll can still make START wait in full (docs/SYNC.md, "Timeouts").
+  Result<void> await_device(MapMode mode, std::chrono::milliseconds timeout) override {
+    const bool writes = (static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)) && !read_only_;
+    ET_TRY_ASSIGN(const bool ready, poll_within(fd_.get(), writes ? POLLOUT : POLLIN, timeout, detail_));
+    if (ready) return {};
+    const std::string fences = pending_fences_text(fd_.get(), writes ? sync::Access::Write : sync::Access::Read);
+    const std::string what =
+        text::format("{} map of {} ({} B, fd {})", writes ? "write" : "read", detail_, buffer_bytes_, fd_.get());
+    if (timeout.count() == 0)
+      return fail(Error(ErrorCode::Busy,
+                        text::format("{}: device work on the buffer is pending and the timeout is 0 "
+                                     "(non-blocking); {}", what, fences),
+                        EAGAIN));
+    return fail(Error(ErrorCode::Busy,
+                      text::format("{}: the buffer's fences did not signal within {} (MapOptions::timeout); {}", what,
+                                   timeout_text(timeout), fences),
+                      ETIMEDOUT));
+  }
 
   // Under the storage's map lock, for the first map of a bracket only: no START while a map is open.
   Result<std::byte*> begin_cpu_access(MapMode mode) override {

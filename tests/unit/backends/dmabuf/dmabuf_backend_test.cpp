@@ -704,7 +704,7 @@ TEST_F(FakeDmaBuf, NothingLeaksOnAnyFailingCall) {
   add_heap("system");
   add_udmabuf();
   for (auto call : {sys::Call::Open, sys::Call::Ioctl, sys::Call::Fstat, sys::Call::Lseek, sys::Call::MemfdCreate,
-                    sys::Call::Ftruncate, sys::Call::Fcntl}) {
+                    sys::Call::Ftruncate, sys::Call::Fcntl, sys::Call::Poll}) {
     for (int n = 1; n <= 6; ++n) {
       for (const char* heap : {"", "system", "udmabuf"}) {
         int fds = et_test::open_fd_count();

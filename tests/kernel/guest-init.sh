@@ -19,6 +19,12 @@ fail() { echo "ET_KERNEL_LANE_INIT_ERROR: $*"; }
 mount -t proc -o nosuid,nodev,noexec proc /proc || fail "mount /proc"
 mount -t sysfs -o nosuid,nodev,noexec sysfs /sys || fail "mount /sys"
 mount -t devtmpfs -o nosuid,mode=0755 devtmpfs /dev || fail "mount /dev"
+# Only KERN_EMERG (a panic) reaches the console from here on: a kernel message
+# printed while a marker line or a collected file goes out can land inside that
+# line (an RCU stall report on a loaded host did, in CI) and break what the host
+# parses. The kernel log is printed whole, between markers, after a failure or
+# with --dmesg.
+echo 1 >/proc/sys/kernel/printk || fail "set the console log level"
 # The kernel may have started us without a console (/dev was empty).
 exec </dev/console >/dev/console 2>&1
 ln -sf /proc/self/fd /dev/fd
@@ -82,7 +88,7 @@ while [ "$i" -lt "${ET_COLLECT_COUNT:-0}" ]; do
     fi
     i=$((i + 1))
 done
-if [ "${ET_DMESG:-0}" = 1 ]; then
+if [ "${ET_DMESG:-0}" = 1 ] || [ "$rc" != 0 ]; then
     echo "ET_KERNEL_LANE_DMESG_BEGIN"
     dmesg
     echo "ET_KERNEL_LANE_DMESG_END"

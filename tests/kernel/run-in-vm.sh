@@ -615,25 +615,25 @@ if [[ -z "$marker" ]]; then
     et_kl_die "the guest printed no ET_KERNEL_LANE_EXIT marker (QEMU exit status $qemu_status)"
 fi
 rc="${marker#ET_KERNEL_LANE_EXIT=}"
-if grep -aq '^ET_KERNEL_LANE_INIT_ERROR' "$log"; then
-    grep -a '^ET_KERNEL_LANE_INIT_ERROR' "$log" | sed "s/^/$et_kl_prog: guest init: /" >&2
-fi
+grep -a -o 'ET_KERNEL_LANE_INIT_ERROR.*' "$log" | sed "s/^/$et_kl_prog: guest init: /" >&2 || true
 
 modules_failed=0
 if ((${#module_lines[@]})); then
-    loaded="$(grep -a -m1 '^ET_KERNEL_LANE_MODULES_LOADED ' "$log" || true)"
+    # Not anchored: the line may follow other console output without a newline.
+    loaded="$(grep -a -o -m1 'ET_KERNEL_LANE_MODULES_LOADED [0-9]* [0-9.]* [0-9.]*' "$log" || true)"
     if [[ -n "$loaded" ]]; then
         read -r _ n t0 t1 <<<"$loaded"
         et_kl_log "the guest loaded $n modules in $(elapsed "$t0" "$t1") s"
     else
-        grep -a '^ET_KERNEL_LANE_MODULE_ERROR' "$log" | sed "s/^ET_KERNEL_LANE_MODULE_ERROR /$et_kl_prog: error: guest module: /" >&2 || true
+        grep -a -o 'ET_KERNEL_LANE_MODULE_ERROR .*' "$log" | sed "s/^ET_KERNEL_LANE_MODULE_ERROR /$et_kl_prog: error: guest module: /" >&2 || true
+        show_log_tail
         et_kl_log "error: --modules ${modules[*]}: the guest did not load every module (the binary ran without them)"
         modules_failed=1
     fi
 fi
 
-if ((dmesg)); then
-    et_kl_log "guest kernel log:"
+if grep -aq '^ET_KERNEL_LANE_DMESG_BEGIN' "$log"; then
+    if ((dmesg)); then et_kl_log "guest kernel log:"; else et_kl_log "guest kernel log (the binary exited with $rc):"; fi
     awk '/^ET_KERNEL_LANE_DMESG_END$/ { p = 0 } p { print "    | " $0 } /^ET_KERNEL_LANE_DMESG_BEGIN$/ { p = 1 }' "$log" >&2
 fi
 

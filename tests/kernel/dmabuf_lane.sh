@@ -18,10 +18,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 run_in_vm="$here/run-in-vm.sh"
-prog="${0##*/}"
-die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
-usage="usage: $prog [--arch x86_64|arm64|arm64-16k] [--skip-if-unavailable] BUILD_DIR"
+# shellcheck source=tests/kernel/lib.sh
+. "$here/lib.sh"
+die() { et_kl_die "$@"; }
+log() { et_kl_log "$@"; }
+usage="usage: $et_kl_prog [--arch x86_64|arm64|arm64-16k] [--skip-if-unavailable] BUILD_DIR"
 
 skip=()
 arch=""
@@ -64,34 +65,9 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 guest_xml=/tmp/edgetensor_dmabuf_hw_tests.xml
 
-# Checks one run's output: exit code 0, "[  PASSED  ] N tests." for the N tests the filter selects,
-# no skipped or failed test, and a gtest XML report that agrees (N tests, nothing failed, errored,
-# disabled or skipped). N comes from the host's --gtest_list_tests for a native binary, from the
-# report otherwise.
-check_run() {
-    local name="$1" rc="$2" out="$3" filter="$4" xml="$5" listed="${6:-$bin}" expected passed header
-    grep -q 'kernel lane skipped:' "$out" && { log "$name: $(grep 'kernel lane skipped:' "$out")"; return 2; }
-    ((rc == 0)) || die "$name: exit code $rc"
-    [[ -s "$xml" ]] || die "$name: no gtest XML report came back from the guest"
-    header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || die "$name: $xml has no <testsuites> element"
-    [[ "$header" =~ \ tests=\"([0-9]+)\" ]] || die "$name: $xml: no tests count in $header"
-    if ((native)); then
-        expected="$("$listed" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
-        [[ "${BASH_REMATCH[1]}" == "$expected" ]] || die "$name: the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
-    else
-        expected="${BASH_REMATCH[1]}"
-    fi
-    ((expected > 0)) || die "$name: the filter '$filter' selects no test"
-    for attr in failures errors disabled; do
-        [[ "$header" == *" $attr=\"0\""* ]] || die "$name: the XML report says $header"
-    done
-    if grep -q 'result="skipped"\|<skipped' "$xml"; then die "$name: the XML report lists skipped tests"; fi
-    passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$out" | tail -n 1)"
-    [[ "$passed" == "$expected" ]] || die "$name: $passed of $expected tests passed"
-    if grep -q '^\[  SKIPPED \]' "$out"; then die "$name: tests were skipped (a skip is a failure here)"; fi
-    if grep -q '^\[  FAILED  \]' "$out"; then die "$name: tests failed"; fi
-    log "$name: $passed/$expected passed, 0 skipped"
-}
+# One run's result: et_kl_check_gtest_run (lib.sh), against the host's test list for a native
+# binary and the guest's XML report otherwise.
+check_run() { et_kl_check_gtest_run "$1" "$2" "$3" "$4" "$5" "${6:-$bin}" "$native"; }
 
 # The guest's init checks nothing about devices; the binary fails (not skips) without them, and
 # this first command fails the run if the nodes are missing.

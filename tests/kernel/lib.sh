@@ -173,3 +173,38 @@ et_kl_modules_dir() {
     ((${#found[@]} == 1)) && printf '%s\n' "${found[0]}"
     return 0
 }
+
+# Checks one gtest run of a lane: exit code 0, "[  PASSED  ] N tests." for the N tests the filter
+# selects, no skipped or failed test, and a gtest XML report that agrees (N tests, nothing failed,
+# errored, disabled or skipped). N comes from LISTED's --gtest_list_tests when NATIVE is 1 (the
+# binary runs here), from the report otherwise. Returns 2 when run-in-vm.sh skipped the lane; dies
+# on anything else that is not a full pass.
+# usage: et_kl_check_gtest_run NAME RC OUTPUT_LOG FILTER XML LISTED NATIVE
+et_kl_check_gtest_run() {
+    local name="$1" rc="$2" out="$3" filter="$4" xml="$5" listed="$6" native="$7" expected passed header attr
+    if grep -q 'kernel lane skipped:' "$out"; then
+        et_kl_log "$name: $(grep 'kernel lane skipped:' "$out")"
+        return 2
+    fi
+    ((rc == 0)) || et_kl_die "$name: exit code $rc"
+    [[ -s "$xml" ]] || et_kl_die "$name: no gtest XML report came back from the guest"
+    header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || et_kl_die "$name: $xml has no <testsuites> element"
+    [[ "$header" =~ \ tests=\"([0-9]+)\" ]] || et_kl_die "$name: $xml: no tests count in $header"
+    if ((native)); then
+        expected="$("$listed" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')"
+        [[ "${BASH_REMATCH[1]}" == "$expected" ]] ||
+            et_kl_die "$name: the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
+    else
+        expected="${BASH_REMATCH[1]}"
+    fi
+    ((expected > 0)) || et_kl_die "$name: the filter '$filter' selects no test"
+    for attr in failures errors disabled; do
+        [[ "$header" == *" $attr=\"0\""* ]] || et_kl_die "$name: the XML report says $header"
+    done
+    if grep -q 'result="skipped"\|<skipped' "$xml"; then et_kl_die "$name: the XML report lists skipped tests"; fi
+    passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$out" | tail -n 1)"
+    [[ "$passed" == "$expected" ]] || et_kl_die "$name: $passed of $expected tests passed"
+    if grep -q '^\[  SKIPPED \]' "$out"; then et_kl_die "$name: tests were skipped (a skip is a failure here)"; fi
+    if grep -q '^\[  FAILED  \]' "$out"; then et_kl_die "$name: tests failed"; fi
+    et_kl_log "$name: $passed/$expected passed, 0 skipped"
+}

@@ -13,10 +13,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 run_in_vm="$here/run-in-vm.sh"
-prog="${0##*/}"
-die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
-usage="usage: $prog [--skip-if-unavailable] BUILD_DIR"
+# shellcheck source=tests/kernel/lib.sh
+. "$here/lib.sh"
+die() { et_kl_die "$@"; }
+log() { et_kl_log "$@"; }
+usage="usage: $et_kl_prog [--skip-if-unavailable] BUILD_DIR"
 
 skip=()
 while (($#)); do
@@ -49,23 +50,4 @@ set +e
 rc="${PIPESTATUS[0]}"
 set -e
 
-if grep -q 'kernel lane skipped:' "$out"; then
-    log "$(grep 'kernel lane skipped:' "$out")"
-    exit 0
-fi
-((rc == 0)) || die "exit code $rc"
-[[ -s "$xml" ]] || die "no gtest XML report came back from the guest"
-header="$(grep -m1 -o '<testsuites [^>]*>' "$xml")" || die "$xml has no <testsuites> element"
-[[ "$header" =~ \ tests=\"([0-9]+)\" ]] || die "$xml: no tests count in $header"
-expected="$("$bin" --gtest_list_tests | grep -c '^  ')"
-((expected > 0)) || die "$bin lists no tests"
-[[ "${BASH_REMATCH[1]}" == "$expected" ]] || die "the XML report counts ${BASH_REMATCH[1]} tests, the host lists $expected"
-for attr in failures errors disabled; do
-    [[ "$header" == *" $attr=\"0\""* ]] || die "the XML report says $header"
-done
-if grep -q 'result="skipped"\|<skipped' "$xml"; then die "the XML report lists skipped tests"; fi
-passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$out" | tail -n 1)"
-[[ "$passed" == "$expected" ]] || die "$passed of $expected tests passed"
-if grep -q '^\[  SKIPPED \]' "$out"; then die "tests were skipped (a skip is a failure here)"; fi
-if grep -q '^\[  FAILED  \]' "$out"; then die "tests failed"; fi
-log "V4L2 capture from vivid: $passed/$expected passed, 0 skipped"
+et_kl_check_gtest_run "V4L2 capture from vivid" "$rc" "$out" '*' "$xml" "$bin" 1 || exit 0

@@ -47,6 +47,7 @@ et_status et_dlpack_export_versioned(const et_tensor* tensor, const et_dlpack_ex
 et_status et_dlpack_adopt_versioned(DLManagedTensorVersioned* managed, const et_dlpack_adopt_options* options,
                                     et_tensor** out) {
   return guarded([&]() -> Result<void> {
+    if (out != nullptr) *out = nullptr;
     if (managed == nullptr) return null_argument("et_dlpack_adopt_versioned", "managed");
     dlpack::ManagedTensorVersioned* m = as_managed(managed);
     // Until adopt_versioned holds it, every return (and an exception: catch, delete, rethrow) runs the deleter.
@@ -56,7 +57,6 @@ et_status et_dlpack_adopt_versioned(DLManagedTensorVersioned* managed, const et_
         delete_unadopted(m);
         return null_argument("et_dlpack_adopt_versioned", "out");
       }
-      *out = nullptr;
       auto c = read_options(options, ET_DLPACK_ADOPT_OPTIONS_SIZE_VER0, "et_dlpack_adopt_options");
       if (c && c->reserved != 0)
         c = fail(ErrorCode::InvalidArgument,

@@ -72,6 +72,13 @@ static int case_views_maps_and_import(void) {
   et_buffer_desc d = {.struct_size = sizeof d};
   et_descriptor* h = NULL;
   EACH_ALLOCATION_FAILS(h, et_tensor_describe(t, ET_MAP_READ, &d, &h), et_descriptor_release);
+  const float scales[4] = {1, 2, 3, 4};
+  const int32_t zeros[4] = {0, 0, 0, 0};
+  et_quantization q = {.struct_size = sizeof q, .kind = ET_QUANTIZATION_PER_AXIS, .channel_count = 4, .scales = scales,
+                       .zero_points = zeros};
+  EACH_ALLOCATION_FAILS(v, et_tensor_with_quantization(t, &q, &v), et_tensor_release);
+  et_colorimetry c = {.struct_size = sizeof c, .range = ET_COLOR_RANGE_FULL};
+  EACH_ALLOCATION_FAILS(v, et_tensor_with_colorimetry(t, &c, &v), et_tensor_release);
   et_tensor_release(t);
   return 0;
 }

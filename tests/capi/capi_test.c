@@ -1305,6 +1305,200 @@ static int case_pool_bad_input(void) {
   return 0;
 }
 
+/* ---- quantization and colorimetry ---------------------------------------------------------------- */
+
+static int case_quantization(void) {
+  const uint64_t shape[2] = {3, 4};
+  et_tensor* t = NULL;
+  CHECK_OK(et_tensor_allocate(2, shape, ET_DTYPE_I8, NULL, &t));
+  et_quantization q = {.struct_size = sizeof q};
+  CHECK_OK(et_tensor_get_quantization(t, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE && q.scales == NULL);
+  /* Per tensor: a new handle; the old one keeps none. */
+  et_quantization pt = {.struct_size = sizeof pt, .kind = ET_QUANTIZATION_PER_TENSOR, .scale = 0.5f, .zero_point = -3};
+  et_tensor* u = NULL;
+  CHECK_OK(et_tensor_with_quantization(t, &pt, &u));
+  CHECK_OK(et_tensor_get_quantization(u, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_TENSOR && q.scale == 0.5f && q.zero_point == -3 && q.channel_count == 0);
+  CHECK_OK(et_tensor_get_quantization(t, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE);
+  et_tensor_info a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+  CHECK_OK(et_tensor_get_info(t, &a));
+  CHECK_OK(et_tensor_get_info(u, &b));
+  CHECK(a.identity == b.identity); /* the same buffer */
+  /* Per axis: the arrays are copied; the getter's point into the handle's own. */
+  float scales[3] = {0.25f, 0.5f, 1.0f};
+  int32_t zeros[3] = {0, 1, -1};
+  et_quantization pa = {.struct_size = sizeof pa, .kind = ET_QUANTIZATION_PER_AXIS, .axis = 0, .channel_count = 3,
+                        .scales = scales, .zero_points = zeros};
+  et_tensor* w = NULL;
+  CHECK_OK(et_tensor_with_quantization(u, &pa, &w));
+  scales[1] = 9.0f;
+  CHECK_OK(et_tensor_get_quantization(w, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_AXIS && q.axis == 0 && q.channel_count == 3 && q.scale == 0.0f);
+  CHECK(q.scales != scales && q.scales[1] == 0.5f && q.zero_points[2] == -1);
+  /* It follows views: a slice along the axis keeps its channels. */
+  et_tensor* row = NULL;
+  CHECK_OK(et_tensor_slice(w, 0, 1, 3, &row));
+  CHECK_OK(et_tensor_get_quantization(row, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_AXIS && q.channel_count == 2 && q.scales[0] == 0.5f);
+  et_tensor_release(row);
+  /* NULL removes it. */
+  et_tensor* none = NULL;
+  CHECK_OK(et_tensor_with_quantization(w, NULL, &none));
+  CHECK_OK(et_tensor_get_quantization(none, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE);
+  et_tensor_release(none);
+  /* Bad input: each names the value and the limit. */
+  et_tensor* x = (et_tensor*)&x;
+  et_quantization bad = pt;
+  bad.kind = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK(x == NULL);
+  CHECK_MESSAGE("et_quantization.kind 3 is not an ET_QUANTIZATION_* value (0 to 2)");
+  bad = pt;
+  bad.scale = -1.0f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scale");
+  bad = pt;
+  bad.zero_point = 300; /* i8 holds -128 to 127 */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("300");
+  CHECK_MESSAGE("127");
+  bad = pt;
+  bad.channel_count = 2;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("must be zero for kind PER_TENSOR");
+  bad = pa;
+  bad.scale = 1.0f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scale and zero_point must be zero for kind PER_AXIS");
+  bad = pa;
+  bad.channel_count = 4; /* shape[0] is 3 */
+  float four[4] = {1, 1, 1, 1};
+  int32_t four_zeros[4] = {0, 0, 0, 0};
+  bad.scales = four;
+  bad.zero_points = four_zeros;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("4");
+  CHECK_MESSAGE("3");
+  bad = pa;
+  bad.channel_count = ET_MAX_QUANTIZATION_CHANNELS + 1;
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("channel_count 4097 is above ET_MAX_QUANTIZATION_CHANNELS (4096)");
+  bad = pa;
+  bad.scales = NULL;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scales is NULL");
+  bad = pa;
+  bad.zero_points = NULL;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("zero_points is NULL");
+  bad = pa;
+  bad.axis = 2; /* rank 2 */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("axis 2");
+  bad = pt;
+  bad.struct_size = 8;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("et_quantization.struct_size 8 is below the first version's 40 bytes");
+  et_tensor* f = NULL;
+  CHECK_OK(et_tensor_allocate(2, shape, ET_DTYPE_F32, NULL, &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(f, &pt, &x));
+  CHECK_MESSAGE("f32");
+  et_tensor_release(f);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(NULL, &pt, &x));
+  CHECK_MESSAGE("tensor is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &pt, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(NULL, &q));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(t, NULL));
+  et_quantization small = {.struct_size = 12};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(t, &small));
+  NEWER(et_quantization) newer;
+  memset(&newer, 0xab, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  CHECK_OK(et_tensor_get_quantization(w, &newer.known));
+  CHECK(newer.newer == 0 && newer.known.channel_count == 3);
+  et_tensor_release(w);
+  et_tensor_release(u);
+  et_tensor_release(t);
+  return 0;
+}
+
+static int case_colorimetry(void) {
+  et_tensor* t = NULL;
+  CHECK_OK(et_tensor_allocate_image(16, 8, ET_PIXEL_FORMAT_NV12, NULL, NULL, &t));
+  et_colorimetry c = {.struct_size = sizeof c};
+  CHECK_OK(et_tensor_get_colorimetry(t, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_UNSPECIFIED && c.transfer == 0 && c.matrix == 0 && c.range == 0);
+  et_colorimetry bt709 = {.struct_size = sizeof bt709, .primaries = ET_COLOR_PRIMARIES_BT709,
+                          .transfer = ET_TRANSFER_BT709, .matrix = ET_YCBCR_MATRIX_BT709, .range = ET_COLOR_RANGE_LIMITED};
+  et_tensor* u = NULL;
+  CHECK_OK(et_tensor_with_colorimetry(t, &bt709, &u));
+  CHECK_OK(et_tensor_get_colorimetry(u, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_BT709 && c.transfer == ET_TRANSFER_BT709 &&
+        c.matrix == ET_YCBCR_MATRIX_BT709 && c.range == ET_COLOR_RANGE_LIMITED);
+  /* The image layout stays; the plane views carry it; the old handle keeps its own. */
+  et_image_layout l = {.struct_size = sizeof l};
+  CHECK_OK(et_tensor_get_image_layout(u, &l));
+  CHECK(l.format == ET_PIXEL_FORMAT_NV12);
+  et_tensor* uv = NULL;
+  CHECK_OK(et_tensor_plane(u, 1, &uv));
+  CHECK_OK(et_tensor_get_colorimetry(uv, &c));
+  CHECK(c.matrix == ET_YCBCR_MATRIX_BT709);
+  et_tensor_release(uv);
+  CHECK_OK(et_tensor_get_colorimetry(t, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_UNSPECIFIED);
+  et_tensor* cleared = NULL;
+  CHECK_OK(et_tensor_with_colorimetry(u, NULL, &cleared));
+  CHECK_OK(et_tensor_get_colorimetry(cleared, &c));
+  CHECK(c.range == ET_COLOR_RANGE_UNSPECIFIED);
+  et_tensor_release(cleared);
+  /* Bad input: the field, the value and the last valid one. */
+  et_tensor* x = (et_tensor*)&x;
+  et_colorimetry bad = bt709;
+  bad.primaries = 9;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK(x == NULL);
+  CHECK_MESSAGE("et_colorimetry.primaries 9 is not an ET_COLOR_PRIMARIES_* value (0 to 8)");
+  bad = bt709;
+  bad.transfer = -1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("et_colorimetry.transfer -1 is not an ET_TRANSFER_* value (0 to 8)");
+  bad = bt709;
+  bad.matrix = 7;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("matrix 7 is not an ET_YCBCR_MATRIX_* value (0 to 6)");
+  bad = bt709;
+  bad.range = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("range 3 is not an ET_COLOR_RANGE_* value (0 to 2)");
+  bad = bt709;
+  bad.reserved = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("reserved is 1, not 0");
+  bad = bt709;
+  bad.struct_size = 4;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("et_colorimetry.struct_size 4 is below the first version's 24 bytes");
+  NEWER(et_colorimetry) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known = bt709;
+  newer.known.struct_size = sizeof newer;
+  newer.newer = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &newer.known, &x));
+  CHECK_MESSAGE("byte at offset 24 is 0x01");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(NULL, &bt709, &x));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bt709, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(NULL, &c));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(t, NULL));
+  et_colorimetry small = {.struct_size = 20};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(t, &small));
+  et_tensor_release(u);
+  et_tensor_release(t);
+  return 0;
+}
+
 /* ---- info ---------------------------------------------------------------------------------------- */
 
 static int case_info_json(void) {
@@ -1344,6 +1538,8 @@ static const struct test_case kCases[] = {
     {"tensor_fences_need_dmabuf", case_tensor_fences_need_dmabuf},
     {"pool", case_pool},
     {"pool_bad_input", case_pool_bad_input},
+    {"quantization", case_quantization},
+    {"colorimetry", case_colorimetry},
 };
 
 int main(int argc, char** argv) {

@@ -45,6 +45,9 @@ ET_STATIC_ASSERT(sizeof(et_pool_stats) == 80 && offsetof(et_pool_stats, allocate
 ET_STATIC_ASSERT(sizeof(et_dlpack_export_options) == 8 && sizeof(et_dlpack_adopt_options) == 16 &&
                      offsetof(et_dlpack_adopt_options, name) == 8,
                  "DLPack options layout");
+ET_STATIC_ASSERT(sizeof(et_quantization) == 40 && offsetof(et_quantization, scales) == 24 &&
+                     offsetof(et_quantization, zero_points) == 32 && sizeof(et_colorimetry) == 24,
+                 "quantization and colorimetry layouts");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
@@ -137,6 +140,14 @@ int header_compile_uses(void) {
   memset(&da, 0, sizeof da);
   da.struct_size = sizeof da;
   s |= et_dlpack_adopt_versioned(managed, &da, &v);
+  et_quantization q;
+  memset(&q, 0, sizeof q);
+  q.struct_size = sizeof q;
+  et_colorimetry c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  s |= et_tensor_get_quantization(t, &q) | et_tensor_with_quantization(t, &q, &v) | et_tensor_get_colorimetry(t, &c) |
+       et_tensor_with_colorimetry(t, &c, &v);
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

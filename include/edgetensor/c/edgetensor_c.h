@@ -407,6 +407,96 @@ ET_C_API et_status et_tensor_get_image_layout(const et_tensor* tensor, et_image_
  * ET_UNSUPPORTED (a non-linear modifier). */
 ET_C_API et_status et_tensor_plane(const et_tensor* tensor, uint32_t index, et_tensor** out);
 
+/* ---- Quantization and colorimetry (C++ Quantization, Colorimetry) -------------------------------- */
+/* A handle is read-only after creation, so the setters give a new handle: the same buffer, view and other
+ * metadata, with the new value (as the C++ setter on a copy; the old handle keeps its own). */
+
+/* Quantization kinds: real = scale * (q - zero_point). */
+#define ET_QUANTIZATION_NONE 0
+#define ET_QUANTIZATION_PER_TENSOR 1
+#define ET_QUANTIZATION_PER_AXIS 2
+/* Most channels of a per-axis quantization (C++ kMaxQuantizationChannels). */
+#define ET_MAX_QUANTIZATION_CHANNELS 4096u
+
+/* An affine quantization (input of et_tensor_with_quantization, output of et_tensor_get_quantization: set
+ * struct_size first). Fields that the kind does not use are zero. */
+typedef struct et_quantization {
+  uint32_t struct_size;
+  int32_t kind;                /* ET_QUANTIZATION_* */
+  uint32_t axis;               /* PER_AXIS: the quantized dimension */
+  uint32_t channel_count;      /* PER_AXIS: entries of scales and zero_points (shape[axis]) */
+  float scale;                 /* PER_TENSOR: finite and > 0 */
+  int32_t zero_point;          /* PER_TENSOR: representable in the dtype */
+  const float* scales;         /* PER_AXIS: channel_count scales. Output: the tensor's, valid until the
+                                  handle's last release */
+  ET_C_POINTER_PAD_(scales_pad_)
+  const int32_t* zero_points;  /* PER_AXIS: channel_count zero points (output: as scales) */
+  ET_C_POINTER_PAD_(zero_points_pad_)
+} et_quantization;
+#define ET_QUANTIZATION_SIZE_VER0 ((uint32_t)sizeof(et_quantization))
+
+/* The tensor's quantization (kind NONE when it has none). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size). */
+ET_C_API et_status et_tensor_get_quantization(const et_tensor* tensor, et_quantization* quantization);
+/* A new handle of the tensor with `quantization` (NULL or kind NONE: none) into *out; the arrays are
+ * copied. Errors: ET_INVALID_ARGUMENT (NULL tensor or out, bad struct_size, unknown kind, a field the kind
+ * does not use not zero, NULL arrays, a scale not finite and > 0, a zero point the dtype cannot hold, a
+ * float dtype, axis >= rank, channel_count != shape[axis], each naming the value and the limit),
+ * ET_OUT_OF_RANGE (channel_count above ET_MAX_QUANTIZATION_CHANNELS, axis >= ET_MAX_RANK). */
+ET_C_API et_status et_tensor_with_quantization(const et_tensor* tensor, const et_quantization* quantization,
+                                               et_tensor** out);
+
+/* Colorimetry (ITU-T H.273 meanings; UNSPECIFIED: the producer did not say). */
+#define ET_COLOR_PRIMARIES_UNSPECIFIED 0
+#define ET_COLOR_PRIMARIES_BT709 1
+#define ET_COLOR_PRIMARIES_BT470BG 2   /* BT.601 625 */
+#define ET_COLOR_PRIMARIES_SMPTE170M 3 /* BT.601 525 */
+#define ET_COLOR_PRIMARIES_BT2020 4
+#define ET_COLOR_PRIMARIES_DCI_P3 5
+#define ET_COLOR_PRIMARIES_DISPLAY_P3 6
+#define ET_COLOR_PRIMARIES_ADOBE_RGB 7
+#define ET_COLOR_PRIMARIES_BT470M 8
+#define ET_TRANSFER_UNSPECIFIED 0
+#define ET_TRANSFER_BT709 1
+#define ET_TRANSFER_SRGB 2
+#define ET_TRANSFER_LINEAR 3
+#define ET_TRANSFER_SMPTE2084 4   /* PQ */
+#define ET_TRANSFER_ARIB_STD_B67 5 /* HLG */
+#define ET_TRANSFER_ADOBE_RGB 6
+#define ET_TRANSFER_DCI_P3 7
+#define ET_TRANSFER_SMPTE240M 8
+#define ET_YCBCR_MATRIX_UNSPECIFIED 0
+#define ET_YCBCR_MATRIX_BT601 1
+#define ET_YCBCR_MATRIX_BT709 2
+#define ET_YCBCR_MATRIX_BT2020 3
+#define ET_YCBCR_MATRIX_BT2020_CONSTANT 4
+#define ET_YCBCR_MATRIX_SMPTE240M 5
+#define ET_YCBCR_MATRIX_IDENTITY 6 /* RGB data */
+#define ET_COLOR_RANGE_UNSPECIFIED 0
+#define ET_COLOR_RANGE_FULL 1
+#define ET_COLOR_RANGE_LIMITED 2
+
+/* A colorimetry (input of et_tensor_with_colorimetry, output of et_tensor_get_colorimetry: set struct_size
+ * first). */
+typedef struct et_colorimetry {
+  uint32_t struct_size;
+  int32_t primaries;  /* ET_COLOR_PRIMARIES_* */
+  int32_t transfer;   /* ET_TRANSFER_* */
+  int32_t matrix;     /* ET_YCBCR_MATRIX_* */
+  int32_t range;      /* ET_COLOR_RANGE_* */
+  uint32_t reserved;  /* zero */
+} et_colorimetry;
+#define ET_COLORIMETRY_SIZE_VER0 ((uint32_t)sizeof(et_colorimetry))
+
+/* The tensor's colorimetry (all UNSPECIFIED when none was set). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size). */
+ET_C_API et_status et_tensor_get_colorimetry(const et_tensor* tensor, et_colorimetry* colorimetry);
+/* A new handle of the tensor with `colorimetry` (NULL: all UNSPECIFIED) into *out. Errors:
+ * ET_INVALID_ARGUMENT (NULL tensor or out, bad struct_size, a value outside its constants, naming the
+ * field, the value and the last valid one; reserved not zero). */
+ET_C_API et_status et_tensor_with_colorimetry(const et_tensor* tensor, const et_colorimetry* colorimetry,
+                                              et_tensor** out);
+
 /* ---- IPC: one tensor per message on an AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM socket ------------------ */
 /* Options of et_ipc_send_tensor. */
 typedef struct et_send_options {

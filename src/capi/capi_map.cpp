@@ -53,6 +53,27 @@ void hold_map(M m, et_buffer_desc& d, et_descriptor& holder) {
   holder.map = std::move(m);
 }
 
+// The C++ MapOptions of a C struct (NULL: defaults).
+Result<MapOptions> map_options(const et_map_options* user) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_MAP_OPTIONS_SIZE_VER0, "et_map_options"));
+  MapOptions o;
+  if (c.use_timeout > 1)
+    return fail(ErrorCode::InvalidArgument,
+                "et_map_options.use_timeout " + std::to_string(c.use_timeout) + " is not 0 or 1");
+  if (c.use_timeout == 1) o.timeout = wait_from_ns(c.timeout_ns, std::chrono::milliseconds(-1));
+  return o;
+}
+
+// A read map handed out through a void** (et_tensor_map): writable in type only, as the caller asked to read.
+Result<void> map_read_as_void(const et_tensor* tensor, const MapOptions& o, et_map** out_map, void** out_data,
+                              size_t* out_size) {
+  const void* data = nullptr;
+  ET_TRY(map_tensor<ReadMap>("et_tensor_map", tensor, out_map, &data, out_size,
+                             [&](const TensorDyn& t) { return t.map_read(o); }));
+  *out_data = const_cast<void*>(data);
+  return {};
+}
+
 bool fd_shareable(MemoryKind kind) { return kind == MemoryKind::Shm || kind == MemoryKind::DmaBuf; }
 
 }  // namespace
@@ -77,6 +98,29 @@ et_status et_tensor_map_read_write(const et_tensor* tensor, et_map** out_map, vo
   return guarded([&] {
     return map_tensor<ReadWriteMap>("et_tensor_map_read_write", tensor, out_map, out_data, out_size,
                                     [](const TensorDyn& t) { return t.map_read_write(); });
+  });
+}
+
+et_status et_tensor_map(const et_tensor* tensor, uint32_t map_mode, const et_map_options* options, et_map** out_map,
+                        void** out_data, size_t* out_size) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_tensor_map";
+    if (out_map == nullptr) return null_argument(kFn, "out_map");
+    *out_map = nullptr;
+    if (out_data == nullptr) return null_argument(kFn, "out_data");
+    if (map_mode < ET_MAP_READ || map_mode > ET_MAP_READ_WRITE)
+      return fail(ErrorCode::InvalidArgument, std::string(kFn) + ": map_mode " + std::to_string(map_mode) +
+                                                  " is not an ET_MAP_* value (1 to 3)");
+    ET_TRY_ASSIGN(auto o, map_options(options));
+    switch (map_mode) {
+      case ET_MAP_READ: return map_read_as_void(tensor, o, out_map, out_data, out_size);
+      case ET_MAP_WRITE:
+        return map_tensor<WriteMap>(kFn, tensor, out_map, out_data, out_size,
+                                    [&](const TensorDyn& t) { return t.map_write(o); });
+      default:
+        return map_tensor<ReadWriteMap>(kFn, tensor, out_map, out_data, out_size,
+                                        [&](const TensorDyn& t) { return t.map_read_write(o); });
+    }
   });
 }
 

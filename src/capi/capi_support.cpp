@@ -90,6 +90,12 @@ Result<DType> read_dtype(std::string_view function, std::int32_t dtype) {
   return static_cast<DType>(dtype);
 }
 
+std::chrono::milliseconds wait_from_ns(std::int64_t timeout_ns, std::chrono::milliseconds unbounded) noexcept {
+  if (timeout_ns < 0) return unbounded;
+  // Rounded up without overflow: INT64_MAX ns is about 292 years, far inside milliseconds' range.
+  return std::chrono::milliseconds(timeout_ns / 1000000 + (timeout_ns % 1000000 != 0 ? 1 : 0));
+}
+
 void give_tensor(TensorDyn tensor, et_tensor** out) {
   *out = new et_tensor{.tensor = std::move(tensor)};
 }

@@ -9,6 +9,7 @@
 #include "capi/struct_copy.h"
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <new>
@@ -31,6 +32,15 @@ struct et_descriptor {
   edgetensor::TensorDyn tensor;
   edgetensor::UniqueFd fd;
   std::variant<std::monostate, edgetensor::ReadMap, edgetensor::WriteMap, edgetensor::ReadWriteMap> map;
+};
+
+struct et_fence {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::sync::Fence fence;
+};
+struct et_pool {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::Pool pool;
 };
 
 namespace edgetensor::capi {
@@ -89,6 +99,10 @@ Result<Shape> read_shape(std::string_view function, std::uint32_t rank, const st
 Result<std::size_t> to_size(std::uint64_t value, std::string_view what);
 /// A DType from a C value. Errors: InvalidArgument naming it.
 Result<DType> read_dtype(std::string_view function, std::int32_t dtype);
+
+/// A C wait in nanoseconds as the C++ milliseconds: rounded up (1 ns waits 1 ms, never "only checks"); 0
+/// stays 0; negative gives `unbounded` (each C++ call has its own "no bound" value).
+std::chrono::milliseconds wait_from_ns(std::int64_t timeout_ns, std::chrono::milliseconds unbounded) noexcept;
 
 /// Fills `o` (default-constructed) from the C struct (NULL: defaults). Errors: InvalidArgument
 /// (struct_size rule, memory kind, alignment not a power of two), Unsupported (alignment above

@@ -72,11 +72,107 @@ static int case_views_maps_and_import(void) {
   et_buffer_desc d = {.struct_size = sizeof d};
   et_descriptor* h = NULL;
   EACH_ALLOCATION_FAILS(h, et_tensor_describe(t, ET_MAP_READ, &d, &h), et_descriptor_release);
+  const float scales[4] = {1, 2, 3, 4};
+  const int32_t zeros[4] = {0, 0, 0, 0};
+  et_quantization q = {.struct_size = sizeof q, .kind = ET_QUANTIZATION_PER_AXIS, .channel_count = 4, .scales = scales,
+                       .zero_points = zeros};
+  EACH_ALLOCATION_FAILS(v, et_tensor_with_quantization(t, &q, &v), et_tensor_release);
+  et_colorimetry c = {.struct_size = sizeof c, .range = ET_COLOR_RANGE_FULL};
+  EACH_ALLOCATION_FAILS(v, et_tensor_with_colorimetry(t, &c, &v), et_tensor_release);
   et_tensor_release(t);
   return 0;
 }
 
+/* Enough of DLPack 1.1's DLManagedTensorVersioned for a producer in C (the header only declares it). */
+struct DLManagedTensorVersioned {
+  struct { uint32_t major, minor; } version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  struct {
+    void* data;
+    struct { int32_t device_type, device_id; } device;
+    int32_t ndim;
+    struct { uint8_t code, bits; uint16_t lanes; } dtype;
+    int64_t* shape;
+    int64_t* strides;
+    uint64_t byte_offset;
+  } dl_tensor;
+};
+static int g_deleted;
+static void count_deleter(struct DLManagedTensorVersioned* self) {
+  (void)self;
+  ++g_deleted;
+}
+/* Ends an export made by the library: adopted back and released (no allocation fails by then). */
+static void drop_export(struct DLManagedTensorVersioned* m) {
+  et_tensor* t = NULL;
+  if (m != NULL && et_dlpack_adopt_versioned(m, NULL, &t) == ET_OK) et_tensor_release(t);
+}
+
+static int case_fences_pools_dlpack(void) {
+  et_fence* f = NULL;
+  EACH_ALLOCATION_FAILS(f, et_fence_create_signalled(&f), et_fence_release);
+  et_fence* g = NULL;
+  CHECK_OK(et_fence_create_signalled(&g));
+  EACH_ALLOCATION_FAILS(f, et_fence_merge(g, g, "merged", &f), et_fence_release);
+  et_fence_release(g);
+  et_pool* pool = NULL;
+  et_allocate_options shm = {.struct_size = sizeof shm, .memory = ET_MEMORY_SHM};
+  et_pool_options po = {.struct_size = sizeof po, .min_buffers = 1, .max_buffers = 2, .name = "a pool name longer than SSO",
+                        .allocate = &shm};
+  EACH_ALLOCATION_FAILS(pool, et_pool_create(2, kShape, ET_DTYPE_U8, &po, &pool), et_pool_release);
+  CHECK_OK(et_pool_create(2, kShape, ET_DTYPE_U8, &po, &pool));
+  et_tensor* t = NULL;
+  EACH_ALLOCATION_FAILS(t, et_pool_acquire(pool, 0, &t), et_tensor_release);
+  et_pool_stats st = {.struct_size = sizeof st};
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 0); /* every failed acquire gave its buffer back */
+  CHECK_OK(et_pool_acquire(pool, 0, &t));
+  struct DLManagedTensorVersioned* m = NULL;
+  EACH_ALLOCATION_FAILS(m, et_dlpack_export_versioned(t, NULL, &m), drop_export);
+  et_tensor_release(t);
+  et_pool_release(pool);
+  /* Adopt: under every failing allocation the producer's deleter runs exactly once. */
+  static float values[4] = {1, 2, 3, 4};
+  static int64_t shape[1] = {4};
+  long n = 0;
+  for (;; ++n) {
+    struct DLManagedTensorVersioned p;
+    memset(&p, 0, sizeof p);
+    p.version.major = 1;
+    p.deleter = count_deleter;
+    p.dl_tensor.data = values;
+    p.dl_tensor.device.device_type = 1;
+    p.dl_tensor.ndim = 1;
+    p.dl_tensor.dtype.code = 2;
+    p.dl_tensor.dtype.bits = 32;
+    p.dl_tensor.dtype.lanes = 1;
+    p.dl_tensor.shape = shape;
+    et_dlpack_adopt_options o = {.struct_size = sizeof o, .name = "adopted, with a name longer than SSO"};
+    g_deleted = 0;
+    t = NULL;
+    et_test_fail_allocation(n);
+    const et_status s = et_dlpack_adopt_versioned(&p, &o, &t);
+    const int pending = et_test_failure_pending();
+    et_test_fail_allocation(-1);
+    if (pending) {
+      CHECK_OK(s);
+      CHECK(g_deleted == 0);
+      et_tensor_release(t);
+      CHECK(g_deleted == 1);
+      break;
+    }
+    CHECK_STATUS(ET_OUT_OF_MEMORY, s);
+    CHECK(t == NULL && g_deleted == 1);
+  }
+  printf("  et_dlpack_adopt_versioned: %ld allocations, each failure OutOfMemory, deleter run once\n", n);
+  CHECK(n > 0);
+  return 0;
+}
+
 static const struct test_case kCases[] = {
+    {"fences_pools_dlpack", case_fences_pools_dlpack},
     {"allocate", case_allocate},
     {"views_maps_and_import", case_views_maps_and_import},
 };

@@ -898,6 +898,607 @@ static int case_ipc_round_trip(void) {
   return 0;
 }
 
+/* ---- maps with options --------------------------------------------------------------------------- */
+
+static int case_map_with_options(void) {
+  et_tensor* t = filled_shm(2, 4, 3);
+  CHECK(t != NULL);
+  /* shm never waits: a timeout of 0 ("only check") maps at once; every direction. */
+  et_map_options o = {.struct_size = sizeof o, .use_timeout = 1, .timeout_ns = 0};
+  et_map* m = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  CHECK_OK(et_tensor_map(t, ET_MAP_READ, &o, &m, &data, &size));
+  CHECK(size == 8 && ((const uint8_t*)data)[1] == 7 + 3);
+  et_map_release(m);
+  o.timeout_ns = -1; /* no bound */
+  CHECK_OK(et_tensor_map(t, ET_MAP_WRITE, &o, &m, &data, &size));
+  ((uint8_t*)data)[0] = 99;
+  et_map_release(m);
+  CHECK_OK(et_tensor_map(t, ET_MAP_READ_WRITE, NULL, &m, &data, &size));
+  CHECK(((uint8_t*)data)[0] == 99);
+  et_map_release(m);
+  CHECK(ET_DEFAULT_MAP_TIMEOUT_NS == INT64_C(1000000000));
+  /* Bad input: each names the value and what is allowed. */
+  m = (et_map*)&m;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, 0, NULL, &m, &data, &size));
+  CHECK(m == NULL);
+  CHECK_MESSAGE("map_mode 0 is not an ET_MAP_* value (1 to 3)");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, 4, NULL, &m, &data, &size));
+  CHECK_MESSAGE("map_mode 4");
+  et_map_options bad = {.struct_size = sizeof bad, .use_timeout = 2};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, &bad, &m, &data, &size));
+  CHECK_MESSAGE("et_map_options.use_timeout 2 is not 0 or 1");
+  bad.struct_size = 4;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, &bad, &m, &data, &size));
+  CHECK_MESSAGE("et_map_options.struct_size 4 is below the first version's 16 bytes");
+  bad.struct_size = 4097;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, &bad, &m, &data, &size));
+  CHECK_MESSAGE("struct_size 4097 is above 4096");
+  NEWER(et_map_options) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  CHECK_OK(et_tensor_map(t, ET_MAP_READ, &newer.known, &m, &data, &size));
+  et_map_release(m);
+  newer.newer = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, &newer.known, &m, &data, &size));
+  CHECK_MESSAGE("byte at offset 16 is 0x01");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(NULL, ET_MAP_READ, NULL, &m, &data, &size));
+  CHECK_MESSAGE("tensor is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, NULL, NULL, &data, &size));
+  CHECK_MESSAGE("out_map is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_READ, NULL, &m, NULL, &size));
+  CHECK_MESSAGE("out_data is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_map(t, ET_MAP_WRITE, NULL, &m, &data, NULL));
+  CHECK_MESSAGE("out_size is NULL");
+  /* A read-only import refuses the write directions here too. */
+  int32_t fd = -1;
+  CHECK_OK(et_tensor_export_fd(t, &fd));
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", (int)fd);
+  int ro = open(path, O_RDONLY | O_CLOEXEC);
+  close(fd);
+  CHECK(ro >= 0);
+  et_tensor* r = NULL;
+  const uint64_t shape[2] = {2, 4};
+  CHECK_OK(et_tensor_import_adopt(ro, 2, shape, ET_DTYPE_U8, NULL, &r));
+  CHECK_STATUS(ET_PERMISSION_DENIED, et_tensor_map(r, ET_MAP_READ_WRITE, &o, &m, &data, &size));
+  CHECK(m == NULL);
+  CHECK_OK(et_tensor_map(r, ET_MAP_READ, &o, &m, &data, &size));
+  et_map_release(m);
+  et_tensor_release(r);
+  et_tensor_release(t);
+  return 0;
+}
+
+/* ---- fences -------------------------------------------------------------------------------------- */
+/* This host has no sync_file source (no DMA-BUF, no vgem): the signalled fence and every refusal are
+ * tested here; real sync_files (wait timeouts, merge, export and import) run in the kernel lane's C++
+ * tests (tests/hardware/fence_test.cpp). */
+
+static int case_fence_signalled(void) {
+  et_fence* f = NULL;
+  CHECK_OK(et_fence_create_signalled(&f));
+  CHECK_OK(et_fence_wait(f, 0));
+  CHECK_OK(et_fence_wait(f, 1));
+  CHECK_OK(et_fence_wait(f, -1));
+  int32_t fd = 7;
+  CHECK_OK(et_fence_get_borrowed_fd(f, &fd));
+  CHECK(fd == -1);
+  fd = 7;
+  CHECK_OK(et_fence_dup_fd(f, &fd));
+  CHECK(fd == -1); /* nothing to duplicate: signalled, with ET_OK */
+  et_fence_status st;
+  memset(&st, 0xab, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK_OK(et_fence_get_status(f, &st));
+  CHECK(st.status == 1 && st.fence_count == 0 && st.pending_count == 0 && st.name[0] == 0 && st.name[31] == 0);
+  /* Merging signalled fences gives a signalled one. */
+  et_fence* g = NULL;
+  CHECK_OK(et_fence_import_dup(-1, &g)); /* -1: the wire's signalled fence */
+  et_fence* merged = NULL;
+  CHECK_OK(et_fence_merge(f, g, NULL, &merged));
+  CHECK_OK(et_fence_get_borrowed_fd(merged, &fd));
+  CHECK(fd == -1);
+  CHECK_OK(et_fence_wait(merged, 0));
+  et_fence_release(merged);
+  CHECK_OK(et_fence_merge(f, g, "named", &merged));
+  et_fence_release(merged);
+  CHECK(et_fence_retain(g) == g);
+  et_fence_release(g);
+  CHECK_OK(et_fence_wait(g, 0)); /* one reference left */
+  et_fence_release(g);
+  et_fence_release(f);
+  et_fence_release(NULL);
+  CHECK(et_fence_retain(NULL) == NULL);
+  return 0;
+}
+
+static int case_fence_bad_input(void) {
+  et_fence* f = (et_fence*)&f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_create_signalled(NULL));
+  CHECK_MESSAGE("et_fence_create_signalled: out is NULL");
+  /* Adopt: a pipe is no sync_file (named, with the fd), and is closed; so is every argument error. */
+  int p[2];
+  CHECK(pipe(p) == 0);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_adopt(p[0], &f));
+  CHECK(f == NULL);
+  CHECK_MESSAGE("is not a sync_file");
+  CHECK_MESSAGE("pipe:");
+  CHECK(!fd_is_open(p[0]));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_adopt(p[1], NULL));
+  CHECK_MESSAGE("out is NULL");
+  CHECK(!fd_is_open(p[1]));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_adopt(-1, &f));
+  CHECK_MESSAGE("fd -1 is negative");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_adopt(-5, &f));
+  CHECK_MESSAGE("fd -5 is negative");
+  /* Dup: the caller's fd stays open; a memfd is no sync_file either; a closed fd is a bad fd. */
+  int fd = sealed_memfd(16, 0);
+  CHECK(fd >= 0);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(fd, &f));
+  CHECK_MESSAGE("is not a sync_file");
+  CHECK_MESSAGE("memfd:");
+  CHECK(fd_is_open(fd));
+  close(fd);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(fd, &f));
+  CHECK(et_last_error_errno() == EBADF);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(-2, &f));
+  CHECK_MESSAGE("fd -2 is negative (only -1, a signalled fence, is allowed)");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(-1, NULL));
+  /* NULL handles and out-parameters. */
+  et_fence* s = NULL;
+  CHECK_OK(et_fence_create_signalled(&s));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_wait(NULL, 0));
+  CHECK_MESSAGE("et_fence_wait: fence is NULL");
+  int32_t out_fd = 5;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_borrowed_fd(NULL, &out_fd));
+  CHECK(out_fd == -1);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_borrowed_fd(s, NULL));
+  out_fd = 5;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_dup_fd(NULL, &out_fd));
+  CHECK(out_fd == -1);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_dup_fd(s, NULL));
+  f = (et_fence*)&f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_merge(NULL, s, NULL, &f));
+  CHECK(f == NULL);
+  CHECK_MESSAGE("et_fence_merge: a is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_merge(s, NULL, NULL, &f));
+  CHECK_MESSAGE("b is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_merge(s, s, NULL, NULL));
+  /* et_fence_status: NULL, too small, absurd; a newer caller's tail is zeroed. */
+  et_fence_status st = {.struct_size = sizeof st};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_status(NULL, &st));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_status(s, NULL));
+  et_fence_status small = {.struct_size = 8};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_status(s, &small));
+  CHECK_MESSAGE("et_fence_status.struct_size 8 is below the first version's 48 bytes");
+  small.struct_size = 8192;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_status(s, &small));
+  CHECK_MESSAGE("struct_size 8192 is above 4096");
+  NEWER(et_fence_status) newer;
+  memset(&newer, 0xab, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  CHECK_OK(et_fence_get_status(s, &newer.known));
+  CHECK(newer.newer == 0 && newer.known.struct_size == sizeof newer && newer.known.status == 1);
+  et_fence_release(s);
+  return 0;
+}
+
+static int case_tensor_fences_need_dmabuf(void) {
+  /* Fences attach to DMA-BUFs only: memfd and heap tensors are refused, naming the memory kind. */
+  et_tensor* t = filled_shm(2, 3, 0);
+  CHECK(t != NULL);
+  et_fence* f = (et_fence*)&f;
+  CHECK_STATUS(ET_UNSUPPORTED, et_tensor_export_fence(t, ET_FENCE_ACCESS_READ, &f));
+  CHECK(f == NULL);
+  CHECK_MESSAGE("shm tensor");
+  CHECK_MESSAGE("fences attach to DMA-BUFs only");
+  et_fence* s = NULL;
+  CHECK_OK(et_fence_create_signalled(&s));
+  CHECK_STATUS(ET_UNSUPPORTED, et_tensor_import_fence(t, s, ET_FENCE_ACCESS_WRITE));
+  CHECK_MESSAGE("shm tensor");
+  et_allocate_options heap = {.struct_size = sizeof heap, .memory = ET_MEMORY_HEAP};
+  et_tensor* h = NULL;
+  CHECK_OK(et_tensor_allocate(2, kShape23, ET_DTYPE_U8, &heap, &h));
+  CHECK_STATUS(ET_UNSUPPORTED, et_tensor_export_fence(h, ET_FENCE_ACCESS_WRITE, &f));
+  CHECK_MESSAGE("heap tensor");
+  CHECK_STATUS(ET_UNSUPPORTED, et_tensor_import_fence(h, s, ET_FENCE_ACCESS_READ));
+  et_tensor_release(h);
+  /* Bad input: access values (named, with the allowed ones), NULLs. */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fence(t, 0, &f));
+  CHECK_MESSAGE("access 0 is not ET_FENCE_ACCESS_READ (1) or ET_FENCE_ACCESS_WRITE (2)");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fence(t, 3, &f));
+  CHECK_MESSAGE("access 3");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_import_fence(t, s, -1));
+  CHECK_MESSAGE("access -1");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fence(NULL, ET_FENCE_ACCESS_READ, &f));
+  CHECK_MESSAGE("tensor is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fence(t, ET_FENCE_ACCESS_READ, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_import_fence(NULL, s, ET_FENCE_ACCESS_READ));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_import_fence(t, NULL, ET_FENCE_ACCESS_READ));
+  CHECK_MESSAGE("fence is NULL");
+  et_fence_release(s);
+  et_tensor_release(t);
+  /* A DMA-BUF where the host has one (the kernel lane): an idle buffer's export is signalled. */
+  et_allocate_options dma = {.struct_size = sizeof dma, .memory = ET_MEMORY_DMABUF};
+  et_tensor* d = NULL;
+  if (et_tensor_allocate(2, kShape23, ET_DTYPE_U8, &dma, &d) == ET_OK) {
+    const et_status e = et_tensor_export_fence(d, ET_FENCE_ACCESS_WRITE, &f);
+    if (e == ET_OK) {
+      CHECK_OK(et_fence_wait(f, 0));
+      CHECK_OK(et_tensor_import_fence(d, f, ET_FENCE_ACCESS_READ));
+      et_fence_release(f);
+    } else {
+      CHECK(e == ET_UNSUPPORTED); /* a kernel before 6.0, named */
+      CHECK_MESSAGE("Linux");
+    }
+    et_tensor_release(d);
+  }
+  return 0;
+}
+
+/* ---- pools --------------------------------------------------------------------------------------- */
+
+/* The status of an acquire whose timeout passes. The C++ side gives Busy today; a Timeout code is being
+ * added separately (ET_TIMEOUT): update this one name when it lands. */
+#define EXPECTED_TIMEOUT_STATUS ET_BUSY
+
+struct acquire_arg {
+  et_pool* pool;
+  et_tensor* got;
+  et_status status;
+};
+static void* acquire_in_thread(void* p) {
+  struct acquire_arg* a = p;
+  a->status = et_pool_acquire(a->pool, INT64_C(5000000000), &a->got); /* 5 s */
+  return NULL;
+}
+
+static int case_pool(void) {
+  const uint64_t shape[2] = {4, 16};
+  et_allocate_options shm = {.struct_size = sizeof shm, .memory = ET_MEMORY_SHM};
+  et_pool_options o = {.struct_size = sizeof o, .min_buffers = 1, .max_buffers = 2, .name = "cam0", .allocate = &shm};
+  et_pool* pool = NULL;
+  CHECK_OK(et_pool_create(2, shape, ET_DTYPE_U8, &o, &pool));
+  et_pool_stats st = {.struct_size = sizeof st};
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.allocated == 1 && st.free == 1 && st.in_use == 0 && st.packed_bytes == 64);
+  /* Acquire: a shm buffer; write it, release it; the next acquire is the same buffer, bytes kept. */
+  et_tensor* a = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &a));
+  et_tensor_info ia = {.struct_size = sizeof ia};
+  CHECK_OK(et_tensor_get_info(a, &ia));
+  CHECK(ia.memory == ET_MEMORY_SHM && ia.shape[0] == 4 && ia.shape[1] == 16);
+  et_map* m = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  CHECK_OK(et_tensor_map_write(a, &m, &data, &size));
+  ((uint8_t*)data)[0] = 17;
+  et_map_release(m);
+  et_tensor* view = NULL;
+  CHECK_OK(et_tensor_batch(a, 1, &view));
+  et_tensor_release(a);
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 1); /* the view still holds it */
+  et_tensor_release(view);
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 0 && st.free == 1 && st.acquired == 1);
+  CHECK_OK(et_pool_acquire(pool, 0, &a));
+  et_tensor_info again = {.struct_size = sizeof again};
+  CHECK_OK(et_tensor_get_info(a, &again));
+  CHECK(again.buffer_key == ia.buffer_key && again.identity != ia.identity);
+  CHECK(byte_at(a, 0) == 17);
+  /* A second buffer is allocated (max 2); a third acquire finds none: the timeout status, named. */
+  et_tensor* b = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &b));
+  et_tensor* c = (et_tensor*)&c;
+  CHECK_STATUS(EXPECTED_TIMEOUT_STATUS, et_pool_acquire(pool, 0, &c));
+  CHECK(c == NULL);
+  CHECK_MESSAGE("pool 'cam0'");
+  CHECK_MESSAGE("max_buffers 2");
+  /* 1 ns is rounded up to 1 ms: it waits (stats.waits), unlike 0. */
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.waits == 0 && st.timeouts == 1);
+  CHECK_STATUS(EXPECTED_TIMEOUT_STATUS, et_pool_acquire(pool, 1, &c));
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.waits == 1 && st.timeouts == 2 && st.allocated == 2 && st.in_use == 2 && st.peak_in_use == 2);
+  /* A waiting acquire gets the buffer released by another thread. */
+  struct acquire_arg arg = {.pool = pool, .got = NULL, .status = ET_INTERNAL};
+  pthread_t thread;
+  CHECK(pthread_create(&thread, NULL, acquire_in_thread, &arg) == 0);
+  usleep(20000);
+  et_tensor_release(b);
+  CHECK(pthread_join(thread, NULL) == 0);
+  CHECK_OK(arg.status);
+  CHECK(arg.got != NULL);
+  /* The pool released with buffers out: they stay valid, and free their memory at their last release. */
+  et_pool* extra = et_pool_retain(pool);
+  et_pool_release(extra);
+  et_pool_release(pool);
+  CHECK(byte_at(a, 0) == 17);
+  et_tensor_release(a);
+  et_tensor_release(arg.got);
+  /* zero_on_reuse: a reused buffer reads as zeros. */
+  et_pool_options z = {.struct_size = sizeof z, .flags = ET_POOL_ZERO_ON_REUSE, .max_buffers = 1};
+  CHECK_OK(et_pool_create(2, shape, ET_DTYPE_U8, &z, &pool));
+  CHECK_OK(et_pool_acquire(pool, -1, &a));
+  CHECK_OK(et_tensor_map_write(a, &m, &data, &size));
+  ((uint8_t*)data)[5] = 9;
+  et_map_release(m);
+  et_tensor_release(a);
+  CHECK_OK(et_pool_acquire(pool, -1, &a));
+  CHECK(byte_at(a, 5) == 0);
+  et_tensor_release(a);
+  et_pool_release(pool);
+  et_pool_release(NULL);
+  return 0;
+}
+
+static int case_pool_bad_input(void) {
+  const uint64_t shape[2] = {4, 16};
+  et_pool* p = (et_pool*)&p;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, NULL, NULL));
+  CHECK_MESSAGE("et_pool_create: out is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, NULL, ET_DTYPE_U8, NULL, &p));
+  CHECK(p == NULL);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(9, shape, ET_DTYPE_U8, NULL, &p));
+  CHECK_MESSAGE("rank 9 is above ET_MAX_RANK (8)");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, 12, NULL, &p));
+  CHECK_MESSAGE("dtype 12 is not an ET_DTYPE_* value (0 to 11)");
+  const uint64_t huge[2] = {UINT64_C(1) << 62, 16};
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_pool_create(2, huge, ET_DTYPE_U8, NULL, &p));
+  const uint64_t empty[2] = {0, 16};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, empty, ET_DTYPE_U8, NULL, &p));
+  CHECK_MESSAGE("zero");
+  et_pool_options o = {.struct_size = sizeof o, .min_buffers = 3, .max_buffers = 2};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &o, &p));
+  CHECK_MESSAGE("3");
+  CHECK_MESSAGE("2");
+  o.min_buffers = 0;
+  o.flags = 2;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &o, &p));
+  CHECK_MESSAGE("et_pool_options.flags 2 has bits other than ET_POOL_ZERO_ON_REUSE");
+  o.flags = 0;
+  char name[64];
+  snprintf(name, sizeof name, "/et-capi-pool-%d", (int)getpid());
+  et_allocate_options named = {.struct_size = sizeof named, .memory = ET_MEMORY_SHM, .shm_name = name};
+  o.allocate = &named;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &o, &p));
+  CHECK_MESSAGE("shm_name");
+  et_allocate_options bad_memory = {.struct_size = sizeof bad_memory, .memory = 7};
+  o.allocate = &bad_memory;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &o, &p));
+  CHECK_MESSAGE("et_allocate_options.memory 7");
+  et_pool_options small = {.struct_size = 12};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &small, &p));
+  CHECK_MESSAGE("et_pool_options.struct_size 12 is below the first version's 32 bytes");
+  small.struct_size = 100000;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &small, &p));
+  CHECK_MESSAGE("is above 4096");
+  NEWER(et_pool_options) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  newer.newer = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create(2, shape, ET_DTYPE_U8, &newer.known, &p));
+  CHECK_MESSAGE("byte at offset 32 is 0x03");
+  newer.newer = 0;
+  CHECK_OK(et_pool_create(2, shape, ET_DTYPE_U8, &newer.known, &p));
+  /* Acquire and stats: NULLs, struct sizes. */
+  et_tensor* t = (et_tensor*)&t;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_acquire(NULL, 0, &t));
+  CHECK(t == NULL);
+  CHECK_MESSAGE("et_pool_acquire: pool is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_acquire(p, 0, NULL));
+  et_pool_stats st = {.struct_size = sizeof st};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_get_stats(NULL, &st));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_get_stats(p, NULL));
+  et_pool_stats st_small = {.struct_size = 16};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_get_stats(p, &st_small));
+  CHECK_MESSAGE("et_pool_stats.struct_size 16 is below the first version's 80 bytes");
+  NEWER(et_pool_stats) st_newer;
+  memset(&st_newer, 0xab, sizeof st_newer);
+  st_newer.known.struct_size = sizeof st_newer;
+  CHECK_OK(et_pool_get_stats(p, &st_newer.known));
+  CHECK(st_newer.newer == 0 && st_newer.known.reserved == 0 && st_newer.known.allocated == 0);
+  et_pool_release(p);
+  return 0;
+}
+
+/* ---- quantization and colorimetry ---------------------------------------------------------------- */
+
+static int case_quantization(void) {
+  const uint64_t shape[2] = {3, 4};
+  et_tensor* t = NULL;
+  CHECK_OK(et_tensor_allocate(2, shape, ET_DTYPE_I8, NULL, &t));
+  et_quantization q = {.struct_size = sizeof q};
+  CHECK_OK(et_tensor_get_quantization(t, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE && q.scales == NULL);
+  /* Per tensor: a new handle; the old one keeps none. */
+  et_quantization pt = {.struct_size = sizeof pt, .kind = ET_QUANTIZATION_PER_TENSOR, .scale = 0.5f, .zero_point = -3};
+  et_tensor* u = NULL;
+  CHECK_OK(et_tensor_with_quantization(t, &pt, &u));
+  CHECK_OK(et_tensor_get_quantization(u, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_TENSOR && q.scale == 0.5f && q.zero_point == -3 && q.channel_count == 0);
+  CHECK_OK(et_tensor_get_quantization(t, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE);
+  et_tensor_info a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+  CHECK_OK(et_tensor_get_info(t, &a));
+  CHECK_OK(et_tensor_get_info(u, &b));
+  CHECK(a.identity == b.identity); /* the same buffer */
+  /* Per axis: the arrays are copied; the getter's point into the handle's own. */
+  float scales[3] = {0.25f, 0.5f, 1.0f};
+  int32_t zeros[3] = {0, 1, -1};
+  et_quantization pa = {.struct_size = sizeof pa, .kind = ET_QUANTIZATION_PER_AXIS, .axis = 0, .channel_count = 3,
+                        .scales = scales, .zero_points = zeros};
+  et_tensor* w = NULL;
+  CHECK_OK(et_tensor_with_quantization(u, &pa, &w));
+  scales[1] = 9.0f;
+  CHECK_OK(et_tensor_get_quantization(w, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_AXIS && q.axis == 0 && q.channel_count == 3 && q.scale == 0.0f);
+  CHECK(q.scales != scales && q.scales[1] == 0.5f && q.zero_points[2] == -1);
+  /* It follows views: a slice along the axis keeps its channels. */
+  et_tensor* row = NULL;
+  CHECK_OK(et_tensor_slice(w, 0, 1, 3, &row));
+  CHECK_OK(et_tensor_get_quantization(row, &q));
+  CHECK(q.kind == ET_QUANTIZATION_PER_AXIS && q.channel_count == 2 && q.scales[0] == 0.5f);
+  et_tensor_release(row);
+  /* NULL removes it. */
+  et_tensor* none = NULL;
+  CHECK_OK(et_tensor_with_quantization(w, NULL, &none));
+  CHECK_OK(et_tensor_get_quantization(none, &q));
+  CHECK(q.kind == ET_QUANTIZATION_NONE);
+  et_tensor_release(none);
+  /* Bad input: each names the value and the limit. */
+  et_tensor* x = (et_tensor*)&x;
+  et_quantization bad = pt;
+  bad.kind = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK(x == NULL);
+  CHECK_MESSAGE("et_quantization.kind 3 is not an ET_QUANTIZATION_* value (0 to 2)");
+  bad = pt;
+  bad.scale = -1.0f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scale");
+  bad = pt;
+  bad.zero_point = 300; /* i8 holds -128 to 127 */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("300");
+  CHECK_MESSAGE("127");
+  bad = pt;
+  bad.channel_count = 2;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("must be zero for kind PER_TENSOR");
+  bad = pa;
+  bad.scale = 1.0f;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scale and zero_point must be zero for kind PER_AXIS");
+  bad = pa;
+  bad.channel_count = 4; /* shape[0] is 3 */
+  float four[4] = {1, 1, 1, 1};
+  int32_t four_zeros[4] = {0, 0, 0, 0};
+  bad.scales = four;
+  bad.zero_points = four_zeros;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("4");
+  CHECK_MESSAGE("3");
+  bad = pa;
+  bad.channel_count = ET_MAX_QUANTIZATION_CHANNELS + 1;
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("channel_count 4097 is above ET_MAX_QUANTIZATION_CHANNELS (4096)");
+  bad = pa;
+  bad.scales = NULL;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("scales is NULL");
+  bad = pa;
+  bad.zero_points = NULL;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("zero_points is NULL");
+  bad = pa;
+  bad.axis = 2; /* rank 2 */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("axis 2");
+  bad = pt;
+  bad.struct_size = 8;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &bad, &x));
+  CHECK_MESSAGE("et_quantization.struct_size 8 is below the first version's 40 bytes");
+  et_tensor* f = NULL;
+  CHECK_OK(et_tensor_allocate(2, shape, ET_DTYPE_F32, NULL, &f));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(f, &pt, &x));
+  CHECK_MESSAGE("f32");
+  et_tensor_release(f);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(NULL, &pt, &x));
+  CHECK_MESSAGE("tensor is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_quantization(t, &pt, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(NULL, &q));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(t, NULL));
+  et_quantization small = {.struct_size = 12};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_quantization(t, &small));
+  NEWER(et_quantization) newer;
+  memset(&newer, 0xab, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  CHECK_OK(et_tensor_get_quantization(w, &newer.known));
+  CHECK(newer.newer == 0 && newer.known.channel_count == 3);
+  et_tensor_release(w);
+  et_tensor_release(u);
+  et_tensor_release(t);
+  return 0;
+}
+
+static int case_colorimetry(void) {
+  et_tensor* t = NULL;
+  CHECK_OK(et_tensor_allocate_image(16, 8, ET_PIXEL_FORMAT_NV12, NULL, NULL, &t));
+  et_colorimetry c = {.struct_size = sizeof c};
+  CHECK_OK(et_tensor_get_colorimetry(t, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_UNSPECIFIED && c.transfer == 0 && c.matrix == 0 && c.range == 0);
+  et_colorimetry bt709 = {.struct_size = sizeof bt709, .primaries = ET_COLOR_PRIMARIES_BT709,
+                          .transfer = ET_TRANSFER_BT709, .matrix = ET_YCBCR_MATRIX_BT709, .range = ET_COLOR_RANGE_LIMITED};
+  et_tensor* u = NULL;
+  CHECK_OK(et_tensor_with_colorimetry(t, &bt709, &u));
+  CHECK_OK(et_tensor_get_colorimetry(u, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_BT709 && c.transfer == ET_TRANSFER_BT709 &&
+        c.matrix == ET_YCBCR_MATRIX_BT709 && c.range == ET_COLOR_RANGE_LIMITED);
+  /* The image layout stays; the plane views carry it; the old handle keeps its own. */
+  et_image_layout l = {.struct_size = sizeof l};
+  CHECK_OK(et_tensor_get_image_layout(u, &l));
+  CHECK(l.format == ET_PIXEL_FORMAT_NV12);
+  et_tensor* uv = NULL;
+  CHECK_OK(et_tensor_plane(u, 1, &uv));
+  CHECK_OK(et_tensor_get_colorimetry(uv, &c));
+  CHECK(c.matrix == ET_YCBCR_MATRIX_BT709);
+  et_tensor_release(uv);
+  CHECK_OK(et_tensor_get_colorimetry(t, &c));
+  CHECK(c.primaries == ET_COLOR_PRIMARIES_UNSPECIFIED);
+  et_tensor* cleared = NULL;
+  CHECK_OK(et_tensor_with_colorimetry(u, NULL, &cleared));
+  CHECK_OK(et_tensor_get_colorimetry(cleared, &c));
+  CHECK(c.range == ET_COLOR_RANGE_UNSPECIFIED);
+  et_tensor_release(cleared);
+  /* Bad input: the field, the value and the last valid one. */
+  et_tensor* x = (et_tensor*)&x;
+  et_colorimetry bad = bt709;
+  bad.primaries = 9;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK(x == NULL);
+  CHECK_MESSAGE("et_colorimetry.primaries 9 is not an ET_COLOR_PRIMARIES_* value (0 to 8)");
+  bad = bt709;
+  bad.transfer = -1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("et_colorimetry.transfer -1 is not an ET_TRANSFER_* value (0 to 8)");
+  bad = bt709;
+  bad.matrix = 7;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("matrix 7 is not an ET_YCBCR_MATRIX_* value (0 to 6)");
+  bad = bt709;
+  bad.range = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("range 3 is not an ET_COLOR_RANGE_* value (0 to 2)");
+  bad = bt709;
+  bad.reserved = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("reserved is 1, not 0");
+  bad = bt709;
+  bad.struct_size = 4;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bad, &x));
+  CHECK_MESSAGE("et_colorimetry.struct_size 4 is below the first version's 24 bytes");
+  NEWER(et_colorimetry) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known = bt709;
+  newer.known.struct_size = sizeof newer;
+  newer.newer = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &newer.known, &x));
+  CHECK_MESSAGE("byte at offset 24 is 0x01");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(NULL, &bt709, &x));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_with_colorimetry(t, &bt709, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(NULL, &c));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(t, NULL));
+  et_colorimetry small = {.struct_size = 20};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_get_colorimetry(t, &small));
+  et_tensor_release(u);
+  et_tensor_release(t);
+  return 0;
+}
+
 /* ---- info ---------------------------------------------------------------------------------------- */
 
 static int case_info_json(void) {
@@ -931,6 +1532,14 @@ static const struct test_case kCases[] = {
     {"images", case_images},
     {"ipc_round_trip", case_ipc_round_trip},
     {"info_json", case_info_json},
+    {"map_with_options", case_map_with_options},
+    {"fence_signalled", case_fence_signalled},
+    {"fence_bad_input", case_fence_bad_input},
+    {"tensor_fences_need_dmabuf", case_tensor_fences_need_dmabuf},
+    {"pool", case_pool},
+    {"pool_bad_input", case_pool_bad_input},
+    {"quantization", case_quantization},
+    {"colorimetry", case_colorimetry},
 };
 
 int main(int argc, char** argv) {

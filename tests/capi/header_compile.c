@@ -34,6 +34,20 @@ ET_STATIC_ASSERT(sizeof(et_send_options) == 16 && sizeof(et_receive_options) == 
 ET_STATIC_ASSERT(sizeof(et_image_layout) == 96 && offsetof(et_image_layout, modifier) == 24 &&
                      offsetof(et_image_layout, planes) == 32 && sizeof(et_image_options) == 16,
                  "image layout and options");
+ET_STATIC_ASSERT(sizeof(et_map_options) == 16 && offsetof(et_map_options, timeout_ns) == 8, "et_map_options layout");
+ET_STATIC_ASSERT(sizeof(et_fence_status) == 48 && offsetof(et_fence_status, name) == 16, "et_fence_status layout");
+ET_STATIC_ASSERT(sizeof(et_pool_options) == 32 && offsetof(et_pool_options, name) == 16 &&
+                     offsetof(et_pool_options, allocate) == 24,
+                 "et_pool_options layout");
+ET_STATIC_ASSERT(sizeof(et_pool_stats) == 80 && offsetof(et_pool_stats, allocated) == 8 &&
+                     offsetof(et_pool_stats, packed_bytes) == 72,
+                 "et_pool_stats layout");
+ET_STATIC_ASSERT(sizeof(et_dlpack_export_options) == 8 && sizeof(et_dlpack_adopt_options) == 16 &&
+                     offsetof(et_dlpack_adopt_options, name) == 8,
+                 "DLPack options layout");
+ET_STATIC_ASSERT(sizeof(et_quantization) == 40 && offsetof(et_quantization, scales) == 24 &&
+                     offsetof(et_quantization, zero_points) == 32 && sizeof(et_colorimetry) == 24,
+                 "quantization and colorimetry layouts");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
@@ -90,6 +104,50 @@ int header_compile_uses(void) {
   layout.struct_size = sizeof layout;
   s |= et_tensor_allocate_image(4, 4, ET_PIXEL_FORMAT_NV12, &io, &a, &v) | et_tensor_get_image_layout(v, &layout) |
        et_tensor_plane(v, 1, &v);
+  et_map_options mo;
+  memset(&mo, 0, sizeof mo);
+  mo.struct_size = sizeof mo;
+  s |= et_tensor_map(t, ET_MAP_READ, &mo, &m, &data, &size);
+  et_fence* f = NULL;
+  s |= et_fence_create_signalled(&f) | et_fence_import_adopt(-1, &f) | et_fence_import_dup(-1, &f) |
+       et_fence_wait(f, ET_DEFAULT_MAP_TIMEOUT_NS) | et_fence_get_borrowed_fd(f, &fd) | et_fence_dup_fd(f, &fd) |
+       et_fence_merge(f, f, "m", &f) | et_tensor_export_fence(t, ET_FENCE_ACCESS_READ, &f) |
+       et_tensor_import_fence(t, f, ET_FENCE_ACCESS_WRITE);
+  et_fence_status fs;
+  memset(&fs, 0, sizeof fs);
+  fs.struct_size = sizeof fs;
+  s |= et_fence_get_status(f, &fs);
+  et_fence_release(et_fence_retain(f));
+  et_pool_options po;
+  memset(&po, 0, sizeof po);
+  po.struct_size = sizeof po;
+  po.flags = ET_POOL_ZERO_ON_REUSE;
+  po.allocate = &a;
+  et_pool* pool = NULL;
+  s |= et_pool_create(0, NULL, ET_DTYPE_U8, &po, &pool) | et_pool_acquire(pool, -1, &v);
+  et_pool_stats ps;
+  memset(&ps, 0, sizeof ps);
+  ps.struct_size = sizeof ps;
+  s |= et_pool_get_stats(pool, &ps);
+  et_pool_release(et_pool_retain(pool));
+  et_dlpack_export_options de;
+  memset(&de, 0, sizeof de);
+  de.struct_size = sizeof de;
+  de.flags = ET_DLPACK_READ_ONLY;
+  struct DLManagedTensorVersioned* managed = NULL;
+  s |= et_dlpack_export_versioned(t, &de, &managed);
+  et_dlpack_adopt_options da;
+  memset(&da, 0, sizeof da);
+  da.struct_size = sizeof da;
+  s |= et_dlpack_adopt_versioned(managed, &da, &v);
+  et_quantization q;
+  memset(&q, 0, sizeof q);
+  q.struct_size = sizeof q;
+  et_colorimetry c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  s |= et_tensor_get_quantization(t, &q) | et_tensor_with_quantization(t, &q, &v) | et_tensor_get_colorimetry(t, &c) |
+       et_tensor_with_colorimetry(t, &c, &v);
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

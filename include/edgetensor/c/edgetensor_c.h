@@ -13,7 +13,7 @@
  *   so an FFI that ignores it leaks nothing.
  * - errno. Every function returns with errno as it was on entry, on success and on failure; a failure's
  *   own errno (0 when none applies) is et_last_error_errno().
- * - Handles (et_tensor, et_map, et_descriptor) are opaque and reference-counted: a call that makes one
+ * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool) are opaque and reference-counted: a call that makes one
  *   gives the caller one reference; _retain adds one, _release drops one (NULL is ignored); the last
  *   release frees it. Releasing more than was retained is undefined. A handle keeps what it needs alive
  *   (a map or view keeps its buffer).
@@ -252,6 +252,28 @@ ET_C_API et_map* et_map_retain(et_map* map);
 /* The last release ends the CPU access (DMA-BUF: the last open map ends the sync bracket). */
 ET_C_API void et_map_release(et_map* map);
 
+/* Options of et_tensor_map (C++ MapOptions). */
+typedef struct et_map_options {
+  uint32_t struct_size;
+  uint32_t use_timeout;  /* 0: the default wait (ET_DEFAULT_MAP_TIMEOUT_NS); 1: timeout_ns */
+  /* With use_timeout: the longest wait for a DMA-BUF's pending device work (its fences) before the map
+   * opens, in nanoseconds, rounded up to a whole millisecond; 0 only checks; negative: no bound. Only the
+   * map that opens a buffer's sync bracket waits; other memory never waits. */
+  int64_t timeout_ns;
+} et_map_options;
+#define ET_MAP_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_map_options))
+/* The wait of a map without options (C++ kDefaultMapTimeout, 1 s). */
+#define ET_DEFAULT_MAP_TIMEOUT_NS INT64_C(1000000000)
+
+/* Maps the tensor as `map_mode` (ET_MAP_READ, _WRITE or _READ_WRITE) with `options` (NULL: defaults), as
+ * et_tensor_map_read and its siblings do: *out_data (writable only when map_mode has ET_MAP_WRITE) and
+ * *out_size stay valid until the map's last release. Errors: ET_INVALID_ARGUMENT (NULL, map_mode not 1 to
+ * 3, bad options, use_timeout not 0 or 1), ET_BUSY (the DMA-BUF's fences did not signal in time:
+ * et_last_error_errno() ETIMEDOUT, EAGAIN for 0; the message names the buffer and its pending fences),
+ * then as the map of that direction. */
+ET_C_API et_status et_tensor_map(const et_tensor* tensor, uint32_t map_mode, const et_map_options* options,
+                                 et_map** out_map, void** out_data, size_t* out_size);
+
 /* ---- Descriptors for runtimes (RKNN, Hailo, TIM-VX, OpenVINO, TFLite) --------------------------- */
 typedef struct et_descriptor et_descriptor;
 
@@ -385,6 +407,96 @@ ET_C_API et_status et_tensor_get_image_layout(const et_tensor* tensor, et_image_
  * ET_UNSUPPORTED (a non-linear modifier). */
 ET_C_API et_status et_tensor_plane(const et_tensor* tensor, uint32_t index, et_tensor** out);
 
+/* ---- Quantization and colorimetry (C++ Quantization, Colorimetry) -------------------------------- */
+/* A handle is read-only after creation, so the setters give a new handle: the same buffer, view and other
+ * metadata, with the new value (as the C++ setter on a copy; the old handle keeps its own). */
+
+/* Quantization kinds: real = scale * (q - zero_point). */
+#define ET_QUANTIZATION_NONE 0
+#define ET_QUANTIZATION_PER_TENSOR 1
+#define ET_QUANTIZATION_PER_AXIS 2
+/* Most channels of a per-axis quantization (C++ kMaxQuantizationChannels). */
+#define ET_MAX_QUANTIZATION_CHANNELS 4096u
+
+/* An affine quantization (input of et_tensor_with_quantization, output of et_tensor_get_quantization: set
+ * struct_size first). Fields that the kind does not use are zero. */
+typedef struct et_quantization {
+  uint32_t struct_size;
+  int32_t kind;                /* ET_QUANTIZATION_* */
+  uint32_t axis;               /* PER_AXIS: the quantized dimension */
+  uint32_t channel_count;      /* PER_AXIS: entries of scales and zero_points (shape[axis]) */
+  float scale;                 /* PER_TENSOR: finite and > 0 */
+  int32_t zero_point;          /* PER_TENSOR: representable in the dtype */
+  const float* scales;         /* PER_AXIS: channel_count scales. Output: the tensor's, valid until the
+                                  handle's last release */
+  ET_C_POINTER_PAD_(scales_pad_)
+  const int32_t* zero_points;  /* PER_AXIS: channel_count zero points (output: as scales) */
+  ET_C_POINTER_PAD_(zero_points_pad_)
+} et_quantization;
+#define ET_QUANTIZATION_SIZE_VER0 ((uint32_t)sizeof(et_quantization))
+
+/* The tensor's quantization (kind NONE when it has none). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size). */
+ET_C_API et_status et_tensor_get_quantization(const et_tensor* tensor, et_quantization* quantization);
+/* A new handle of the tensor with `quantization` (NULL or kind NONE: none) into *out; the arrays are
+ * copied. Errors: ET_INVALID_ARGUMENT (NULL tensor or out, bad struct_size, unknown kind, a field the kind
+ * does not use not zero, NULL arrays, a scale not finite and > 0, a zero point the dtype cannot hold, a
+ * float dtype, axis >= rank, channel_count != shape[axis], each naming the value and the limit),
+ * ET_OUT_OF_RANGE (channel_count above ET_MAX_QUANTIZATION_CHANNELS, axis >= ET_MAX_RANK). */
+ET_C_API et_status et_tensor_with_quantization(const et_tensor* tensor, const et_quantization* quantization,
+                                               et_tensor** out);
+
+/* Colorimetry (ITU-T H.273 meanings; UNSPECIFIED: the producer did not say). */
+#define ET_COLOR_PRIMARIES_UNSPECIFIED 0
+#define ET_COLOR_PRIMARIES_BT709 1
+#define ET_COLOR_PRIMARIES_BT470BG 2   /* BT.601 625 */
+#define ET_COLOR_PRIMARIES_SMPTE170M 3 /* BT.601 525 */
+#define ET_COLOR_PRIMARIES_BT2020 4
+#define ET_COLOR_PRIMARIES_DCI_P3 5
+#define ET_COLOR_PRIMARIES_DISPLAY_P3 6
+#define ET_COLOR_PRIMARIES_ADOBE_RGB 7
+#define ET_COLOR_PRIMARIES_BT470M 8
+#define ET_TRANSFER_UNSPECIFIED 0
+#define ET_TRANSFER_BT709 1
+#define ET_TRANSFER_SRGB 2
+#define ET_TRANSFER_LINEAR 3
+#define ET_TRANSFER_SMPTE2084 4   /* PQ */
+#define ET_TRANSFER_ARIB_STD_B67 5 /* HLG */
+#define ET_TRANSFER_ADOBE_RGB 6
+#define ET_TRANSFER_DCI_P3 7
+#define ET_TRANSFER_SMPTE240M 8
+#define ET_YCBCR_MATRIX_UNSPECIFIED 0
+#define ET_YCBCR_MATRIX_BT601 1
+#define ET_YCBCR_MATRIX_BT709 2
+#define ET_YCBCR_MATRIX_BT2020 3
+#define ET_YCBCR_MATRIX_BT2020_CONSTANT 4
+#define ET_YCBCR_MATRIX_SMPTE240M 5
+#define ET_YCBCR_MATRIX_IDENTITY 6 /* RGB data */
+#define ET_COLOR_RANGE_UNSPECIFIED 0
+#define ET_COLOR_RANGE_FULL 1
+#define ET_COLOR_RANGE_LIMITED 2
+
+/* A colorimetry (input of et_tensor_with_colorimetry, output of et_tensor_get_colorimetry: set struct_size
+ * first). */
+typedef struct et_colorimetry {
+  uint32_t struct_size;
+  int32_t primaries;  /* ET_COLOR_PRIMARIES_* */
+  int32_t transfer;   /* ET_TRANSFER_* */
+  int32_t matrix;     /* ET_YCBCR_MATRIX_* */
+  int32_t range;      /* ET_COLOR_RANGE_* */
+  uint32_t reserved;  /* zero */
+} et_colorimetry;
+#define ET_COLORIMETRY_SIZE_VER0 ((uint32_t)sizeof(et_colorimetry))
+
+/* The tensor's colorimetry (all UNSPECIFIED when none was set). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size). */
+ET_C_API et_status et_tensor_get_colorimetry(const et_tensor* tensor, et_colorimetry* colorimetry);
+/* A new handle of the tensor with `colorimetry` (NULL: all UNSPECIFIED) into *out. Errors:
+ * ET_INVALID_ARGUMENT (NULL tensor or out, bad struct_size, a value outside its constants, naming the
+ * field, the value and the last valid one; reserved not zero). */
+ET_C_API et_status et_tensor_with_colorimetry(const et_tensor* tensor, const et_colorimetry* colorimetry,
+                                              et_tensor** out);
+
 /* ---- IPC: one tensor per message on an AF_UNIX SOCK_SEQPACKET or SOCK_DGRAM socket ------------------ */
 /* Options of et_ipc_send_tensor. */
 typedef struct et_send_options {
@@ -417,6 +529,185 @@ typedef struct et_receive_options {
  * ET_UNAVAILABLE (peer closed), ET_BUSY (timeout). */
 ET_C_API et_status et_ipc_receive_tensor(int32_t borrowed_socket, const et_receive_options* options,
                                          et_tensor** out);
+
+/* ---- Fences (C++ sync::Fence, docs/SYNC.md) ------------------------------------------------------ */
+/* A fence is a kernel sync_file fd that a driver signals when device work is done, or "already
+ * signalled" with no fd (-1 on a wire, Vulkan's SYNC_FD -1). This library never makes a sync_file of its
+ * own: fences come from a driver (a DMA-BUF's export below, a GPU, a codec, a camera). */
+typedef struct et_fence et_fence;
+
+/* Which access a DMA-BUF fence covers (DMA_BUF_SYNC_READ / _WRITE). Export READ: the writers' fences (what a
+ * reader waits for); WRITE: every fence (what a writer waits for). Import READ: a reader's fence (later
+ * writers wait); WRITE: a writer's fence (every later access waits). */
+#define ET_FENCE_ACCESS_READ 1
+#define ET_FENCE_ACCESS_WRITE 2
+
+/* A new signalled fence (no fd). Errors: ET_INVALID_ARGUMENT (NULL out). */
+ET_C_API et_status et_fence_create_signalled(et_fence** out);
+/* Takes `fd`, which must be a sync_file (checked with SYNC_IOC_FILE_INFO): on success the fence owns it;
+ * on every failure it is closed (a negative fd is left alone). Errors: ET_INVALID_ARGUMENT (NULL out, a
+ * negative fd: a signalled fence is et_fence_create_signalled; an fd that is no sync_file, naming what it
+ * is), the ioctl's error. */
+ET_C_API et_status et_fence_import_adopt(int32_t fd, et_fence** out);
+/* As et_fence_import_adopt, of a CLOEXEC duplicate of `borrowed_fd` (the caller keeps its own); -1 gives a
+ * signalled fence (the wire convention). Errors: ET_INVALID_ARGUMENT (NULL out, another negative fd, a
+ * closed fd, no sync_file), ET_BUSY (EMFILE). */
+ET_C_API et_status et_fence_import_dup(int32_t borrowed_fd, et_fence** out);
+ET_C_API et_fence* et_fence_retain(et_fence* fence);
+/* The last release closes the fence's fd. */
+ET_C_API void et_fence_release(et_fence* fence);
+
+/* Waits until the fence signals, at most `timeout_ns` nanoseconds (rounded up to a whole millisecond; 0
+ * only checks; negative: no bound); a signal (EINTR) does not end the wait early. A fence signalled with
+ * an error counts as signalled (et_fence_get_status tells). Errors: ET_INVALID_ARGUMENT (NULL), ET_BUSY
+ * (the timeout passed: et_last_error_errno() ETIMEDOUT, EAGAIN for 0; the message names the fd, the
+ * timeout and the pending fences), poll's error. */
+ET_C_API et_status et_fence_wait(const et_fence* fence, int64_t timeout_ns);
+/* *out_fd: the fence's sync_file fd, still the fence's (do not close it; valid until its last release),
+ * for poll(2) (POLLIN: signalled) or an API that borrows it; -1 for a signalled fence without one.
+ * Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_fence_get_borrowed_fd(const et_fence* fence, int32_t* out_borrowed_fd);
+/* A new CLOEXEC fd of the fence's sync_file, the caller's to close (for an API that takes ownership:
+ * Vulkan's SYNC_FD import, EGL_ANDROID_native_fence_sync); -1, with ET_OK, for a signalled fence without
+ * an fd. Errors: ET_INVALID_ARGUMENT (NULL), ET_BUSY (EMFILE). */
+ET_C_API et_status et_fence_dup_fd(const et_fence* fence, int32_t* out_fd);
+/* A new fence that signals once both have (SYNC_IOC_MERGE). When one is signalled without an fd, a dup of
+ * the other; both: a signalled fence. `name` (NULL: "edgetensor"; at most 31 bytes are kept) names the new
+ * sync_file. Errors: ET_INVALID_ARGUMENT (NULL a, b or out), ET_BUSY (EMFILE), the ioctl's error. */
+ET_C_API et_status et_fence_merge(const et_fence* a, const et_fence* b, const char* name, et_fence** out);
+
+/* What SYNC_IOC_FILE_INFO says of a fence (output struct: set struct_size first). */
+typedef struct et_fence_status {
+  uint32_t struct_size;
+  int32_t status;           /* 1 signalled, 0 pending, negative: an error (-errno) of one of its fences */
+  uint32_t fence_count;     /* dma-fences inside the sync_file; 0 for a signalled fence without an fd */
+  uint32_t pending_count;   /* of those, still pending */
+  char name[32];            /* the sync_file's name, NUL-terminated ("" without an fd) */
+} et_fence_status;
+#define ET_FENCE_STATUS_SIZE_VER0 ((uint32_t)sizeof(et_fence_status))
+/* Fills *status. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size), the ioctl's error. */
+ET_C_API et_status et_fence_get_status(const et_fence* fence, et_fence_status* status);
+
+/* The fences of the tensor's DMA-BUF (the whole buffer, whatever the view) as a new fence
+ * (DMA_BUF_IOCTL_EXPORT_SYNC_FILE, Linux >= 6.0): a snapshot, which later device work does not join; a
+ * buffer with no fences gives a sync_file that is already signalled. Errors: ET_INVALID_ARGUMENT (NULL,
+ * access not an ET_FENCE_ACCESS_* value), ET_UNSUPPORTED (memory that is no DMA-BUF, naming its kind; a
+ * kernel without the ioctl, naming its release), the ioctl's error. */
+ET_C_API et_status et_tensor_export_fence(const et_tensor* tensor, int32_t access, et_fence** out);
+/* Adds `fence` to the tensor's DMA-BUF as a reader's (READ) or a writer's (WRITE) fence
+ * (DMA_BUF_IOCTL_IMPORT_SYNC_FILE): maps and implicitly synchronised drivers wait for it from now on. A
+ * signalled fence without an fd adds nothing. Export, device submission and import are three calls: the
+ * caller serialises the buffer's users across them (docs/SYNC.md, "Rules"). Errors: as
+ * et_tensor_export_fence. Threads: concurrent imports into one buffer are the kernel's to order. */
+ET_C_API et_status et_tensor_import_fence(const et_tensor* tensor, const et_fence* fence, int32_t access);
+
+/* ---- Pools (C++ Pool): buffers of one layout, reused ---------------------------------------------- */
+/* A pool allocates min_buffers at creation and more on demand, never more than max_buffers at once, and
+ * keeps them until its last release. An acquired tensor goes back to the pool by itself when its last
+ * holder is gone (the handle, its views, maps, descriptors, DLPack exports): nothing is returned by hand.
+ * A buffer acquired again is the same memory (fd, mapping, buffer key), holding what the last holder left
+ * unless ET_POOL_ZERO_ON_REUSE. Threads: acquire and stats from any threads at once; a buffer may come back
+ * from any thread. A tensor that outlives its pool frees its memory at its last release. */
+typedef struct et_pool et_pool;
+
+/* Pool flags. */
+#define ET_POOL_ZERO_ON_REUSE 1u /* zero a reused buffer before handing it out (a write map per reuse) */
+
+/* Options of et_pool_create. */
+typedef struct et_pool_options {
+  uint32_t struct_size;
+  uint32_t flags;                       /* ET_POOL_* bits; others must be zero */
+  uint32_t min_buffers;                 /* allocated by et_pool_create; at most max_buffers */
+  uint32_t max_buffers;                 /* buffers at once, free and in use; 0 = 4 */
+  const char* name;                     /* NULL or "" = none; names errors, stats and every buffer */
+  ET_C_POINTER_PAD_(name_pad_)
+  /* How each buffer is allocated (NULL: defaults); its name is replaced by the pool's, a shm_name is
+   * refused (a named object is created once). */
+  const et_allocate_options* allocate;
+  ET_C_POINTER_PAD_(allocate_pad_)
+} et_pool_options;
+#define ET_POOL_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_pool_options))
+
+/* A pool of C-contiguous tensors of `rank` dimensions (`shape`, elements) and `dtype`; allocates
+ * min_buffers now. Errors: ET_INVALID_ARGUMENT (NULL out or shape, rank > ET_MAX_RANK, unknown dtype, bad
+ * options, min_buffers > max_buffers, a shm_name, zero elements), ET_OUT_OF_RANGE (size overflow), then
+ * the allocation's errors for the first buffers (all freed again). */
+ET_C_API et_status et_pool_create(uint32_t rank, const uint64_t* shape, int32_t dtype, const et_pool_options* options,
+                                  et_pool** out);
+ET_C_API et_pool* et_pool_retain(et_pool* pool);
+/* The last release frees the pool's free buffers; tensors acquired from it stay valid. */
+ET_C_API void et_pool_release(et_pool* pool);
+/* A buffer into *out: a free one (the last returned first), else a new one while fewer than max_buffers
+ * exist, else the first to come back within `timeout_ns` (rounded up to a whole millisecond; 0 does not
+ * wait; negative: no bound). Errors: ET_INVALID_ARGUMENT (NULL), ET_BUSY (none came back in time: the
+ * message names the pool, max_buffers and the wait), a new buffer's allocation error, with
+ * ET_POOL_ZERO_ON_REUSE the write map's error. */
+ET_C_API et_status et_pool_acquire(et_pool* pool, int64_t timeout_ns, et_tensor** out);
+
+/* A snapshot of a pool's counters (output struct: set struct_size first). */
+typedef struct et_pool_stats {
+  uint32_t struct_size;
+  uint32_t reserved;          /* zero */
+  uint64_t allocated;         /* buffers that exist: free + in_use */
+  uint64_t free;              /* back in the pool (including those waiting for device work) */
+  uint64_t device_pending;    /* of free: waiting for recorded device work */
+  uint64_t in_use;            /* handed out, a holder alive */
+  uint64_t peak_in_use;
+  uint64_t acquired;          /* successful acquisitions */
+  uint64_t waits;             /* acquisitions that found no buffer at first and waited */
+  uint64_t timeouts;          /* acquisitions that failed with ET_BUSY */
+  uint64_t packed_bytes;      /* bytes of every tensor acquired (its buffer may be larger) */
+} et_pool_stats;
+#define ET_POOL_STATS_SIZE_VER0 ((uint32_t)sizeof(et_pool_stats))
+/* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_pool_get_stats(const et_pool* pool, et_pool_stats* stats);
+
+/* ---- DLPack 1.x (C++ dlpack::, include/edgetensor/dlpack.h) --------------------------------------- */
+/* DLPack's DLManagedTensorVersioned, declared only: include dlpack/dlpack.h (1.0 or later) for its fields.
+ * This header never defines it, so the two can be included in either order. */
+struct DLManagedTensorVersioned;
+
+/* DLPack flags. */
+#define ET_DLPACK_READ_ONLY 1u /* export for reading: DLPACK_FLAG_BITMASK_READ_ONLY, a read map held */
+
+/* Options of et_dlpack_export_versioned. */
+typedef struct et_dlpack_export_options {
+  uint32_t struct_size;
+  uint32_t flags;  /* ET_DLPACK_* bits; others must be zero */
+} et_dlpack_export_options;
+#define ET_DLPACK_EXPORT_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_dlpack_export_options))
+
+/* Exports the tensor as a DLPack 1.1 DLManagedTensorVersioned (kDLCPU: a CPU map of it), into *out. The
+ * caller owns *out and ends it by calling `(*out)->deleter(*out)` exactly once, from any thread (or by
+ * handing it to a consumer that does, such as et_dlpack_adopt_versioned or numpy). Until then data, shape
+ * and strides (elements) stay valid, even after every handle of the tensor is gone; while it lives, a
+ * DMA-BUF's sync bracket stays open and a pooled buffer does not go back. READ_ONLY is set for read-only
+ * storage and ET_DLPACK_READ_ONLY. Errors: ET_INVALID_ARGUMENT (NULL, bad options, a byte stride that is no
+ * multiple of the element size), ET_UNSUPPORTED (a non-linear DRM modifier), ET_OUT_OF_MEMORY, the map's
+ * errors. */
+ET_C_API et_status et_dlpack_export_versioned(const et_tensor* tensor, const et_dlpack_export_options* options,
+                                              struct DLManagedTensorVersioned** out);
+
+/* Options of et_dlpack_adopt_versioned. */
+typedef struct et_dlpack_adopt_options {
+  uint32_t struct_size;
+  uint32_t reserved;   /* zero */
+  const char* name;    /* NULL or "" = none: the tensor's name */
+  ET_C_POINTER_PAD_(name_pad_)
+} et_dlpack_adopt_options;
+#define ET_DLPACK_ADOPT_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_dlpack_adopt_options))
+
+/* Takes a producer's DLPack 1.x tensor and gives a tensor over its memory (ET_MEMORY_FOREIGN: no fd, no
+ * image layout, the name of the options). Ownership: `managed` is the library's from the call on, success or
+ * failure: its deleter runs once (not if NULL), when the last handle, view, map or export of the tensor is
+ * gone, on the thread that drops it, or before this call returns on any failure; the caller never calls it.
+ * Exception: a NULL `managed` (ET_INVALID_ARGUMENT, nothing done); a NULL out or bad options still run the
+ * deleter. Checked, each a named error: major version 1 (ET_UNSUPPORTED), a CPU-reachable device
+ * (kDLCPU, kDLCUDAHost, kDLROCMHost; else ET_UNSUPPORTED), ndim (ET_OUT_OF_RANGE above ET_MAX_RANK), the
+ * dtype (ET_UNSUPPORTED), strides (negative: ET_UNSUPPORTED; a broadcast: ET_INVALID_ARGUMENT), overflows
+ * (ET_OUT_OF_RANGE), alignment (ET_INVALID_ARGUMENT). READ_ONLY gives read-only storage. */
+ET_C_API et_status et_dlpack_adopt_versioned(struct DLManagedTensorVersioned* managed,
+                                             const et_dlpack_adopt_options* options, et_tensor** out);
 
 /* ---- The machine report ------------------------------------------------------------------------- */
 /* The probe report of `edgetensor info --json` (schema "edgetensor.info/1", probed within this process:

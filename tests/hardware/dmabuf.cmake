@@ -9,8 +9,16 @@ if(ET_WITH_DMABUF)
   add_dependencies(edgetensor_dmabuf_hw_tests edgetensor_dmabuf_peer)
   gtest_discover_tests(edgetensor_dmabuf_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS hardware)
   # Explicit sync on a real kernel (fence_test.cpp): the heap's stub fences, and vgem's real ones where
-  # the vgem module is loaded (ET_FENCE_REQUIRE_VGEM=1, set by the kernel lane, fails without it).
-  add_executable(edgetensor_fence_hw_tests ${CMAKE_CURRENT_LIST_DIR}/fence_test.cpp)
-  target_link_libraries(edgetensor_fence_hw_tests PRIVATE et_test_support GTest::gtest_main)
+  # the vgem module is loaded (ET_FENCE_REQUIRE_VGEM=1, set by the kernel lane, fails without it); the
+  # same through the C API (fence_capi_test.cpp, libedgetensor-c.so), in the same binary so the lane's
+  # one vgem boot runs both.
+  add_executable(edgetensor_fence_hw_tests ${CMAKE_CURRENT_LIST_DIR}/fence_test.cpp
+                                           ${CMAKE_CURRENT_LIST_DIR}/fence_capi_test.cpp)
+  target_link_libraries(edgetensor_fence_hw_tests PRIVATE et_test_support edgetensor::edgetensor-c GTest::gtest_main)
+  # The C++ cases' static testing library keeps its symbols to itself: exported, they would take the
+  # place of libedgetensor.so's under libedgetensor-c.so (one half-shared copy). So the C cases run on
+  # the shipped libedgetensor-c.so and libedgetensor.so, as a C program does; the two copies share no
+  # object.
+  target_link_options(edgetensor_fence_hw_tests PRIVATE -Wl,--exclude-libs,libedgetensor_testing.a)
   gtest_discover_tests(edgetensor_fence_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS hardware)
 endif()

@@ -4,18 +4,14 @@
 //   FenceHardware.*      the system dma-heap only: fences that are already signalled (a buffer without
 //                        fences exports the kernel's stub fence). Skips without /dev/dma_heap/system;
 //                        ET_DMABUF_REQUIRE_DEVICES=1 makes that a failure.
-//   FenceVgemHardware.*  real unsignalled fences from vgem (drivers/gpu/drm/vgem, loaded by
-//                        tests/kernel/dmabuf_lane.sh): a dumb buffer on vgem's card node (render nodes
-//                        refuse dumb buffers), PRIME-exported, with a fence attached by
-//                        DRM_IOCTL_VGEM_FENCE_ATTACH and signalled by DRM_IOCTL_VGEM_FENCE_SIGNAL.
-//                        vgem signals a fence by itself after 10 s and when its DRM fd closes: every
-//                        wait here is far shorter. Skips without vgem; ET_FENCE_REQUIRE_VGEM=1 fails.
+//   FenceVgemHardware.*  real unsignalled fences from vgem (hardware/fence_devices.h says how; loaded by
+//                        tests/kernel/dmabuf_lane.sh). Skips without vgem; ET_FENCE_REQUIRE_VGEM=1 fails.
+//   FenceVgemCApi.*      the same through the C API: fence_capi_test.cpp.
 #include <edgetensor/edgetensor.h>
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/dma-buf.h>
-#include <linux/ioctl.h>
 #include <linux/types.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -25,13 +21,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/storage.h"
 #include "base/sys_testing.h"
+#include "hardware/fence_devices.h"
 #include "support/env.h"
 #include "support/test_support.h"
 #include "sync/sync_uapi.h"
@@ -43,143 +38,6 @@ namespace {
 using namespace std::chrono_literals;
 using sync::Access;
 using sync::Fence;
-
-// ---- The DRM and vgem UAPI the tests use, declared from the kernel's headers -------------------
-// include/uapi/drm/drm.h and drm_mode.h (Debian ships them only in libdrm-dev, which the library does
-// not need) and include/uapi/drm/vgem_drm.h (in no Debian package).
-struct DrmVersion {  // struct drm_version
-  int version_major, version_minor, version_patchlevel;
-  __kernel_size_t name_len;
-  char* name;
-  __kernel_size_t date_len;
-  char* date;
-  __kernel_size_t desc_len;
-  char* desc;
-};
-struct DrmGemClose {  // struct drm_gem_close
-  __u32 handle, pad;
-};
-struct DrmPrimeHandle {  // struct drm_prime_handle
-  __u32 handle, flags;
-  __s32 fd;
-};
-struct DrmModeCreateDumb {  // struct drm_mode_create_dumb
-  __u32 height, width, bpp, flags, handle, pitch;
-  __u64 size;
-};
-struct VgemFenceAttach {  // struct drm_vgem_fence_attach
-  __u32 handle, flags, out_fence, pad;
-};
-struct VgemFenceSignal {  // struct drm_vgem_fence_signal
-  __u32 fence, flags;
-};
-constexpr unsigned kDrmBase = 'd';            // DRM_IOCTL_BASE
-constexpr unsigned kDrmCommandBase = 0x40;    // DRM_COMMAND_BASE
-constexpr __u32 kVgemFenceWrite = 0x1;        // VGEM_FENCE_WRITE
-constexpr unsigned long kDrmIoctlVersion = _IOWR(kDrmBase, 0x00, DrmVersion);
-constexpr unsigned long kDrmIoctlGemClose = _IOW(kDrmBase, 0x09, DrmGemClose);
-constexpr unsigned long kDrmIoctlPrimeHandleToFd = _IOWR(kDrmBase, 0x2d, DrmPrimeHandle);
-constexpr unsigned long kDrmIoctlModeCreateDumb = _IOWR(kDrmBase, 0xB2, DrmModeCreateDumb);
-constexpr unsigned long kVgemIoctlFenceAttach = _IOWR(kDrmBase, kDrmCommandBase + 0x1, VgemFenceAttach);
-constexpr unsigned long kVgemIoctlFenceSignal = _IOW(kDrmBase, kDrmCommandBase + 0x2, VgemFenceSignal);
-
-constexpr const char* kSystemHeap = "/dev/dma_heap/system";
-
-bool vgem_required() {
-  const char* v = std::getenv("ET_FENCE_REQUIRE_VGEM");
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
-
-// vgem's card node, opened; the first opener of a primary node is its master, so PRIME and dumb
-// buffers work as root. Closing it signals every fence this file attached.
-class Vgem {
- public:
-  static std::string find_card(UniqueFd& out) {
-    std::string seen;
-    for (int i = 0; i < 16; ++i) {
-      const std::string path = "/dev/dri/card" + std::to_string(i);
-      UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-      if (!fd) continue;
-      char name[64] = {};
-      DrmVersion v{};
-      v.name = name;
-      v.name_len = sizeof name - 1;
-      if (::ioctl(fd.get(), kDrmIoctlVersion, &v) != 0) continue;
-      if (std::string(name) == "vgem") {
-        out = std::move(fd);
-        return path;
-      }
-      seen += (seen.empty() ? "" : ", ") + path + " (" + name + ")";
-    }
-    return "no vgem card node among /dev/dri/card0..15" + (seen.empty() ? std::string() : ": " + seen) +
-           " (load it: modprobe vgem; the kernel lane does: tests/kernel/dmabuf_lane.sh)";
-  }
-  struct Bo {
-    __u32 handle = 0;
-    UniqueFd dmabuf;
-    std::size_t size = 0;
-  };
-  // A dumb buffer of width x height x 32 bpp, PRIME-exported read-write.
-  Bo create(__u32 width, __u32 height) {
-    Bo bo;
-    DrmModeCreateDumb c{};
-    c.width = width;
-    c.height = height;
-    c.bpp = 32;
-    EXPECT_EQ(::ioctl(fd_.get(), kDrmIoctlModeCreateDumb, &c), 0) << "DRM_IOCTL_MODE_CREATE_DUMB: " << std::strerror(errno);
-    bo.handle = c.handle;
-    bo.size = static_cast<std::size_t>(c.size);
-    DrmPrimeHandle p{};
-    p.handle = c.handle;
-    p.flags = O_CLOEXEC | O_RDWR;  // DRM_CLOEXEC | DRM_RDWR
-    p.fd = -1;
-    EXPECT_EQ(::ioctl(fd_.get(), kDrmIoctlPrimeHandleToFd, &p), 0) << "PRIME_HANDLE_TO_FD: " << std::strerror(errno);
-    bo.dmabuf.reset(p.fd);
-    handles_.push_back(c.handle);
-    return bo;
-  }
-  // An unsignalled fence on the buffer: a writer's (every access waits) or a reader's (writers wait).
-  __u32 attach(const Bo& bo, bool write) {
-    VgemFenceAttach a{};
-    a.handle = bo.handle;
-    a.flags = write ? kVgemFenceWrite : 0;
-    EXPECT_EQ(::ioctl(fd_.get(), kVgemIoctlFenceAttach, &a), 0) << "VGEM_FENCE_ATTACH: " << std::strerror(errno);
-    return a.out_fence;
-  }
-  void signal(__u32 fence) {
-    VgemFenceSignal s{};
-    s.fence = fence;
-    EXPECT_EQ(::ioctl(fd_.get(), kVgemIoctlFenceSignal, &s), 0) << "VGEM_FENCE_SIGNAL: " << std::strerror(errno);
-  }
-  ~Vgem() {
-    for (__u32 h : handles_) {
-      DrmGemClose c{h, 0};
-      (void)::ioctl(fd_.get(), kDrmIoctlGemClose, &c);
-    }
-  }
-  UniqueFd fd_;
-
- private:
-  std::vector<__u32> handles_;
-};
-
-#define OPEN_VGEM(var)                                                     \
-  Vgem var;                                                                \
-  do {                                                                     \
-    std::string why = Vgem::find_card(var.fd_);                            \
-    if (!var.fd_) {                                                        \
-      if (vgem_required()) FAIL() << why << " but ET_FENCE_REQUIRE_VGEM=1"; \
-      GTEST_SKIP() << why;                                                 \
-    }                                                                      \
-  } while (0)
-
-#define NEED_HEAP()                                                                                   \
-  do {                                                                                                \
-    if (::access(kSystemHeap, F_OK) != 0) {                                                           \
-      if (et_test::dmabuf_devices_required()) FAIL() << kSystemHeap << " is missing but ET_DMABUF_REQUIRE_DEVICES=1"; \
-      GTEST_SKIP() << kSystemHeap << " is missing (run the kernel lane: tests/kernel/dmabuf_lane.sh)";   \
-    }                                                                                                 \
-  } while (0)
 
 Result<TensorDyn> heap_tensor(std::size_t bytes = 16384) {
   AllocateOptions o;
@@ -199,7 +57,7 @@ std::string kernel_release() {
 // ---- FenceHardware: the system heap alone ---------------------------------------------------------
 
 TEST(FenceHardware, BufferWithoutFencesExportsASignalledSyncFile) {
-  NEED_HEAP();
+  ET_SYSTEM_HEAP_OR_SKIP();
   auto t = heap_tensor();
   ASSERT_OK(t);
   for (Access a : {Access::Read, Access::Write}) {
@@ -218,7 +76,7 @@ TEST(FenceHardware, BufferWithoutFencesExportsASignalledSyncFile) {
 }
 
 TEST(FenceHardware, StubFencesMergeImportAndLeaveMapsFree) {
-  NEED_HEAP();
+  ET_SYSTEM_HEAP_OR_SKIP();
   auto a = heap_tensor();
   auto b = heap_tensor();
   ASSERT_OK(a);
@@ -242,7 +100,7 @@ TEST(FenceHardware, StubFencesMergeImportAndLeaveMapsFree) {
 }
 
 TEST(FenceHardware, AdoptRefusesADmaBufAndExportRefusesAMemfd) {
-  NEED_HEAP();
+  ET_SYSTEM_HEAP_OR_SKIP();
   auto t = heap_tensor();
   ASSERT_OK(t);
   auto f = Fence::duplicate(dmabuf_fd(*t));
@@ -253,7 +111,7 @@ TEST(FenceHardware, AdoptRefusesADmaBufAndExportRefusesAMemfd) {
 }
 
 TEST(FenceHardware, EnottyThroughTheSeamIsUnsupportedNamingTheRelease) {
-  NEED_HEAP();
+  ET_SYSTEM_HEAP_OR_SKIP();
   auto t = heap_tensor();
   ASSERT_OK(t);
   auto real = sync::export_fence(*t, Access::Read);
@@ -280,7 +138,7 @@ TEST(FenceHardware, EnottyThroughTheSeamIsUnsupportedNamingTheRelease) {
 // ---- FenceVgemHardware: real unsignalled fences ---------------------------------------------------
 
 TEST(FenceVgemHardware, ReadMapTimesOutWhileAWriterIsPendingAndPassesOnceSignalled) {
-  OPEN_VGEM(vgem);
+  ET_VGEM_OR_SKIP(vgem);
   auto bo = vgem.create(64, 64);
   ASSERT_TRUE(bo.dmabuf);
   auto t = TensorDyn::import_fd_dup(bo.dmabuf.get(), {bo.size}, DType::U8);
@@ -322,7 +180,7 @@ TEST(FenceVgemHardware, ReadMapTimesOutWhileAWriterIsPendingAndPassesOnceSignall
 }
 
 TEST(FenceVgemHardware, ReadersFenceHoldsWritersOnly) {
-  OPEN_VGEM(vgem);
+  ET_VGEM_OR_SKIP(vgem);
   auto bo = vgem.create(32, 32);
   auto t = TensorDyn::import_fd_dup(bo.dmabuf.get(), {bo.size}, DType::U8);
   ASSERT_OK(t);
@@ -343,8 +201,8 @@ TEST(FenceVgemHardware, ReadersFenceHoldsWritersOnly) {
 }
 
 TEST(FenceVgemHardware, SyncFilesMoveBetweenVgemAndADmaHeapBuffer) {
-  NEED_HEAP();
-  OPEN_VGEM(vgem);
+  ET_SYSTEM_HEAP_OR_SKIP();
+  ET_VGEM_OR_SKIP(vgem);
   auto bo = vgem.create(64, 64);
   auto gpu = TensorDyn::import_fd_dup(bo.dmabuf.get(), {bo.size}, DType::U8);
   auto heap = heap_tensor();
@@ -375,7 +233,7 @@ TEST(FenceVgemHardware, SyncFilesMoveBetweenVgemAndADmaHeapBuffer) {
 }
 
 TEST(FenceVgemHardware, MergeAndFileInfoOnRealFences) {
-  OPEN_VGEM(vgem);
+  ET_VGEM_OR_SKIP(vgem);
   auto a = vgem.create(16, 16);
   auto b = vgem.create(16, 16);
   const __u32 fa = vgem.attach(a, true);

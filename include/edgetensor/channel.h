@@ -34,6 +34,8 @@ namespace channel {
 inline constexpr std::uint16_t kChannelVersion = 1;
 /// Most buffers one channel may keep announced (SenderOptions / ReceiverOptions::max_buffers).
 inline constexpr std::size_t kMaxChannelBuffers = 1024;
+/// Most releases a Receiver may queue (ReceiverOptions::max_queued_releases), 16 B each.
+inline constexpr std::size_t kMaxQueuedReleases = std::size_t{1} << 20;
 
 /// A connected AF_UNIX SOCK_SEQPACKET pair (CLOEXEC), one end for a Sender and one for a Receiver
 /// (pass one end to a child process across fork, or with ipc::send_fds). Errors: from_errno of socketpair.
@@ -66,6 +68,10 @@ struct SenderStats {
   std::uint64_t retires = 0;         ///< Buffers retired.
   std::size_t buffers_announced = 0; ///< Announced now.
   std::size_t frames_out = 0;        ///< Frame buffers sent and not yet released (references held).
+  /// Buffers announced again after they were retired while still alive: the buffer table is smaller
+  /// than the set of buffers sent (e.g. a Pool larger than max_buffers). Each costs an fd, an import
+  /// and a mapping at the receiver; the first one is logged once (LogLevel::Warning).
+  std::uint64_t reannounces = 0;
 };
 
 /// The sending end. Move-only; a moved-from Sender answers FailedPrecondition.
@@ -125,6 +131,10 @@ struct ReceiverOptions {
   /// Limits on each announced buffer (max_buffer_bytes), as ipc::receive applies them. Its timeout and
   /// on_interrupt are not used: Receiver::receive takes its own timeout.
   ipc::ReceiveOptions limits;
+  /// Releases queued because the sender does not read them (its socket is full), 1 to
+  /// kMaxQueuedReleases: a frame delivered with this many queued closes the channel instead (OutOfRange,
+  /// naming the count and this bound). Each costs 16 B here.
+  std::size_t max_queued_releases = 4096;
 };
 
 /// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame).
@@ -149,7 +159,8 @@ struct ReceiverStats {
 class ET_API Receiver {
  public:
   /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end).
-  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers out of range),
+  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers or max_queued_releases
+  /// out of range),
   /// from_errno of eventfd.
   [[nodiscard]] static Result<Receiver> create(UniqueFd socket, const ReceiverOptions& options = {});
 
@@ -166,7 +177,7 @@ class ET_API Receiver {
   /// the channel or died), FailedPrecondition (closed earlier), InvalidArgument (malformed message,
   /// naming the field, its value and the limit; unknown buffer id; duplicate announce; a fence; an fd
   /// refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
-  /// max_buffers or limits.max_buffer_bytes), from_errno of recvmsg/poll. All but Busy close the channel,
+  /// max_buffers or limits.max_buffer_bytes; max_queued_releases releases queued), from_errno of recvmsg/poll. All but Busy close the channel,
   /// except InvalidArgument for a negative `timeout` (refused before anything is read: it stays open).
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 

@@ -109,6 +109,9 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
                                                         kMaxChannelBuffers));
+  if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
+                                                        options.max_queued_releases, kMaxQueuedReleases));
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));

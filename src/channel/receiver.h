@@ -10,6 +10,7 @@
 
 #include <edgetensor/channel.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,13 @@
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
+
+/// Makes room for `n` elements, growing the capacity at least twofold: a delivery that reserves one
+/// more release each time then never copies the whole queue (std::vector::reserve allocates exactly n).
+template <class T>
+void reserve_room(std::vector<T>& v, std::size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+}
 
 class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
  public:

@@ -135,9 +135,15 @@ Result<std::shared_ptr<Storage>> ChannelReceiver::hand_out(std::uint32_t id, std
     std::lock_guard lock(mutex_);
     auto it = table_.find(id);
     if (it == table_.end()) return fail(ErrorCode::Internal, text::format("buffer {} vanished while delivering", id));
+    // A sender that never reads releases would make the queue grow without end: bounded, and named.
+    if (pending_.size() >= options_.max_queued_releases)
+      return fail(ErrorCode::OutOfRange,
+                  text::format("{} releases queued: the sender has not read them (its socket is full); "
+                               "ReceiverOptions::max_queued_releases {} reached", pending_.size(),
+                               options_.max_queued_releases));
     // Room for this release before it can happen: a release never allocates.
-    pending_.reserve(pending_.size() + stats_.frames_out + 1);
-    device_wait_.reserve(stats_.frames_out + 1);
+    reserve_room(pending_, pending_.size() + stats_.frames_out + 1);
+    reserve_room(device_wait_, stats_.frames_out + 1);
     Import& imp = it->second;
     if (imp.out == 0) imp.home->renew_id();  // each delivery counts as an import for BufferIdentity
     ++imp.out;

@@ -29,6 +29,10 @@ Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
     return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who,
                                                         options.send_timeout.count()));
   ET_TRY(detail::require_channel_socket(socket.get(), who));
+  const auto hello = edgetensor::detail::encode_hello(edgetensor::detail::ChannelRole::Sender,
+                                                      static_cast<std::uint32_t>(options.max_buffers));
+  if (const int e = edgetensor::detail::send_now(socket.get(), hello); e != 0)
+    return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
   auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);
   ET_TRY(state->start());
   return Sender(std::move(state));
@@ -52,6 +56,16 @@ Unexpected sender_moved_from(const char* call) {
   return fail(ErrorCode::FailedPrecondition, text::format("channel::Sender::{}: the sender was moved from", call));
 }
 
+Result<void> check_timing(const SendOptions& options) {
+  if (options.duration_ns && *options.duration_ns < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
+                                                        *options.duration_ns));
+  if (options.pts_ns && *options.pts_ns == edgetensor::detail::kNoTime)
+    return fail(ErrorCode::InvalidArgument, "channel::Sender::send: pts_ns INT64_MIN is the wire's \"none\"; leave "
+                                            "pts_ns unset instead");
+  return {};
+}
+
 // The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
 Result<void> check_sendable(const TensorDyn& tensor) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
@@ -66,6 +80,7 @@ Result<void> check_sendable(const TensorDyn& tensor) {
 Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return sender_moved_from("send");
   ET_TRY(check_sendable(tensor));
+  ET_TRY(check_timing(options));
   const auto embedded = edgetensor::detail::encode_tensor(tensor);
   return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options);
 }
@@ -73,6 +88,7 @@ Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& o
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
   if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
+  ET_TRY(check_timing(options));
   std::array<TensorDyn, kMaxPlanes> buffers;
   std::array<MemoryKind, kMaxPlanes> kinds{};
   for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
@@ -88,6 +104,11 @@ Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& 
 Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
   if (!state_) return sender_moved_from("acquire");
   return state_->acquire(pool, timeout);
+}
+
+Result<void> Sender::end_stream() {
+  if (!state_) return sender_moved_from("end_stream");
+  return state_->end_stream();
 }
 
 Result<void> Sender::drain(std::chrono::milliseconds timeout) {
@@ -115,6 +136,11 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
+  // The hello goes first: a new socket has room for it (send_now does not wait).
+  const auto hello = edgetensor::detail::encode_hello(edgetensor::detail::ChannelRole::Receiver,
+                                                      static_cast<std::uint32_t>(options.max_buffers));
+  if (const int e = edgetensor::detail::send_now(socket.get(), hello); e != 0)
+    return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
   return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
 }
 
@@ -143,6 +169,14 @@ Result<Delivery> Receiver::receive(std::chrono::milliseconds timeout) {
     return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive: timeout {} ms is negative",
                                                         timeout.count()));
   return state_->receive(timeout);
+}
+
+Result<Delivery> Receiver::receive_latest(std::chrono::milliseconds timeout) {
+  if (!state_) return receiver_moved_from("receive_latest");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive_latest: timeout {} ms is negative",
+                                                        timeout.count()));
+  return state_->receive_latest(timeout);
 }
 
 Result<void> Receiver::flush() {

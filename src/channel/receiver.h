@@ -41,6 +41,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options);
 
   Result<channel::Delivery> receive(std::chrono::milliseconds timeout);
+  Result<channel::Delivery> receive_latest(std::chrono::milliseconds timeout);
   Result<void> flush();
   channel::ReceiverStats stats() const;
   Result<void> status() const;
@@ -71,6 +72,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<std::optional<channel::Delivery>> handle(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   Result<void> on_announce(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   Result<void> on_retire(std::span<const std::byte> bytes);
+  Result<void> on_hello(std::span<const std::byte> bytes);
+  Result<channel::Delivery> on_end_of_stream(std::span<const std::byte> bytes);
   Result<channel::Delivery> on_tensor_frame(const FrameMessage& m);
   Result<channel::Delivery> on_frame(const FrameMessage& m);
   Result<void> check_sequence(const FrameMessage& m) const;
@@ -103,6 +106,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   channel::ReceiverStats stats_;
   bool closed_ = false;
   bool peer_closed_ = false;
+  bool peer_hello_ = false;                // the sender's hello arrived
+  std::optional<std::uint64_t> ended_;    // the end of stream arrived: the frames the sender sent
   int close_errno_ = 0;               // a release's sendmsg failed with it (no text built there)
   std::optional<Error> close_error_;  // why, when the closing call could build it
 };

@@ -48,7 +48,7 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
   // memory alive), then, if still full, the least recently sent buffer with no frame out.
   for (const auto& [id, a] : table_)
     if (retirable(a) && is_dead(a)) retire.push_back(a.id);
-  if (table_.size() - retire.size() >= options_.max_buffers) {
+  if (table_.size() - retire.size() >= table_limit_) {
     const Announced* lru = nullptr;
     for (const auto& [id, a] : table_)
       if (retirable(a) && (lru == nullptr || a.last_used < lru->last_used)) lru = &a;
@@ -56,7 +56,7 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
       return fail(ErrorCode::Busy,
                   text::format("{}: all {} announced buffers (SenderOptions::max_buffers) have frames the receiver has "
                                "not released; wait for releases or raise max_buffers on both ends",
-                               label_, options_.max_buffers));
+                               label_, table_limit_));
     retire.push_back(lru->id);
     // Evicted alive: should it come back, that is churn. Bounded: forgetting old keys only misses a count.
     if (evicted_alive_.size() >= 4 * channel::kMaxChannelBuffers) evicted_alive_.clear();
@@ -70,7 +70,7 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
           "{}: buffer {} announced again after it was evicted alive: the buffer table (SenderOptions::max_buffers {}) is "
           "smaller than the buffers sent, so frames pay an fd, an import and a mapping each; raise max_buffers on both "
           "ends to the pool's size, or acquire through Sender::acquire (warned once; SenderStats::reannounces counts)",
-          label_, key, options_.max_buffers);
+          label_, key, table_limit_);
     }
   }
   const std::shared_ptr<Storage>& storage = storage_of(buffer);
@@ -107,6 +107,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   {
     std::unique_lock lock(mutex_);
     if (closed_) return fail(closed_error_locked());
+    if (ended_)
+      return fail(ErrorCode::FailedPrecondition,
+                  text::format("{}: the stream ended (Sender::end_stream): no frame follows", label_));
     sequence = options.sequence.value_or(last_sequence_ ? *last_sequence_ + 1 : 0);
     if (last_sequence_ && sequence <= *last_sequence_)
       return fail(ErrorCode::InvalidArgument,
@@ -173,7 +176,8 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     ++stats_.announces;
   }
   const std::int64_t timestamp = options.timestamp_ns.value_or(monotonic_ns());
-  const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded);
+  const FrameTiming timing{options.pts_ns.value_or(kNoTime), options.duration_ns.value_or(kNoTime), options.flags};
+  const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded, timing);
   {
     // Held before the frame leaves: its release may arrive before send_within returns.
     std::lock_guard lock(mutex_);
@@ -201,6 +205,40 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   last_sequence_ = sequence;
   ++stats_.frames_sent;
   return sequence;
+}
+
+Result<void> ChannelSender::end_stream() {
+  std::lock_guard send_lock(send_mutex_);  // after every frame sent before it
+  std::uint64_t frames = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return fail(closed_error_locked());
+    if (ended_) return {};
+    frames = stats_.frames_sent;
+  }
+  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
+  if (auto r = send_within(socket_.get(), encode_end_of_stream(frames), {}, wait, label_); !r) {
+    if (r.error().code() == ErrorCode::Busy) return fail(std::move(r).error());  // not ended: call again
+    Error e = std::move(r).error();
+    close(e, e.code() == ErrorCode::Unavailable);
+    return fail(std::move(e));
+  }
+  std::lock_guard lock(mutex_);
+  ended_ = true;
+  return {};
+}
+
+Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello)) return handle_release(bytes);
+  ET_TRY_ASSIGN(const Hello h, decode_hello(bytes));
+  if (h.role != ChannelRole::Receiver)
+    return fail(ErrorCode::InvalidArgument, "a hello from another sender: both ends of the channel are senders");
+  std::lock_guard lock(mutex_);
+  if (peer_max_buffers_ != 0) return fail(ErrorCode::InvalidArgument, "a second hello from the receiver");
+  peer_max_buffers_ = h.max_buffers;
+  size_table_locked();
+  return {};
 }
 
 Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
@@ -249,9 +287,10 @@ void ChannelSender::read_releases() noexcept {
       } else if (!msg->fds.empty()) {
         handled = fail(ErrorCode::InvalidArgument,
                        text::format("malformed channel message: {} fd{} arrived with a message from the receiver, which "
-                                    "sends none in version 1; closed", msg->fds.size(), msg->fds.size() == 1 ? "" : "s"));
+                                    "sends none (no fence capability was agreed); closed", msg->fds.size(),
+                                    msg->fds.size() == 1 ? "" : "s"));
       } else {
-        handled = handle_release(std::span(buf.data(), msg->size_bytes));
+        handled = handle_message(std::span(buf.data(), msg->size_bytes));
       }
     } else {
       handled = fail(std::move(ready).error());

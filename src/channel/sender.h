@@ -13,6 +13,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -68,7 +69,15 @@ class ChannelSender {
   Result<std::uint64_t> send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
                              ChannelMessage type, const channel::SendOptions& options);
 
+  Result<void> end_stream();
+
   Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
+    {
+      // The sender knows the pool now: size the table to hold all of it (as the receiver allows).
+      std::lock_guard lock(mutex_);
+      pool_buffers_ = std::max(pool_buffers_, pool.max_buffers());
+      size_table_locked();
+    }
     auto t = pool.acquire(timeout);
     if (t || t.error().code() != ErrorCode::Busy) return t;
     std::unique_lock lock(mutex_);
@@ -177,7 +186,15 @@ class ChannelSender {
     drained_.notify_all();
   }
 
+  // The table grows to the largest pool acquired through this sender, up to the receiver's max_buffers
+  // (from its hello). Under mutex_.
+  void size_table_locked() noexcept {
+    if (peer_max_buffers_ == 0) return;
+    table_limit_ = std::max(table_limit_, std::min({pool_buffers_, peer_max_buffers_, channel::kMaxChannelBuffers}));
+  }
+
   void read_releases() noexcept;
+  Result<void> handle_message(std::span<const std::byte> bytes);
   Result<void> handle_release(std::span<const std::byte> bytes);
   Result<std::uint32_t> buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
                                          std::vector<std::uint32_t>& retire, bool& announce);
@@ -197,6 +214,10 @@ class ChannelSender {
   std::unordered_set<std::uint64_t> evicted_alive_;
   bool churn_warned_ = false;
   std::uint32_t next_id_ = 1;
+  std::size_t table_limit_ = options_.max_buffers;  // buffers announced at once (size_table_locked)
+  std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
+  std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
+  bool ended_ = false;                              // end_stream() sent
   std::uint64_t use_clock_ = 0;
   std::optional<std::uint64_t> last_sequence_;
   channel::SenderStats stats_;

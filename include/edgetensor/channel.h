@@ -31,8 +31,8 @@ namespace channel {
 
 
 /// Version of the channel's messages; either end refuses any other, naming both versions, and closes
-/// the channel (docs/WIRE.md, "Versions"). Version 2 added the hellos, per-frame presentation time,
-/// duration and flags, and the end of stream; version 1 peers (edgetensor 0.4, 0.5) are refused.
+/// the channel (docs/WIRE.md, "Versions"). Version 2 carries the hellos, per-frame presentation time,
+/// duration and flags, and the end of stream.
 inline constexpr std::uint16_t kChannelVersion = 2;
 /// Most buffers one channel may keep announced (SenderOptions / ReceiverOptions::max_buffers).
 inline constexpr std::size_t kMaxChannelBuffers = 1024;

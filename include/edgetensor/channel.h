@@ -88,9 +88,11 @@ struct SenderStats {
 /// The sending end. Move-only; a moved-from Sender answers FailedPrecondition.
 class ET_API Sender {
  public:
-  /// Takes `socket` (owned; closed when the Sender goes) and starts the release reader thread.
+  /// Takes `socket` (owned; closed when the Sender goes), sends its hello without waiting (skipped when
+  /// the receiver is gone or the socket is full) and starts the release reader thread.
   /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET, naming what it is; ENOTSOCK; max_buffers
-  /// out of range; negative send_timeout), Internal (the thread could not start).
+  /// out of range; negative send_timeout), from_errno of sending the hello (but EAGAIN, EPIPE,
+  /// ECONNRESET), Internal (the thread could not start).
   [[nodiscard]] static Result<Sender> create(UniqueFd socket, const SenderOptions& options = {});
 
   Sender(Sender&& other) noexcept;
@@ -186,10 +188,11 @@ struct ReceiverStats {
 /// The receiving end. Move-only; a moved-from Receiver answers FailedPrecondition.
 class ET_API Receiver {
  public:
-  /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end).
+  /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end) and sends its
+  /// hello without waiting (skipped when the sender is gone or the socket is full).
   /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers or max_queued_releases
   /// out of range),
-  /// from_errno of eventfd.
+  /// from_errno of eventfd or of sending the hello (but EAGAIN, EPIPE, ECONNRESET).
   [[nodiscard]] static Result<Receiver> create(UniqueFd socket, const ReceiverOptions& options = {});
 
   Receiver(Receiver&& other) noexcept;

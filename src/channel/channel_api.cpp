@@ -19,6 +19,18 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace channel {
 
+namespace {
+// The hello goes first, without waiting. It is optional to the reader: a peer already gone (it sent
+// its frames and closed: the reads tell) or a socket with no room skips it; other errors fail.
+Result<void> send_hello(int socket_fd, edgetensor::detail::ChannelRole role, std::size_t max_buffers,
+                        const std::string& who) {
+  const auto hello = edgetensor::detail::encode_hello(role, static_cast<std::uint32_t>(max_buffers));
+  const int e = edgetensor::detail::send_now(socket_fd, hello);
+  if (e == 0 || e == EAGAIN || e == ENOBUFS || e == EPIPE || e == ECONNRESET || e == ENOTCONN) return {};
+  return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
+}
+}  // namespace
+
 Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
   const std::string who = options.name.empty() ? std::string("channel::Sender")
                                                : text::format("channel::Sender '{}'", options.name);
@@ -29,10 +41,7 @@ Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
     return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who,
                                                         options.send_timeout.count()));
   ET_TRY(detail::require_channel_socket(socket.get(), who));
-  const auto hello = edgetensor::detail::encode_hello(edgetensor::detail::ChannelRole::Sender,
-                                                      static_cast<std::uint32_t>(options.max_buffers));
-  if (const int e = edgetensor::detail::send_now(socket.get(), hello); e != 0)
-    return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
+  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Sender, options.max_buffers, who));
   auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);
   ET_TRY(state->start());
   return Sender(std::move(state));
@@ -136,11 +145,7 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
-  // The hello goes first: a new socket has room for it (send_now does not wait).
-  const auto hello = edgetensor::detail::encode_hello(edgetensor::detail::ChannelRole::Receiver,
-                                                      static_cast<std::uint32_t>(options.max_buffers));
-  if (const int e = edgetensor::detail::send_now(socket.get(), hello); e != 0)
-    return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
+  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who));
   return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
 }
 

@@ -14,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "channel/channel_wire.h"
 #include "support/test_support.h"
+#include "unit/ipc/ipc_wire_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
@@ -253,6 +255,26 @@ TEST(ChannelStream, ReceiveLatestSkipsToTheNewestAndReleasesTheRest) {
   EXPECT_TRUE(end->end_of_stream);
   EXPECT_EQ(ends->receiver.stats().frames_skipped, 5u);
   EXPECT_ERROR(ends->receiver.receive_latest(-1ms), ErrorCode::InvalidArgument, "negative");
+}
+
+// A receiver made after its sender sent and closed: its hello finds no peer (skipped, not an error),
+// and the frames sent before the end still arrive.
+TEST(ChannelStream, AReceiverMadeAfterTheSenderClosedStillReadsItsFrames) {
+  using namespace et_test::ipc_wire;
+  Pair p;
+  UniqueFd memfd = sealed_memfd(4096);
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_hello(detail::ChannelRole::Sender, 32)));
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_announce(1, MemoryKind::Shm, 4096), {memfd.get()}));
+  const std::uint32_t ids[] = {1};
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_frame(detail::ChannelMessage::TensorFrame, 0, 0, ids,
+                                                          detail::encode_tensor_message(valid_header(4096)))));
+  p.a.reset();
+  auto receiver = channel::Receiver::create(std::move(p.b));
+  ASSERT_OK(receiver);
+  auto d = receiver->receive(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 0u);
+  EXPECT_ERROR(receiver->receive(1s), ErrorCode::Unavailable, "the sender closed the channel or died");
 }
 
 }  // namespace

@@ -69,9 +69,9 @@ TEST(ChannelLimits, ReleaseRoomGrowsGeometrically) {
   EXPECT_LE(reallocations, 20);
 }
 
-// 4096 frames of one buffer out at once, released newest first: each release is found in constant
-// time. A linear scan from the oldest (the old frames-out list) made this quadratic: about 8 million
-// entries visited and as many moved, against 4096 lookups in release order.
+// 16384 frames of one buffer out at once, released newest first: each release is found in constant
+// time. A linear scan from the oldest (the old frames-out list) made this quadratic, about 134 million
+// entries visited: measured 322 ms newest first against 49 ms in release order before the fix.
 TEST(ChannelLimits, ReleasesAreFoundInConstantTimeWithManyFramesOut) {
   constexpr int kFrames = 16384;
   auto time_releases = [&](bool newest_first) -> double {

@@ -30,10 +30,14 @@ class ChannelReceiver;  // src/channel/receiver.cpp
 namespace channel {
 
 
-/// Version of the channel's messages; a receiver or sender refuses any other (docs/WIRE.md).
-inline constexpr std::uint16_t kChannelVersion = 1;
+/// Version of the channel's messages; either end refuses any other, naming both versions, and closes
+/// the channel (docs/WIRE.md, "Versions"). Version 2 carries the hellos, per-frame presentation time,
+/// duration and flags, and the end of stream.
+inline constexpr std::uint16_t kChannelVersion = 2;
 /// Most buffers one channel may keep announced (SenderOptions / ReceiverOptions::max_buffers).
 inline constexpr std::size_t kMaxChannelBuffers = 1024;
+/// Most releases a Receiver may queue (ReceiverOptions::max_queued_releases), 16 B each.
+inline constexpr std::size_t kMaxQueuedReleases = std::size_t{1} << 20;
 
 /// A connected AF_UNIX SOCK_SEQPACKET pair (CLOEXEC), one end for a Sender and one for a Receiver
 /// (pass one end to a child process across fork, or with ipc::send_fds). Errors: from_errno of socketpair.
@@ -42,7 +46,9 @@ inline constexpr std::size_t kMaxChannelBuffers = 1024;
 struct SenderOptions {
   /// Names the channel in errors.
   std::string name;
-  /// Buffers announced at once, 1 to kMaxChannelBuffers; at most the receiver's max_buffers.
+  /// Buffers announced at once, 1 to kMaxChannelBuffers; at most the receiver's max_buffers. The table
+  /// grows past it to the size of a Pool acquired through Sender::acquire, up to the receiver's
+  /// max_buffers (which its hello tells the sender).
   std::size_t max_buffers = 32;
   /// Longest a send waits, for a buffer-table slot (every announced buffer has a frame out: a release
   /// frees one) and then for room in the socket (a receiver that stopped reading): then Busy. 0 does
@@ -57,6 +63,13 @@ struct SendOptions {
   std::optional<std::uint64_t> sequence;
   /// CLOCK_MONOTONIC in ns (e.g. the capture time). Unset: read at send.
   std::optional<std::int64_t> timestamp_ns;
+  /// Presentation time in ns, on the producer's own timeline (e.g. a GStreamer PTS); carried unchanged.
+  /// Unset: none (the receiver's Delivery::pts_ns is unset). INT64_MIN is refused (the wire's "none").
+  std::optional<std::int64_t> pts_ns;
+  /// Duration in ns, >= 0 (InvalidArgument otherwise). Unset: none.
+  std::optional<std::int64_t> duration_ns;
+  /// The caller's per-frame flags (e.g. GstBufferFlags), carried unchanged; the channel reads none.
+  std::uint32_t flags = 0;
 };
 
 struct SenderStats {
@@ -66,14 +79,20 @@ struct SenderStats {
   std::uint64_t retires = 0;         ///< Buffers retired.
   std::size_t buffers_announced = 0; ///< Announced now.
   std::size_t frames_out = 0;        ///< Frame buffers sent and not yet released (references held).
+  /// Buffers announced again after they were retired while still alive: the buffer table is smaller
+  /// than the set of buffers sent (e.g. a Pool larger than max_buffers). Each costs an fd, an import
+  /// and a mapping at the receiver; the first one is logged once (LogLevel::Warning).
+  std::uint64_t reannounces = 0;
 };
 
 /// The sending end. Move-only; a moved-from Sender answers FailedPrecondition.
 class ET_API Sender {
  public:
-  /// Takes `socket` (owned; closed when the Sender goes) and starts the release reader thread.
+  /// Takes `socket` (owned; closed when the Sender goes), sends its hello without waiting (skipped when
+  /// the receiver is gone or the socket is full) and starts the release reader thread.
   /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET, naming what it is; ENOTSOCK; max_buffers
-  /// out of range; negative send_timeout), Internal (the thread could not start).
+  /// out of range; negative send_timeout), from_errno of sending the hello (but EAGAIN, EPIPE,
+  /// ECONNRESET), Internal (the thread could not start).
   [[nodiscard]] static Result<Sender> create(UniqueFd socket, const SenderOptions& options = {});
 
   Sender(Sender&& other) noexcept;
@@ -86,8 +105,9 @@ class ET_API Sender {
 
   /// Sends `tensor` as one frame (announcing its buffer first if the receiver does not hold it) and
   /// keeps a copy of it until the receiver releases the frame. Returns the frame's sequence.
-  /// Errors: FailedPrecondition (empty handle; zero elements; channel closed), Unsupported (heap or
-  /// PBO memory; unsealed shared memory, as ipc::send), InvalidArgument (sequence not increasing),
+  /// Errors: FailedPrecondition (empty handle; zero elements; channel closed; the stream ended),
+  /// Unsupported (heap or PBO memory; unsealed shared memory, as ipc::send), InvalidArgument (sequence
+  /// not increasing; a negative duration_ns; pts_ns INT64_MIN),
   /// Busy (every announced buffer still had a frame out, or the socket stayed full, for send_timeout:
   /// send() waits that long for a release to free a table slot, then for room in the socket), Unavailable (the
   /// receiver is gone), from_errno of sendmsg (the channel closes).
@@ -105,6 +125,14 @@ class ET_API Sender {
   /// how many), the channel's closing error when the channel closed with frames out (they were dropped,
   /// not released).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
+
+  /// Ends the stream: after the frames sent before it, the receiver's receive() answers end_of_stream
+  /// (not an error) and keeps answering it. The channel stays open for releases: drain() then waits for
+  /// them, and a consumer that keeps frames until its next one arrives gets the end and can drop them
+  /// (end_stream() before drain() never waits on such a consumer). Later sends fail. Calling it again does
+  /// nothing. Waits at most send_timeout for room in the socket. Errors: Busy (the socket stayed full:
+  /// the stream is not ended, call again), the channel's closing error, from_errno of sendmsg (closes).
+  [[nodiscard]] Result<void> end_stream();
 
   /// Counters now (consistent with each other). A moved-from Sender gives zeros.
   SenderStats stats() const;
@@ -125,14 +153,24 @@ struct ReceiverOptions {
   /// Limits on each announced buffer (max_buffer_bytes), as ipc::receive applies them. Its timeout and
   /// on_interrupt are not used: Receiver::receive takes its own timeout.
   ipc::ReceiveOptions limits;
+  /// Releases queued because the sender does not read them (its socket is full), 1 to
+  /// kMaxQueuedReleases: a frame delivered with this many queued closes the channel instead (OutOfRange,
+  /// naming the count and this bound). Each costs 16 B here.
+  std::size_t max_queued_releases = 4096;
 };
 
-/// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame).
+/// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame); or,
+/// with end_of_stream set, the end of the stream (no tensor, no frame).
 struct Delivery {
-  std::uint64_t sequence = 0;
-  std::int64_t timestamp_ns = 0;  ///< The sender's CLOCK_MONOTONIC, ns.
-  TensorDyn tensor;               ///< Empty handle for a Frame.
-  Frame frame;                    ///< Empty for a tensor.
+  std::uint64_t sequence = 0;               ///< End of stream: the number of frames the sender sent.
+  std::int64_t timestamp_ns = 0;            ///< The sender's CLOCK_MONOTONIC, ns.
+  std::optional<std::int64_t> pts_ns;       ///< SendOptions::pts_ns (ns, the producer's timeline); unset: none.
+  std::optional<std::int64_t> duration_ns;  ///< SendOptions::duration_ns (ns, >= 0); unset: none.
+  std::uint32_t flags = 0;                  ///< SendOptions::flags, unchanged.
+  /// The sender ended the stream (Sender::end_stream): not an error; no frame follows.
+  bool end_of_stream = false;
+  TensorDyn tensor;                         ///< Empty handle for a Frame and for the end of stream.
+  Frame frame;                              ///< Empty for a tensor and for the end of stream.
 };
 
 struct ReceiverStats {
@@ -143,14 +181,18 @@ struct ReceiverStats {
   std::size_t buffers = 0;            ///< Imported now (one fd and one mapping each).
   std::size_t frames_out = 0;         ///< Delivered frame buffers whose holders are alive.
   std::size_t releases_queued = 0;    ///< Releases not sent yet (the socket was full; device work runs).
+  std::uint64_t frames_skipped = 0;   ///< Frames receive_latest() released unseen for a newer one.
+  bool end_of_stream = false;         ///< The end of stream arrived.
 };
 
 /// The receiving end. Move-only; a moved-from Receiver answers FailedPrecondition.
 class ET_API Receiver {
  public:
-  /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end).
-  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers out of range),
-  /// from_errno of eventfd.
+  /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end) and sends its
+  /// hello without waiting (skipped when the sender is gone or the socket is full).
+  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers or max_queued_releases
+  /// out of range),
+  /// from_errno of eventfd or of sending the hello (but EAGAIN, EPIPE, ECONNRESET).
   [[nodiscard]] static Result<Receiver> create(UniqueFd socket, const ReceiverOptions& options = {});
 
   Receiver(Receiver&& other) noexcept;
@@ -162,13 +204,22 @@ class ET_API Receiver {
 
   /// The next frame, waiting at most `timeout` (0: only what has arrived; milliseconds::max(): no
   /// limit). Handles the announces and retires before it on the way; sends queued releases first.
+  /// After the sender's end_stream() and every frame before it: a Delivery with end_of_stream set, at
+  /// once, on every later call (not an error; queued releases are still sent).
   /// Errors: Busy (no frame within the timeout: the channel stays open), Unavailable (the sender closed
   /// the channel or died), FailedPrecondition (closed earlier), InvalidArgument (malformed message,
   /// naming the field, its value and the limit; unknown buffer id; duplicate announce; a fence; an fd
   /// refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
-  /// max_buffers or limits.max_buffer_bytes), from_errno of recvmsg/poll. All but Busy close the channel,
+  /// max_buffers or limits.max_buffer_bytes; max_queued_releases releases queued), from_errno of recvmsg/poll. All but Busy close the channel,
   /// except InvalidArgument for a negative `timeout` (refused before anything is read: it stays open).
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+
+  /// The newest frame: waits as receive() for one, then takes every frame that has already arrived and
+  /// returns the last, releasing each older one at once (counted in stats().frames_skipped; the sender's
+  /// pool has them back as soon as its reader thread reads the releases). Waits for nothing more. An end
+  /// of stream found while draining is kept for the next call; an error met while draining (the channel
+  /// closed) is returned by the next call, this one returns the newest frame. Errors: as receive().
+  [[nodiscard]] Result<Delivery> receive_latest(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 
   /// Sends the releases queued because the socket was full, and those held back for device work that
   /// has completed since, without waiting. Errors: the channel's closing error; from_errno of sendmsg

@@ -67,6 +67,12 @@ struct SendOptions {
   std::chrono::milliseconds timeout = kWaitForever;
   /// Called when a signal interrupts the wait (InterruptCheck); none: the wait goes on.
   InterruptCheck on_interrupt;
+  /// Send a Pool's buffer anyway (refused by default: FailedPrecondition). send() holds the tensor only
+  /// for the call, so the pool takes the buffer back when the caller's last holder is gone and hands it
+  /// out again, overwriting what the receiver reads. With this set the caller takes that on: keep a
+  /// holder of the tensor until the receiver says it is done (a release protocol of your own). A frame
+  /// channel (channel::Sender) does exactly that and is the way to share pooled frames.
+  bool allow_pooled = false;
 };
 
 /// Sends `tensor` (its view, dtype, name and metadata) and its whole buffer's fd (borrowed; the receiver
@@ -74,6 +80,7 @@ struct SendOptions {
 /// or SOCK_DGRAM). Both processes then share the bytes; the tensor stays usable here. Waits for room as
 /// `options` say; MSG_NOSIGNAL.
 /// Errors, in this order: FailedPrecondition (empty handle, zero elements), Unsupported (heap, PBO),
+/// FailedPrecondition (a Pool's buffer without SendOptions::allow_pooled, naming the channel),
 /// InvalidArgument (another socket type, named; ENOTSOCK), Unsupported (shared memory not sealed
 /// against shrinking, with the remedy), Busy (timeout), Unavailable (receiver gone), from_errno of
 /// sendmsg or poll, on_interrupt's error.
@@ -104,8 +111,9 @@ struct ReceiveOptions {
 
 /// Sends `frame` (layout, colorimetry, which buffer each plane lies in) and one fd per distinct buffer
 /// (1 to 4; borrowed, the receiver gets duplicates) in one message on `socket_fd` (borrowed; as send()).
-/// Errors: FailedPrecondition (empty frame), Unsupported (a heap or PBO buffer; unsealed shared memory;
-/// each naming the buffer), InvalidArgument (socket type), then as send().
+/// Errors: FailedPrecondition (empty frame; a Pool's buffer without SendOptions::allow_pooled), Unsupported
+/// (a heap or PBO buffer; unsealed shared memory; each naming the buffer), InvalidArgument (socket type),
+/// then as send().
 [[nodiscard]] ET_API Result<void> send_frame(int socket_fd, const Frame& frame, const SendOptions& options = {});
 
 /// Receives one frame sent with send_frame() on `socket_fd` (borrowed). Checks as receive() does, and

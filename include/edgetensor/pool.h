@@ -10,11 +10,12 @@
 //
 // Return is automatic: a buffer goes back to the pool when its last holder is gone (the tensor, its
 // copies, views, batches, plane views, CPU maps, CUDA maps and anything else that shares its storage;
-// a tensor sent with ipc::send is held only for the call). Nothing is returned by hand. A buffer on
-// which device work was recorded (cuda::CudaMap::record) is handed out again only after that work is
-// complete: the CUDA map's release gives its event to the buffer, and acquire() asks the event
-// (cudaEventQuery, CUDA Runtime API "Event Management") before it reuses the buffer, never blocking on
-// it longer than its timeout.
+// a tensor sent with ipc::send is held only for the call, which is why ipc::send refuses a pool's
+// buffer unless SendOptions::allow_pooled: share pooled frames with channel::Sender). Nothing is
+// returned by hand. A buffer on which device work was recorded (cuda::CudaMap::record) is handed out
+// again only after that work is complete: the CUDA map's release gives its event to the buffer, and
+// acquire() asks the event (cudaEventQuery, CUDA Runtime API "Event Management") before it reuses the
+// buffer, never blocking on it longer than its timeout.
 //
 // A reused buffer is the same storage: its persistent CPU mapping, its DMA-BUF, its CUDA registration
 // or import and its BufferKey (TensorDyn::buffer_key) are kept. Its bytes are what the last holder left

@@ -19,6 +19,18 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace channel {
 
+namespace {
+// The hello goes first, without waiting. It is optional to the reader: a peer already gone (it sent
+// its frames and closed: the reads tell) or a socket with no room skips it; other errors fail.
+Result<void> send_hello(int socket_fd, edgetensor::detail::ChannelRole role, std::size_t max_buffers,
+                        const std::string& who) {
+  const auto hello = edgetensor::detail::encode_hello(role, static_cast<std::uint32_t>(max_buffers));
+  const int e = edgetensor::detail::send_now(socket_fd, hello);
+  if (e == 0 || e == EAGAIN || e == ENOBUFS || e == EPIPE || e == ECONNRESET || e == ENOTCONN) return {};
+  return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
+}
+}  // namespace
+
 Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
   const std::string who = options.name.empty() ? std::string("channel::Sender")
                                                : text::format("channel::Sender '{}'", options.name);
@@ -29,6 +41,7 @@ Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
     return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who,
                                                         options.send_timeout.count()));
   ET_TRY(detail::require_channel_socket(socket.get(), who));
+  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Sender, options.max_buffers, who));
   auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);
   ET_TRY(state->start());
   return Sender(std::move(state));
@@ -52,6 +65,16 @@ Unexpected sender_moved_from(const char* call) {
   return fail(ErrorCode::FailedPrecondition, text::format("channel::Sender::{}: the sender was moved from", call));
 }
 
+Result<void> check_timing(const SendOptions& options) {
+  if (options.duration_ns && *options.duration_ns < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
+                                                        *options.duration_ns));
+  if (options.pts_ns && *options.pts_ns == edgetensor::detail::kNoTime)
+    return fail(ErrorCode::InvalidArgument, "channel::Sender::send: pts_ns INT64_MIN is the wire's \"none\"; leave "
+                                            "pts_ns unset instead");
+  return {};
+}
+
 // The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
 Result<void> check_sendable(const TensorDyn& tensor) {
   if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
@@ -66,6 +89,7 @@ Result<void> check_sendable(const TensorDyn& tensor) {
 Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return sender_moved_from("send");
   ET_TRY(check_sendable(tensor));
+  ET_TRY(check_timing(options));
   const auto embedded = edgetensor::detail::encode_tensor(tensor);
   return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options);
 }
@@ -73,6 +97,7 @@ Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& o
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
   if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
+  ET_TRY(check_timing(options));
   std::array<TensorDyn, kMaxPlanes> buffers;
   std::array<MemoryKind, kMaxPlanes> kinds{};
   for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
@@ -88,6 +113,11 @@ Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& 
 Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
   if (!state_) return sender_moved_from("acquire");
   return state_->acquire(pool, timeout);
+}
+
+Result<void> Sender::end_stream() {
+  if (!state_) return sender_moved_from("end_stream");
+  return state_->end_stream();
 }
 
 Result<void> Sender::drain(std::chrono::milliseconds timeout) {
@@ -109,9 +139,13 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
                                                         kMaxChannelBuffers));
+  if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
+                                                        options.max_queued_releases, kMaxQueuedReleases));
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
+  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who));
   return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
 }
 
@@ -140,6 +174,14 @@ Result<Delivery> Receiver::receive(std::chrono::milliseconds timeout) {
     return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive: timeout {} ms is negative",
                                                         timeout.count()));
   return state_->receive(timeout);
+}
+
+Result<Delivery> Receiver::receive_latest(std::chrono::milliseconds timeout) {
+  if (!state_) return receiver_moved_from("receive_latest");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive_latest: timeout {} ms is negative",
+                                                        timeout.count()));
+  return state_->receive_latest(timeout);
 }
 
 Result<void> Receiver::flush() {

@@ -21,6 +21,8 @@ const char* type_name(std::uint8_t type) noexcept {
     case ChannelMessage::Frame: return "frame";
     case ChannelMessage::Release: return "release";
     case ChannelMessage::Retire: return "retire";
+    case ChannelMessage::Hello: return "hello";
+    case ChannelMessage::EndOfStream: return "end of stream";
   }
   return "unknown";
 }
@@ -32,6 +34,8 @@ std::uint16_t header_bytes_of(ChannelMessage type) noexcept {
     case ChannelMessage::Frame: return sizeof(FrameHeader);
     case ChannelMessage::Release:
     case ChannelMessage::Retire: return sizeof(ChannelPrefix);
+    case ChannelMessage::Hello: return sizeof(HelloHeader);
+    case ChannelMessage::EndOfStream: return sizeof(EndOfStreamHeader);
   }
   return 0;
 }
@@ -63,11 +67,15 @@ std::vector<std::byte> encode_announce(std::uint32_t buffer_id, MemoryKind memor
 }
 
 std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence, std::int64_t timestamp_ns,
-                                    std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded) {
+                                    std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded,
+                                    const FrameTiming& timing) {
   FrameHeader h;
   h.prefix = prefix_of(type, static_cast<std::uint16_t>(buffer_ids.size()));
   h.sequence = sequence;
   h.timestamp_ns = timestamp_ns;
+  h.pts_ns = timing.pts_ns;
+  h.duration_ns = timing.duration_ns;
+  h.flags = timing.flags;
   for (std::size_t i = 0; i < buffer_ids.size() && i < kMaxPlanes; ++i) h.buffer_ids[i] = buffer_ids[i];
   auto out = bytes_of(h, embedded.size());
   if (!embedded.empty()) std::memcpy(out.data() + sizeof h, embedded.data(), embedded.size());
@@ -82,6 +90,21 @@ std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std:
   std::memcpy(out.data(), &p, sizeof p);
   std::memcpy(out.data() + sizeof p, entries.data(), n * sizeof(ReleaseEntry));
   return bytes;
+}
+
+std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers) {
+  HelloHeader h;
+  h.prefix = prefix_of(ChannelMessage::Hello, 0);
+  h.role = static_cast<std::uint32_t>(role);
+  h.max_buffers = max_buffers;
+  return bytes_of(h);
+}
+
+std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent) {
+  EndOfStreamHeader h;
+  h.prefix = prefix_of(ChannelMessage::EndOfStream, 0);
+  h.frames_sent = frames_sent;
+  return bytes_of(h);
 }
 
 std::vector<std::byte> encode_retire(std::span<const std::uint32_t> buffer_ids) {
@@ -106,17 +129,19 @@ Result<ChannelPrefix> decode_prefix(std::span<const std::byte> bytes) {
                             kChannelMagic));
   if (p.magic != kChannelMagic) return bad(text::format("magic {:#010x}, expected {:#010x}", p.magic, kChannelMagic));
   if (p.version != channel::kChannelVersion)
-    return bad(text::format("channel version {}; this end speaks version {}", p.version, channel::kChannelVersion));
+    return bad(text::format("channel version {}{}; this end speaks version {}: both ends need one edgetensor "
+                            "release's channel (docs/WIRE.md, \"Versions\")", p.version,
+                            p.version == 1 ? " (an edgetensor 0.4 or 0.5 peer)" : "", channel::kChannelVersion));
   const std::uint16_t want = header_bytes_of(static_cast<ChannelMessage>(p.type));
-  if (want == 0) return bad(text::format("message type {} is not a channel message (1..5)", p.type));
+  if (want == 0) return bad(text::format("message type {} is not a channel message (1..{})", p.type, kLastChannelMessage));
   if (p.header_bytes != want)
     return bad(text::format("{} header_bytes {}, expected {}", type_name(p.type), p.header_bytes, want));
   if (bytes.size() < want)
     return bad(text::format("{} B received, a {} header has {} B", bytes.size(), type_name(p.type), want));
   if (p.reserved != 0) return bad(text::format("reserved prefix field {}: must be 0", p.reserved));
   if (p.fence_count != 0)
-    return bad(text::format("{} with fence_count {}: channel version 1 carries no fences (a later version adds "
-                            "sync_file fences)", type_name(p.type), p.fence_count));
+    return bad(text::format("{} with fence_count {}: no fence capability was agreed in the hellos (this release "
+                            "carries no fences)", type_name(p.type), p.fence_count));
   return p;
 }
 
@@ -154,6 +179,14 @@ Result<FrameMessage> decode_frame(std::span<const std::byte> bytes) {
   m.type = type;
   m.sequence = h.sequence;
   m.timestamp_ns = h.timestamp_ns;
+  m.timing = {h.pts_ns, h.duration_ns, h.flags};
+  if (h.duration_ns < 0 && h.duration_ns != kNoTime)
+    return bad(text::format("{} sequence {}: duration_ns {} is negative", type_name(p.type), h.sequence, h.duration_ns));
+  if (h.fence_mask != 0)
+    return bad(text::format("{} sequence {}: fence_mask {:#x}: no fence capability was agreed in the hellos",
+                            type_name(p.type), h.sequence, h.fence_mask));
+  if (h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 || h.reserved2 != 0)
+    return bad(text::format("{} sequence {}: reserved fields must be 0", type_name(p.type), h.sequence));
   m.buffer_count = p.count;
   for (std::size_t i = 0; i < kMaxPlanes; ++i) {
     const std::uint32_t id = h.buffer_ids[i];
@@ -187,8 +220,8 @@ Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> byte
     const ReleaseEntry& e = entries[i];
     if (e.buffer_id == 0) return bad(text::format("release entry {}: buffer id 0", i));
     if (e.flags != 0)
-      return bad(text::format("release entry {} (buffer {} sequence {}) with flags {:#x}: channel version 1 has no "
-                              "fences", i, e.buffer_id, e.sequence, e.flags));
+      return bad(text::format("release entry {} (buffer {} sequence {}) with flags {:#x}: no fence capability was "
+                              "agreed in the hellos", i, e.buffer_id, e.sequence, e.flags));
     if (e.reserved[0] != 0 || e.reserved[1] != 0 || e.reserved[2] != 0)
       return bad(text::format("release entry {}: reserved bytes must be 0", i));
   }
@@ -208,6 +241,34 @@ Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> byte
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] == 0) return bad(text::format("retire entry {}: buffer id 0", i));
   return ids;
+}
+
+Result<Hello> decode_hello(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello))
+    return bad(text::format("a {} where a hello was expected", type_name(p.type)));
+  if (bytes.size() != sizeof(HelloHeader))
+    return bad(text::format("hello of {} B, it has exactly {} B", bytes.size(), sizeof(HelloHeader)));
+  HelloHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (p.count != 0) return bad(text::format("hello count {}: must be 0", p.count));
+  if (h.role != static_cast<std::uint32_t>(ChannelRole::Sender) && h.role != static_cast<std::uint32_t>(ChannelRole::Receiver))
+    return bad(text::format("hello role {}: 1 (sender) or 2 (receiver)", h.role));
+  if (h.max_buffers == 0 || h.max_buffers > channel::kMaxChannelBuffers)
+    return bad(text::format("hello max_buffers {}: 1..{}", h.max_buffers, channel::kMaxChannelBuffers));
+  return Hello{static_cast<ChannelRole>(h.role), h.capabilities, h.max_buffers};
+}
+
+Result<std::uint64_t> decode_end_of_stream(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::EndOfStream))
+    return bad(text::format("a {} where an end of stream was expected", type_name(p.type)));
+  if (bytes.size() != sizeof(EndOfStreamHeader))
+    return bad(text::format("end of stream of {} B, it has exactly {} B", bytes.size(), sizeof(EndOfStreamHeader)));
+  if (p.count != 0) return bad(text::format("end of stream count {}: must be 0", p.count));
+  EndOfStreamHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  return h.frames_sent;
 }
 
 }  // namespace detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The frame channel's messages (version 1): pure logic, no platform code. Fixed layouts in the
+// The frame channel's messages (version 2): pure logic, no platform code. Fixed layouts in the
 // sender's byte order, every field validated on decode. docs/WIRE.md, "The frame channel", describes
 // them byte by byte; the static_asserts below pin that description: change both together, and
 // kChannelVersion.
@@ -10,6 +10,7 @@
 #include <edgetensor/memory.h>
 
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,7 +24,13 @@ namespace detail {
 
 inline constexpr std::uint32_t kChannelMagic = 0x31435445;  // "ETC1"
 
-enum class ChannelMessage : std::uint8_t { Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5 };
+enum class ChannelMessage : std::uint8_t {
+  Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5, Hello = 6, EndOfStream = 7
+};
+inline constexpr std::uint8_t kLastChannelMessage = 7;
+
+/// pts_ns / duration_ns on the wire when the sender gave none.
+inline constexpr std::int64_t kNoTime = INT64_MIN;
 
 // The 16 bytes every channel message starts with.
 struct ChannelPrefix {
@@ -31,8 +38,8 @@ struct ChannelPrefix {
   std::uint16_t version = channel::kChannelVersion;
   std::uint16_t header_bytes = 0;  // the type's fixed header, this prefix included
   std::uint8_t type = 0;           // ChannelMessage
-  std::uint8_t fence_count = 0;    // fence fds attached (version 1: 0)
-  std::uint16_t count = 0;         // announce 1; frame: buffers; release: entries; retire: ids
+  std::uint8_t fence_count = 0;    // fence fds attached (0: no fence capability is defined yet)
+  std::uint16_t count = 0;         // announce 1; frame: buffers; release: entries; retire: ids; hello, end 0
   std::uint32_t reserved = 0;
 };
 static_assert(sizeof(ChannelPrefix) == 16 && offsetof(ChannelPrefix, version) == 4 &&
@@ -52,38 +59,80 @@ static_assert(sizeof(AnnounceHeader) == 32 && offsetof(AnnounceHeader, buffer_id
               offsetof(AnnounceHeader, memory) == 20 && offsetof(AnnounceHeader, buffer_bytes) == 24);
 
 // A frame (TensorFrame or Frame): this header, then the embedded tensor message (version 2) or frame
-// message (version 1) of src/ipc; no fd (version 1).
+// message (version 1) of src/ipc; no fd. Reserved fields are 0 unless a capability both hellos carry
+// defines them (fences, fan-out: docs/WIRE.md "Growing version 2").
 struct FrameHeader {
   ChannelPrefix prefix;
   std::uint64_t sequence = 0;
   std::int64_t timestamp_ns = 0;  // CLOCK_MONOTONIC
+  std::int64_t pts_ns = kNoTime;       // presentation time; kNoTime: none
+  std::int64_t duration_ns = kNoTime;  // >= 0, or kNoTime: none
+  std::uint32_t flags = 0;             // the caller's, carried unchanged
+  std::uint8_t fence_mask = 0;         // bit b: buffer b's acquire fence attached (reserved: 0)
+  std::uint8_t reserved[3] = {};
+  std::uint64_t reserved2 = 0;         // reserved for fan-out: 0
   std::uint32_t buffer_ids[kMaxPlanes] = {};  // the first prefix.count used; the rest 0
 };
-static_assert(sizeof(FrameHeader) == 48 && offsetof(FrameHeader, sequence) == 16 &&
-              offsetof(FrameHeader, timestamp_ns) == 24 && offsetof(FrameHeader, buffer_ids) == 32);
+static_assert(sizeof(FrameHeader) == 80 && offsetof(FrameHeader, sequence) == 16 &&
+              offsetof(FrameHeader, timestamp_ns) == 24 && offsetof(FrameHeader, pts_ns) == 32 &&
+              offsetof(FrameHeader, duration_ns) == 40 && offsetof(FrameHeader, flags) == 48 &&
+              offsetof(FrameHeader, fence_mask) == 52 && offsetof(FrameHeader, reserved2) == 56 &&
+              offsetof(FrameHeader, buffer_ids) == 64);
 static_assert(alignof(FrameHeader) == 8, "channel header alignment differs on this architecture");
 
 // Release and retire: the prefix, then prefix.count entries.
 struct ReleaseEntry {
   std::uint32_t buffer_id = 0;
-  std::uint8_t flags = 0;  // bit 0: a fence fd for this entry is attached (version 1: 0)
+  std::uint8_t flags = 0;  // bit 0: a fence fd for this entry is attached (reserved: 0)
   std::uint8_t reserved[3] = {};
   std::uint64_t sequence = 0;
 };
 static_assert(sizeof(ReleaseEntry) == 16 && offsetof(ReleaseEntry, flags) == 4 && offsetof(ReleaseEntry, sequence) == 8);
+
+// Hello (both ends, once, as their first message): who this end is and what it can do.
+enum class ChannelRole : std::uint32_t { Sender = 1, Receiver = 2 };
+struct HelloHeader {
+  ChannelPrefix prefix;
+  std::uint32_t role = 0;          // ChannelRole
+  std::uint32_t capabilities = 0;  // none defined in this release; unknown bits are ignored
+  std::uint32_t max_buffers = 0;   // the end's max_buffers (1..kMaxChannelBuffers)
+  std::uint32_t reserved = 0;      // ignored (a later release may fill it)
+  std::uint64_t reserved2[2] = {}; // ignored
+};
+static_assert(sizeof(HelloHeader) == 48 && offsetof(HelloHeader, role) == 16 &&
+              offsetof(HelloHeader, capabilities) == 20 && offsetof(HelloHeader, max_buffers) == 24 &&
+              offsetof(HelloHeader, reserved2) == 32);
+
+// End of stream (sender -> receiver): no frame follows.
+struct EndOfStreamHeader {
+  ChannelPrefix prefix;
+  std::uint64_t frames_sent = 0;  // frames the sender sent on this channel
+};
+static_assert(sizeof(EndOfStreamHeader) == 24 && offsetof(EndOfStreamHeader, frames_sent) == 16);
 
 inline constexpr std::size_t kMaxReleaseEntries = 64;  // per release message
 inline constexpr std::size_t kMaxRetireIds = 64;       // per retire message
 inline constexpr std::size_t kMaxReleaseMessageBytes = sizeof(ChannelPrefix) + kMaxReleaseEntries * sizeof(ReleaseEntry);
 /// The largest message a receiver reads: a tensor frame with the largest tensor message.
 inline constexpr std::size_t kMaxChannelMessageBytes = sizeof(FrameHeader) + kMaxWireMessageBytes;
-/// Most fds a channel message may carry: an announce's buffer, and room for a fence (refused in v1).
+/// Most fds a channel message may carry: an announce's buffer, and room for a fence (refused: no
+/// fence capability is defined yet).
 inline constexpr std::size_t kMaxChannelFds = 2;
 
 std::vector<std::byte> encode_announce(std::uint32_t buffer_id, MemoryKind memory, std::uint64_t buffer_bytes);
 /// A frame message: the header (count = buffer_ids.size()) and the embedded message.
+/// Per-frame timing beside the CLOCK_MONOTONIC stamp (kNoTime: none).
+struct FrameTiming {
+  std::int64_t pts_ns = kNoTime;
+  std::int64_t duration_ns = kNoTime;
+  std::uint32_t flags = 0;
+};
 std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence, std::int64_t timestamp_ns,
-                                    std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded);
+                                    std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded,
+                                    const FrameTiming& timing = {});
+/// A hello: `role`, `max_buffers`, no capabilities.
+std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers);
+std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent);
 /// A release message of 1 to kMaxReleaseEntries entries into `out` (room for kMaxReleaseMessageBytes);
 /// returns its length. Never allocates (a release is sent from a deleter).
 std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std::byte> out) noexcept;
@@ -107,20 +156,32 @@ struct FrameMessage {
   ChannelMessage type = ChannelMessage::TensorFrame;
   std::uint64_t sequence = 0;
   std::int64_t timestamp_ns = 0;
+  FrameTiming timing;
   std::size_t buffer_count = 0;
   std::array<std::uint32_t, kMaxPlanes> buffer_ids{};
   std::span<const std::byte> embedded;  // the tensor or frame message (in the caller's bytes)
 };
 /// A frame's channel header: no fence, count 1 (tensor) or 1..4 (frame), non-zero distinct ids, unused
-/// ids 0, at least 48 B. The embedded message is left to decode_tensor_message / decode_frame_message.
+/// ids 0, duration kNoTime or >= 0, fence_mask and reserved 0, at least 80 B. The embedded message is left to decode_tensor_message / decode_frame_message.
 /// Errors: InvalidArgument.
 Result<FrameMessage> decode_frame(std::span<const std::byte> bytes);
 
 /// A release: count 1..kMaxReleaseEntries, exactly 16 + 16 x count B, flags and reserved 0 (no
-/// fences in version 1), non-zero ids. Errors: InvalidArgument.
+/// fence capability), non-zero ids. Errors: InvalidArgument.
 Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes);
 /// A retire: count 1..kMaxRetireIds, exactly 16 + 4 x count B, non-zero ids. Errors: InvalidArgument.
 Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> bytes);
+
+struct Hello {
+  ChannelRole role = ChannelRole::Sender;
+  std::uint32_t capabilities = 0;
+  std::uint32_t max_buffers = 0;
+};
+/// A hello: exactly 48 B, count 0, role 1 or 2, max_buffers 1..kMaxChannelBuffers; reserved fields and
+/// unknown capability bits ignored. Errors: InvalidArgument.
+Result<Hello> decode_hello(std::span<const std::byte> bytes);
+/// An end of stream: exactly 24 B, count 0; returns frames_sent. Errors: InvalidArgument.
+Result<std::uint64_t> decode_end_of_stream(std::span<const std::byte> bytes);
 
 }  // namespace detail
 }  // namespace ET_ABI_NAMESPACE

@@ -29,11 +29,20 @@ ChannelReceiver::ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::
 Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds timeout) {
   std::lock_guard receiving(receive_mutex_);
   const auto deadline = deadline_after(timeout);
+  bool reset_seen = false;
   for (;;) {
     bool want_write = false;
     bool device_waits = false;
     {
       std::lock_guard lock(mutex_);
+      // The end of stream answers every later call, also once the sender has gone since.
+      if (ended_ && !closed_) flush_locked();
+      if (ended_) {
+        channel::Delivery end;
+        end.end_of_stream = true;
+        end.sequence = *ended_;
+        return end;
+      }
       if (closed_) return fail(closed_error_locked());
       flush_locked();
       if (closed_) return fail(closed_error_locked());
@@ -59,6 +68,12 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
         return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
       continue;
     }
+    // A sender that died with our messages unread (the hello, releases) leaves ECONNRESET, reported once
+    // before the frames it sent: read on, they still arrive, then the end (unix(7), net/unix/af_unix.c).
+    if (!msg && msg.error().sys_errno() == ECONNRESET && !reset_seen) {
+      reset_seen = true;
+      continue;
+    }
     if (!msg) {
       const bool peer = msg.error().code() == ErrorCode::Unavailable;
       Error e = peer ? Error(ErrorCode::Unavailable, text::format("{}: the sender closed the channel or died", label_))
@@ -75,6 +90,20 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
       return fail(std::move(e));
     }
     if (*handled) return std::move(**handled);
+  }
+}
+
+Result<channel::Delivery> ChannelReceiver::receive_latest(std::chrono::milliseconds timeout) {
+  ET_TRY_ASSIGN(channel::Delivery latest, receive(timeout));
+  if (latest.end_of_stream) return latest;
+  for (;;) {
+    // Only what has arrived. An end of stream stays for the next call (receive() answers it again); an
+    // error closed the channel, which the next call reports: this one still has its newest frame.
+    auto next = receive(std::chrono::milliseconds(0));
+    if (!next || next->end_of_stream) return latest;
+    latest = std::move(*next);  // the older frame is released here
+    std::lock_guard lock(mutex_);
+    ++stats_.frames_skipped;
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <edgetensor/channel.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,11 +29,19 @@ namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
+/// Makes room for `n` elements, growing the capacity at least twofold: a delivery that reserves one
+/// more release each time then never copies the whole queue (std::vector::reserve allocates exactly n).
+template <class T>
+void reserve_room(std::vector<T>& v, std::size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
 class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
  public:
   ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options);
 
   Result<channel::Delivery> receive(std::chrono::milliseconds timeout);
+  Result<channel::Delivery> receive_latest(std::chrono::milliseconds timeout);
   Result<void> flush();
   channel::ReceiverStats stats() const;
   Result<void> status() const;
@@ -63,6 +72,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<std::optional<channel::Delivery>> handle(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   Result<void> on_announce(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   Result<void> on_retire(std::span<const std::byte> bytes);
+  Result<void> on_hello(std::span<const std::byte> bytes);
+  Result<channel::Delivery> on_end_of_stream(std::span<const std::byte> bytes);
   Result<channel::Delivery> on_tensor_frame(const FrameMessage& m);
   Result<channel::Delivery> on_frame(const FrameMessage& m);
   Result<void> check_sequence(const FrameMessage& m) const;
@@ -95,6 +106,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   channel::ReceiverStats stats_;
   bool closed_ = false;
   bool peer_closed_ = false;
+  bool peer_hello_ = false;                // the sender's hello arrived
+  std::optional<std::uint64_t> ended_;    // the end of stream arrived: the frames the sender sent
   int close_errno_ = 0;               // a release's sendmsg failed with it (no text built there)
   std::optional<Error> close_error_;  // why, when the closing call could build it
 };

@@ -33,6 +33,12 @@ struct Releaser {
 
 Unexpected bad(std::string what) { return fail(ErrorCode::InvalidArgument, std::move(what)); }
 
+void set_timing(channel::Delivery& d, const FrameTiming& t) {
+  if (t.pts_ns != kNoTime) d.pts_ns = t.pts_ns;
+  if (t.duration_ns != kNoTime) d.duration_ns = t.duration_ns;
+  d.flags = t.flags;
+}
+
 const char* frame_kind(const FrameMessage& m) { return m.type == ChannelMessage::TensorFrame ? "tensor frame" : "frame"; }
 
 }  // namespace
@@ -47,11 +53,15 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
   }
   if (!fds.empty())
     return bad(text::format("malformed channel message: {} fd{} arrived with a message of type {}; only an announce "
-                            "carries one (version 1)", fds.size(), fds.size() == 1 ? "" : "s", p.type));
+                            "carries one", fds.size(), fds.size() == 1 ? "" : "s", p.type));
   switch (type) {
     case ChannelMessage::Retire:
       ET_TRY(on_retire(bytes));
       return std::nullopt;
+    case ChannelMessage::Hello:
+      ET_TRY(on_hello(bytes));
+      return std::nullopt;
+    case ChannelMessage::EndOfStream: return on_end_of_stream(bytes);
     case ChannelMessage::TensorFrame:
     case ChannelMessage::Frame: {
       ET_TRY_ASSIGN(const FrameMessage m, decode_frame(bytes));
@@ -121,6 +131,26 @@ Result<void> ChannelReceiver::on_retire(std::span<const std::byte> bytes) {
   // `dropped` goes after the lock (declared before it): each import closes its fd and mapping.
 }
 
+Result<void> ChannelReceiver::on_hello(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const Hello h, decode_hello(bytes));
+  if (h.role != ChannelRole::Sender) return bad("a hello from another receiver: both ends of the channel are receivers");
+  std::lock_guard lock(mutex_);
+  if (peer_hello_) return bad("a second hello from the sender");
+  peer_hello_ = true;  // no capability is defined yet: nothing else to keep
+  return {};
+}
+
+Result<channel::Delivery> ChannelReceiver::on_end_of_stream(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const std::uint64_t frames_sent, decode_end_of_stream(bytes));
+  std::lock_guard lock(mutex_);
+  ended_ = frames_sent;
+  stats_.end_of_stream = true;
+  channel::Delivery end;
+  end.end_of_stream = true;
+  end.sequence = frames_sent;
+  return end;
+}
+
 Result<void> ChannelReceiver::check_sequence(const FrameMessage& m) const {
   std::lock_guard lock(mutex_);
   if (last_sequence_ && m.sequence <= *last_sequence_)
@@ -135,9 +165,15 @@ Result<std::shared_ptr<Storage>> ChannelReceiver::hand_out(std::uint32_t id, std
     std::lock_guard lock(mutex_);
     auto it = table_.find(id);
     if (it == table_.end()) return fail(ErrorCode::Internal, text::format("buffer {} vanished while delivering", id));
+    // A sender that never reads releases would make the queue grow without end: bounded, and named.
+    if (pending_.size() >= options_.max_queued_releases)
+      return fail(ErrorCode::OutOfRange,
+                  text::format("{} releases queued: the sender has not read them (its socket is full); "
+                               "ReceiverOptions::max_queued_releases {} reached", pending_.size(),
+                               options_.max_queued_releases));
     // Room for this release before it can happen: a release never allocates.
-    pending_.reserve(pending_.size() + stats_.frames_out + 1);
-    device_wait_.reserve(stats_.frames_out + 1);
+    reserve_room(pending_, pending_.size() + stats_.frames_out + 1);
+    reserve_room(device_wait_, stats_.frames_out + 1);
     Import& imp = it->second;
     if (imp.out == 0) imp.home->renew_id();  // each delivery counts as an import for BufferIdentity
     ++imp.out;
@@ -191,6 +227,7 @@ Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m
   channel::Delivery d;
   d.sequence = m.sequence;
   d.timestamp_ns = m.timestamp_ns;
+  set_timing(d, m.timing);
   d.tensor = TensorAccess::with_storage(std::move(tensor), std::move(out));
   delivered(m.sequence);
   return d;
@@ -247,6 +284,7 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
   channel::Delivery d;
   d.sequence = m.sequence;
   d.timestamp_ns = m.timestamp_ns;
+  set_timing(d, m.timing);
   d.frame = FrameAccess::make(layout, wire_colorimetry(h.colorimetry), std::span<const TensorDyn>(buffers.data(), h.buffer_count),
                               std::span<const std::uint8_t>(h.plane_buffer, h.plane_count));
   delivered(m.sequence);

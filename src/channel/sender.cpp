@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -18,6 +17,7 @@
 
 #include "channel/channel_socket.h"
 #include "channel/channel_wire.h"
+#include "base/log_internal.h"
 #include "core/storage.h"
 #include "ipc/ipc_checks.h"
 #include "ipc/ipc_codec.h"
@@ -32,7 +32,7 @@ namespace detail {
 Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
                                                       std::vector<std::uint32_t>& retire, bool& announce) {
   const std::uint64_t key = buffer.buffer_key().value();
-  for (Announced& a : table_)
+  for (auto& [id, a] : table_)
     if (a.key == key && std::find(retire.begin(), retire.end(), a.id) == retire.end()) {
       a.last_used = ++use_clock_;
       // Another import of the same buffer (one key): it keeps the entry alive from now on.
@@ -46,23 +46,38 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
   };
   // Before an announce: retire every buffer whose last tensor here is gone (the receiver would keep its
   // memory alive), then, if still full, the least recently sent buffer with no frame out.
-  for (const Announced& a : table_)
+  for (const auto& [id, a] : table_)
     if (retirable(a) && is_dead(a)) retire.push_back(a.id);
-  if (table_.size() - retire.size() >= options_.max_buffers) {
+  if (table_.size() - retire.size() >= table_limit_) {
     const Announced* lru = nullptr;
-    for (const Announced& a : table_)
+    for (const auto& [id, a] : table_)
       if (retirable(a) && (lru == nullptr || a.last_used < lru->last_used)) lru = &a;
     if (lru == nullptr)
       return fail(ErrorCode::Busy,
                   text::format("{}: all {} announced buffers (SenderOptions::max_buffers) have frames the receiver has "
                                "not released; wait for releases or raise max_buffers on both ends",
-                               label_, options_.max_buffers));
+                               label_, table_limit_));
     retire.push_back(lru->id);
+    // Evicted alive: should it come back, that is churn. Bounded: forgetting old keys only misses a count.
+    if (evicted_alive_.size() >= 4 * channel::kMaxChannelBuffers) evicted_alive_.clear();
+    evicted_alive_.insert(lru->key);
+  }
+  if (evicted_alive_.erase(key) != 0) {
+    ++stats_.reannounces;
+    if (!churn_warned_) {
+      churn_warned_ = true;
+      log(LogLevel::Warning,
+          "{}: buffer {} announced again after it was evicted alive: the buffer table (SenderOptions::max_buffers {}) is "
+          "smaller than the buffers sent, so frames pay an fd, an import and a mapping each; raise max_buffers on both "
+          "ends to the pool's size, or acquire through Sender::acquire (warned once; SenderStats::reannounces counts)",
+          label_, key, table_limit_);
+    }
   }
   const std::shared_ptr<Storage>& storage = storage_of(buffer);
-  table_.push_back({next_id_++, key, storage, storage->pooled(), ++use_clock_, 0});
+  const std::uint32_t id = next_id_++;
+  table_.emplace(id, Announced{id, key, storage, storage->pooled(), ++use_clock_, 0});
   announce = true;
-  return table_.back().id;
+  return id;
 }
 
 Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
@@ -84,7 +99,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   auto forget_new = [&](std::size_t from) {
     std::lock_guard lock(mutex_);
     for (std::size_t k = from; k < buffers.size(); ++k)
-      if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
+      if (announce[k]) table_.erase(ids[k]);
   };
   // One deadline for the whole send: room in the buffer table, then room in the socket.
   const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
@@ -92,6 +107,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   {
     std::unique_lock lock(mutex_);
     if (closed_) return fail(closed_error_locked());
+    if (ended_)
+      return fail(ErrorCode::FailedPrecondition,
+                  text::format("{}: the stream ended (Sender::end_stream): no frame follows", label_));
     sequence = options.sequence.value_or(last_sequence_ ? *last_sequence_ + 1 : 0);
     if (last_sequence_ && sequence <= *last_sequence_)
       return fail(ErrorCode::InvalidArgument,
@@ -102,7 +120,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
         auto id = buffer_id_locked(buffers[b], std::span(ids.data(), b), retire, announce[b]);
         if (!id) {  // undo this frame's new entries: nothing of it was sent
           for (std::size_t k = 0; k < b; ++k)
-            if (announce[k]) std::erase_if(table_, [&](const Announced& a) { return a.id == ids[k]; });
+            if (announce[k]) table_.erase(ids[k]);
           return fail(std::move(id).error());
         }
         ids[b] = *id;
@@ -143,7 +161,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       return fail(std::move(r).error());
     }
     std::lock_guard lock(mutex_);
-    for (const std::uint32_t id : part) std::erase_if(table_, [&](const Announced& a) { return a.id == id; });
+    for (const std::uint32_t id : part) table_.erase(id);
     stats_.retires += part.size();
   }
   for (std::size_t b = 0; b < buffers.size(); ++b) {
@@ -158,31 +176,28 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     ++stats_.announces;
   }
   const std::int64_t timestamp = options.timestamp_ns.value_or(monotonic_ns());
-  const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded);
+  const FrameTiming timing{options.pts_ns.value_or(kNoTime), options.duration_ns.value_or(kNoTime), options.flags};
+  const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded, timing);
   {
     // Held before the frame leaves: its release may arrive before send_within returns.
     std::lock_guard lock(mutex_);
     if (closed_) return fail(closed_error_locked());
     const auto now = ChannelClock::now();
     for (std::size_t b = 0; b < buffers.size(); ++b) {
-      out_.push_back({ids[b], sequence, buffers[b], now});
-      for (Announced& a : table_)
-        if (a.id == ids[b]) ++a.out;
+      out_.emplace(OutKey{ids[b], sequence}, Out{ids[b], sequence, buffers[b], now});
+      if (auto it = table_.find(ids[b]); it != table_.end()) ++it->second.out;
     }
   }
   if (auto r = send_within(socket_.get(), msg, {}, wait, label_); !r) {
     if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
-    std::deque<Out> dropped;  // not sent: nothing to wait for
+    std::vector<TensorDyn> dropped;  // not sent: nothing to wait for (dropped after the lock)
     std::lock_guard lock(mutex_);
-    for (auto it = out_.begin(); it != out_.end();) {
-      if (it->sequence != sequence) {
-        ++it;
-        continue;
-      }
-      for (Announced& a : table_)
-        if (a.id == it->id) --a.out;
-      dropped.push_back(std::move(*it));
-      it = out_.erase(it);
+    for (std::size_t b = 0; b < buffers.size(); ++b) {
+      auto it = out_.find(OutKey{ids[b], sequence});
+      if (it == out_.end()) continue;
+      if (auto a = table_.find(ids[b]); a != table_.end()) --a->second.out;
+      dropped.push_back(std::move(it->second.held));
+      out_.erase(it);
     }
     return fail(std::move(r).error());
   }
@@ -192,6 +207,40 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   return sequence;
 }
 
+Result<void> ChannelSender::end_stream() {
+  std::lock_guard send_lock(send_mutex_);  // after every frame sent before it
+  std::uint64_t frames = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return fail(closed_error_locked());
+    if (ended_) return {};
+    frames = stats_.frames_sent;
+  }
+  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
+  if (auto r = send_within(socket_.get(), encode_end_of_stream(frames), {}, wait, label_); !r) {
+    if (r.error().code() == ErrorCode::Busy) return fail(std::move(r).error());  // not ended: call again
+    Error e = std::move(r).error();
+    close(e, e.code() == ErrorCode::Unavailable);
+    return fail(std::move(e));
+  }
+  std::lock_guard lock(mutex_);
+  ended_ = true;
+  return {};
+}
+
+Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello)) return handle_release(bytes);
+  ET_TRY_ASSIGN(const Hello h, decode_hello(bytes));
+  if (h.role != ChannelRole::Receiver)
+    return fail(ErrorCode::InvalidArgument, "a hello from another sender: both ends of the channel are senders");
+  std::lock_guard lock(mutex_);
+  if (peer_max_buffers_ != 0) return fail(ErrorCode::InvalidArgument, "a second hello from the receiver");
+  peer_max_buffers_ = h.max_buffers;
+  size_table_locked();
+  return {};
+}
+
 Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
   ET_TRY_ASSIGN(auto entries, decode_release(bytes));
   std::vector<TensorDyn> dropped;
@@ -199,15 +248,13 @@ Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
   {
     std::lock_guard lock(mutex_);
     for (const ReleaseEntry& e : entries) {
-      auto it = std::find_if(out_.begin(), out_.end(),
-                             [&](const Out& o) { return o.id == e.buffer_id && o.sequence == e.sequence; });
+      auto it = out_.find(OutKey{e.buffer_id, e.sequence});
       if (it == out_.end())
         return fail(ErrorCode::InvalidArgument,
                     text::format("the receiver released buffer {} of sequence {}, which is not out (never sent in "
                                  "that frame, or released already)", e.buffer_id, e.sequence));
-      for (Announced& a : table_)
-        if (a.id == e.buffer_id) --a.out;
-      dropped.push_back(std::move(it->held));
+      if (auto a = table_.find(e.buffer_id); a != table_.end()) --a->second.out;
+      dropped.push_back(std::move(it->second.held));
       out_.erase(it);
       ++stats_.releases;
     }
@@ -240,9 +287,10 @@ void ChannelSender::read_releases() noexcept {
       } else if (!msg->fds.empty()) {
         handled = fail(ErrorCode::InvalidArgument,
                        text::format("malformed channel message: {} fd{} arrived with a message from the receiver, which "
-                                    "sends none in version 1; closed", msg->fds.size(), msg->fds.size() == 1 ? "" : "s"));
+                                    "sends none (no fence capability was agreed); closed", msg->fds.size(),
+                                    msg->fds.size() == 1 ? "" : "s"));
       } else {
-        handled = handle_release(std::span(buf.data(), msg->size_bytes));
+        handled = handle_message(std::span(buf.data(), msg->size_bytes));
       }
     } else {
       handled = fail(std::move(ready).error());

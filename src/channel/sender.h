@@ -13,10 +13,12 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <unordered_map>
+#include <unordered_set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,16 +69,27 @@ class ChannelSender {
   Result<std::uint64_t> send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
                              ChannelMessage type, const channel::SendOptions& options);
 
+  Result<void> end_stream();
+
   Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
+    {
+      // The sender knows the pool now: size the table to hold all of it (as the receiver allows).
+      std::lock_guard lock(mutex_);
+      pool_buffers_ = std::max(pool_buffers_, pool.max_buffers());
+      size_table_locked();
+    }
     auto t = pool.acquire(timeout);
     if (t || t.error().code() != ErrorCode::Busy) return t;
     std::unique_lock lock(mutex_);
     if (out_.empty()) return t;
-    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::now() - out_.front().sent_at);
+    const Out* oldest = nullptr;  // a scan on this error path only: the frames out are kept by key
+    for (const auto& [key, o] : out_)
+      if (oldest == nullptr || o.sequence < oldest->sequence) oldest = &o;
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::now() - oldest->sent_at);
     return fail(ErrorCode::Busy,
                 text::format("{}; {}: {} frame buffer{} sent and not released by the receiver (oldest: sequence {}, "
                              "{} ms ago)", t.error().message(), label_, out_.size(), out_.size() == 1 ? "" : "s",
-                             out_.front().sequence, age.count()));
+                             oldest->sequence, age.count()));
   }
 
   Result<void> drain(std::chrono::milliseconds timeout) {
@@ -126,6 +139,19 @@ class ChannelSender {
     TensorDyn held;  // keeps the buffer (a pool's: out of its pool) until released
     ChannelClock::time_point sent_at;
   };
+  // A frame buffer out, by (buffer id, sequence): a release finds it in constant time however many are
+  // out (issue 25: a linear scan of thousands of frames out made every release slower).
+  struct OutKey {
+    std::uint32_t id;
+    std::uint64_t sequence;
+    bool operator==(const OutKey&) const = default;
+  };
+  struct OutKeyHash {
+    std::size_t operator()(const OutKey& k) const noexcept {
+      return std::hash<std::uint64_t>()(k.sequence * 0x9E3779B97F4A7C15ull ^ k.id);
+    }
+  };
+  using OutTable = std::unordered_map<OutKey, Out, OutKeyHash>;
 
   static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
 
@@ -137,7 +163,7 @@ class ChannelSender {
 
   // Closes the channel (once): keeps why, shuts the socket down, drops every reference held.
   void close(Error why, bool peer_closed) noexcept {
-    std::deque<Out> dropped;
+    OutTable dropped;
     {
       std::lock_guard lock(mutex_);
       if (!closed_) {
@@ -160,7 +186,15 @@ class ChannelSender {
     drained_.notify_all();
   }
 
+  // The table grows to the largest pool acquired through this sender, up to the receiver's max_buffers
+  // (from its hello). Under mutex_.
+  void size_table_locked() noexcept {
+    if (peer_max_buffers_ == 0) return;
+    table_limit_ = std::max(table_limit_, std::min({pool_buffers_, peer_max_buffers_, channel::kMaxChannelBuffers}));
+  }
+
   void read_releases() noexcept;
+  Result<void> handle_message(std::span<const std::byte> bytes);
   Result<void> handle_release(std::span<const std::byte> bytes);
   Result<std::uint32_t> buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
                                          std::vector<std::uint32_t>& retire, bool& announce);
@@ -174,9 +208,16 @@ class ChannelSender {
   mutable std::mutex mutex_;
   std::condition_variable drained_;
   // Guarded by mutex_:
-  std::vector<Announced> table_;
-  std::deque<Out> out_;  // in send order: releases mostly come in that order
+  std::unordered_map<std::uint32_t, Announced> table_;  // by buffer id
+  OutTable out_;
+  // Keys of buffers retired while alive (evicted): announcing one again is churn (SenderStats::reannounces).
+  std::unordered_set<std::uint64_t> evicted_alive_;
+  bool churn_warned_ = false;
   std::uint32_t next_id_ = 1;
+  std::size_t table_limit_ = options_.max_buffers;  // buffers announced at once (size_table_locked)
+  std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
+  std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
+  bool ended_ = false;                              // end_stream() sent
   std::uint64_t use_clock_ = 0;
   std::optional<std::uint64_t> last_sequence_;
   channel::SenderStats stats_;

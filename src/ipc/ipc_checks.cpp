@@ -118,6 +118,16 @@ Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOpt
   return info;
 }
 
+Result<void> check_not_pooled(const TensorDyn& tensor, bool allow_pooled, std::string_view what) {
+  if (allow_pooled || !storage_of(tensor)->pooled()) return {};
+  return fail(ErrorCode::FailedPrecondition,
+              text::format("{}: the tensor is a buffer of pool '{}', which takes it back when its last holder in this "
+                           "process is gone and hands it out again while the receiver may still read it; share pooled "
+                           "frames with a frame channel (channel::Sender, <edgetensor/channel.h>: the buffer returns "
+                           "on the receiver's release), or set SendOptions::allow_pooled and keep a holder until your "
+                           "receiver says it is done", what, tensor.name()));
+}
+
 }  // namespace detail
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -26,6 +26,11 @@ Result<void> require_message_socket(int socket_fd, std::string_view who, std::st
 /// Errors: Unsupported (heap, PBO; unsealed shared memory, with advice that fits it), Internal.
 Result<int> sendable_fd(const TensorDyn& tensor, std::string_view what);
 
+/// Refuses a Pool's buffer unless `allow_pooled` (ipc::SendOptions::allow_pooled): the pool hands it out
+/// again once the last holder here is gone, while a receiver may still read it. Errors: FailedPrecondition
+/// naming the pool and the channel as the way to share pooled frames.
+Result<void> check_not_pooled(const TensorDyn& tensor, bool allow_pooled, std::string_view what);
+
 /// Probes a received fd and checks it as a receiver must: what the kernel says it is, its size against
 /// options.max_buffer_bytes, its kind against `declared`, a Shm fd sealed against shrinking. `what`
 /// names the message or buffer in errors ("tensor message", "frame message buffer 1"). Errors: InvalidArgument, OutOfRange.

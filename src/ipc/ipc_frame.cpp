@@ -59,6 +59,7 @@ Result<void> send_frame(int socket_fd, const Frame& frame, const SendOptions& op
     ET_TRY_ASSIGN(held[b], frame.buffer(b));
     const std::string what = text::format("ipc::send_frame: buffer {} of {}", b, buffers);
     ET_TRY_ASSIGN(fds[b], detail::sendable_fd(held[b], what));
+    ET_TRY(detail::check_not_pooled(held[b], options.allow_pooled, what));
     kinds[b] = held[b].memory();
   }
   ET_TRY(detail::require_message_socket(socket_fd, "ipc::send_frame", "a frame message"));

@@ -114,6 +114,7 @@ Result<void> send(int socket_fd, const TensorDyn& tensor, const SendOptions& opt
     return fail(ErrorCode::Unsupported, text::format("ipc::send: {} tensors ({}) cannot travel; allocate memory Shm "
                                                     "(memfd) or DmaBuf", memory_kind_name(kind),
                                                     tensor.memory_detail()));
+  ET_TRY(detail::check_not_pooled(tensor, options.allow_pooled, "ipc::send"));
   ET_TRY(detail::require_message_socket(socket_fd, "ipc::send", "a tensor message"));
   ET_TRY_ASSIGN(const int fd, detail::sendable_fd(tensor, "ipc::send"));
   const auto bytes = detail::encode_tensor(tensor);

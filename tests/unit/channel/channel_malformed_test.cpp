@@ -76,6 +76,8 @@ void refused(const std::vector<Msg>& msgs, ErrorCode code, const std::string& ne
     EXPECT_NE(status.error().message().find("is closed"), std::string::npos) << status.error().to_string();
     EXPECT_ERROR(receiver->receive(0ms), ErrorCode::FailedPrecondition, needle);
     std::byte b[64];
+    EXPECT_EQ(::recv(p.a.get(), b, sizeof b, MSG_DONTWAIT), static_cast<ssize_t>(sizeof(detail::HelloHeader)))
+        << "the receiver's hello";
     EXPECT_EQ(::recv(p.a.get(), b, sizeof b, MSG_DONTWAIT), 0) << "the peer sees the end of the channel";
   }
   EXPECT_EQ(et_test::open_fd_count(), fds_before) << "every fd that arrived is closed";
@@ -96,9 +98,12 @@ TEST(ChannelMalformed, PrefixIsChecked) {
   refused({{detail::encode_tensor_message(valid_header(kBytes)), {}}}, ErrorCode::InvalidArgument,
           "a tensor message of ipc::send arrived");
   m = announce_bytes(1);
-  poke<std::uint16_t>(m, 4, 2);
-  refused({{m, {}}}, ErrorCode::InvalidArgument, "channel version 2; this end speaks version 1");
-  for (std::uint8_t type : {0, 6, 255}) {
+  poke<std::uint16_t>(m, 4, 1);
+  refused({{m, {}}}, ErrorCode::InvalidArgument,
+          "channel version 1 (an edgetensor 0.4 or 0.5 peer); this end speaks version 2");
+  poke<std::uint16_t>(m, 4, 3);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "channel version 3; this end speaks version 2");
+  for (std::uint8_t type : {0, 8, 255}) {
     m = announce_bytes(1);
     poke<std::uint8_t>(m, 8, type);
     refused({{m, {}}}, ErrorCode::InvalidArgument, "message type " + std::to_string(type) + " is not a channel message");
@@ -111,7 +116,7 @@ TEST(ChannelMalformed, PrefixIsChecked) {
   refused({{m, {}}}, ErrorCode::InvalidArgument, "reserved prefix field 9");
   m = tensor_frame(1, 0);
   poke<std::uint8_t>(m, 9, 1);
-  refused({{m, {}}}, ErrorCode::InvalidArgument, "fence_count 1: channel version 1 carries no fences");
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "fence_count 1: no fence capability was agreed");
   // The receiver reads one byte past the largest message: such a message is read whole and refused by
   // its length; anything longer is cut (MSG_TRUNC).
   refused({{std::vector<std::byte>(detail::kMaxChannelMessageBytes + 2), {}}}, ErrorCode::OutOfRange, "MSG_TRUNC");
@@ -173,17 +178,30 @@ TEST(ChannelMalformed, TensorFrameIsChecked) {
           "1 fd arrived with a message of type 2; only an announce carries one");
   auto m = tensor_frame(1, 0);
   poke<std::uint16_t>(m, 10, 2);
-  poke<std::uint32_t>(m, 36, 2);
+  poke<std::uint32_t>(m, 68, 2);
   refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "tensor frame sequence 0 names 2 buffers: 1..1");
   m = tensor_frame(1, 0);
-  poke<std::uint32_t>(m, 32, 0);
+  poke<std::uint32_t>(m, 64, 0);
   refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "buffer_ids[0] is 0");
   m = tensor_frame(1, 0);
-  poke<std::uint32_t>(m, 40, 5);
+  poke<std::uint32_t>(m, 72, 5);
   refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "buffer_ids[2] = 5 past its 1 buffer: must be 0");
   m = tensor_frame(1, 0);
   m.resize(40);
-  refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "40 B received, a tensor frame header has 48 B");
+  refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "40 B received, a tensor frame header has 80 B");
+  // Version 2's timing fields: a negative duration (other than "none"), and the reserved fence mask
+  // and fields, which only a capability agreed in the hellos could define.
+  m = tensor_frame(1, 0);
+  poke<std::int64_t>(m, 40, -5);
+  refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "duration_ns -5 is negative");
+  m = tensor_frame(1, 0);
+  poke<std::uint8_t>(m, 52, 1);
+  refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "fence_mask 0x1: no fence capability was agreed");
+  for (std::size_t offset : {53u, 56u}) {
+    m = tensor_frame(1, 0);
+    poke<std::uint8_t>(m, offset, 1);
+    refused({announce, {m, {}}}, ErrorCode::InvalidArgument, "reserved fields must be 0");
+  }
   auto h = valid_header(kBytes);
   h.rank = 9;
   refused({announce, {tensor_frame(1, 0, h), {}}}, ErrorCode::InvalidArgument,
@@ -253,6 +271,34 @@ TEST(ChannelMalformed, RetireAndReleaseAreChecked) {
   refused({{release, {}}}, ErrorCode::InvalidArgument, "a release arrived at the receiver");
 }
 
+TEST(ChannelMalformed, HelloAndEndOfStreamAreChecked) {
+  const auto sender_hello = detail::encode_hello(detail::ChannelRole::Sender, 32);
+  refused({{detail::encode_hello(detail::ChannelRole::Receiver, 32), {}}}, ErrorCode::InvalidArgument,
+          "a hello from another receiver");
+  refused({{sender_hello, {}}, {sender_hello, {}}}, ErrorCode::InvalidArgument, "a second hello from the sender");
+  auto m = sender_hello;
+  poke<std::uint32_t>(m, 16, 3);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "hello role 3: 1 (sender) or 2 (receiver)");
+  m = sender_hello;
+  poke<std::uint32_t>(m, 24, 0);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "hello max_buffers 0: 1..1024");
+  m = sender_hello;
+  poke<std::uint16_t>(m, 10, 1);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "hello count 1: must be 0");
+  // Capability bits this end does not know and the reserved fields are ignored: a later release may set them.
+  m = sender_hello;
+  poke<std::uint32_t>(m, 20, 0xFFFFFFFFu);
+  poke<std::uint64_t>(m, 40, 7);
+  refused({{m, {}}, {detail::encode_retire(std::vector<std::uint32_t>{9}), {}}}, ErrorCode::InvalidArgument,
+          "retire of buffer 9, which was never announced");
+  auto end = detail::encode_end_of_stream(0);
+  end.push_back(std::byte{0});
+  refused({{end, {}}}, ErrorCode::InvalidArgument, "end of stream of 25 B, it has exactly 24 B");
+  end = detail::encode_end_of_stream(0);
+  poke<std::uint16_t>(end, 10, 2);
+  refused({{end, {}}}, ErrorCode::InvalidArgument, "end of stream count 2: must be 0");
+}
+
 TEST(ChannelMalformed, RetiredBufferIsUnknownAfterwards) {
   Memfds f;
   const std::uint32_t one[] = {1};
@@ -304,7 +350,7 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   two.insert(two.end(), twice.begin() + 16, twice.end());
   poke<std::uint16_t>(two, 10, 2);
   sender_refuses(two, {}, "the receiver released buffer 1 of sequence 0, which is not out");
-  sender_refuses(release_of(1, 0, 1), {}, "with flags 0x1: channel version 1 has no fences");
+  sender_refuses(release_of(1, 0, 1), {}, "with flags 0x1: no fence capability was agreed");
   auto m = release_of(1, 0);
   m.pop_back();
   sender_refuses(m, {}, "release of 1 entries in 31 B, it has exactly 32 B");
@@ -315,6 +361,12 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   sender_refuses(release_of(1, 0), {memfd.get()}, "1 fd arrived with a message from the receiver");
   sender_refuses(announce_bytes(1), {}, "a announce where a release was expected");
   sender_refuses(std::vector<std::byte>(3), {}, "3 B received");
+  // A version-1 receiver's release (edgetensor 0.4, 0.5) is refused, naming both versions.
+  m = release_of(1, 0);
+  poke<std::uint16_t>(m, 4, 1);
+  sender_refuses(m, {}, "channel version 1 (an edgetensor 0.4 or 0.5 peer); this end speaks version 2");
+  sender_refuses(detail::encode_hello(detail::ChannelRole::Sender, 4), {}, "both ends of the channel are senders");
+  sender_refuses(detail::encode_end_of_stream(0), {}, "a end of stream where a release was expected");
 }
 
 }  // namespace

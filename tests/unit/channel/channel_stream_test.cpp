@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// The frame channel's stream (channel version 2, issue 25): per-frame presentation time, duration and
+// flags; the table sized from a Pool the sender knows; the end of stream, which is not an error and
+// unblocks a consumer that holds frames while it waits for the next one (no stall in drain());
+// receive_latest(), which skips to the newest frame and releases the older ones at once.
+#include <edgetensor/edgetensor.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <deque>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "channel/channel_wire.h"
+#include "support/test_support.h"
+#include "unit/ipc/ipc_wire_support.h"
+
+using namespace edgetensor;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Ends {
+  channel::Sender sender;
+  channel::Receiver receiver;
+};
+
+std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverOptions ro = {}) {
+  auto sp = channel::socket_pair();
+  EXPECT_TRUE(sp.has_value());
+  if (!sp) return std::nullopt;
+  auto s = channel::Sender::create(std::move(sp->first), so);
+  auto r = channel::Receiver::create(std::move(sp->second), ro);
+  EXPECT_TRUE(s.has_value()) << s.error().to_string();
+  EXPECT_TRUE(r.has_value()) << r.error().to_string();
+  if (!s || !r) return std::nullopt;
+  return Ends{std::move(*s), std::move(*r)};
+}
+
+Result<Pool> shm_pool(const char* name, std::size_t buffers) {
+  return Pool::create({16, 16}, DType::U8, {.name = name, .max_buffers = buffers, .allocate = {.memory = MemoryKind::Shm}});
+}
+
+// Waits up to 2 s for `done`.
+template <class F>
+bool eventually(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(ChannelStream, PresentationTimeDurationAndFlagsTravel) {
+  auto ends = make_ends();
+  ASSERT_TRUE(ends);
+  auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t, {.timestamp_ns = 77, .pts_ns = -40'000'000, .duration_ns = 33'333'333, .flags = 0x8001}));
+  ASSERT_OK(ends->sender.send(*t));
+  auto a = ends->receiver.receive(1s);
+  auto b = ends->receiver.receive(1s);
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  EXPECT_EQ(a->timestamp_ns, 77);
+  EXPECT_EQ(a->pts_ns, std::optional<std::int64_t>(-40'000'000)) << "a negative PTS (before a segment start) travels";
+  EXPECT_EQ(a->duration_ns, std::optional<std::int64_t>(33'333'333));
+  EXPECT_EQ(a->flags, 0x8001u);
+  EXPECT_FALSE(a->end_of_stream);
+  EXPECT_FALSE(b->pts_ns.has_value()) << "none sent, none delivered";
+  EXPECT_FALSE(b->duration_ns.has_value());
+  EXPECT_EQ(b->flags, 0u);
+  EXPECT_ERROR(ends->sender.send(*t, {.duration_ns = -1}), ErrorCode::InvalidArgument, "duration_ns -1 is negative");
+  EXPECT_ERROR(ends->sender.send(*t, {.pts_ns = INT64_MIN}), ErrorCode::InvalidArgument, "pts_ns INT64_MIN");
+  ASSERT_OK(ends->sender.status());
+}
+
+// The issue's case: 6 pooled buffers, SenderOptions::max_buffers 4. Acquired through Sender::acquire, the
+// table grows to the pool (the receiver's hello allows 32): each buffer is announced once.
+TEST(ChannelStream, TheTableIsSizedFromThePoolTheSenderKnows) {
+  auto ends = make_ends({.name = "sized", .max_buffers = 4});
+  ASSERT_TRUE(ends);
+  auto warm = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(warm);
+  ASSERT_OK(ends->sender.send(*warm));  // one round trip: the receiver's hello has reached the sender
+  ASSERT_OK(ends->receiver.receive(1s));
+  ASSERT_OK(ends->sender.drain(1s));
+  auto pool = shm_pool("six", 6);
+  ASSERT_OK(pool);
+  std::vector<TensorDyn> all;
+  for (int i = 0; i < 6; ++i) {
+    auto t = ends->sender.acquire(*pool, 0ms);
+    ASSERT_OK(t);
+    all.push_back(*t);
+  }
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_OK(ends->sender.send(all[static_cast<std::size_t>(i % 6)]));
+    ASSERT_OK(ends->receiver.receive(1s));
+    ASSERT_OK(ends->sender.drain(1s));
+  }
+  const auto s = ends->sender.stats();
+  EXPECT_EQ(s.reannounces, 0u);
+  EXPECT_EQ(s.announces, 7u) << "the warm-up buffer and each pool buffer once";
+  EXPECT_EQ(s.buffers_announced, 6u) << "the table holds the pool (the warm-up buffer was evicted for it)";
+  // Never past the receiver's max_buffers, which its hello told the sender.
+  auto small = make_ends({.name = "capped", .max_buffers = 2}, {.max_buffers = 3});
+  ASSERT_TRUE(small);
+  ASSERT_OK(small->sender.send(*warm));
+  ASSERT_OK(small->receiver.receive(1s));
+  ASSERT_OK(small->sender.drain(1s));
+  auto pool8 = shm_pool("eight", 8);
+  ASSERT_OK(pool8);
+  std::vector<TensorDyn> eight;
+  for (int i = 0; i < 8; ++i) {
+    auto t = small->sender.acquire(*pool8, 0ms);
+    ASSERT_OK(t);
+    eight.push_back(*t);
+  }
+  for (const TensorDyn& t : eight) {
+    ASSERT_OK(small->sender.send(t));
+    ASSERT_OK(small->receiver.receive(1s));
+    ASSERT_OK(small->sender.drain(1s));
+  }
+  EXPECT_EQ(small->sender.stats().buffers_announced, 3u);
+  ASSERT_OK(small->receiver.status());
+}
+
+TEST(ChannelStream, EndOfStreamComesAfterTheFramesAndIsNotAnError) {
+  auto ends = make_ends({.name = "eos"});
+  ASSERT_TRUE(ends);
+  auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  for (int i = 0; i < 3; ++i) ASSERT_OK(ends->sender.send(*t));
+  ASSERT_OK(ends->sender.end_stream());
+  ASSERT_OK(ends->sender.end_stream());  // "again: nothing more"
+  EXPECT_ERROR(ends->sender.send(*t), ErrorCode::FailedPrecondition, "the stream ended");
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    auto d = ends->receiver.receive(1s);
+    ASSERT_OK(d);
+    EXPECT_FALSE(d->end_of_stream);
+    EXPECT_EQ(d->sequence, i);
+  }
+  for (int i = 0; i < 2; ++i) {  // answered at once, on every later call
+    auto end = ends->receiver.receive(0ms);
+    ASSERT_OK(end);
+    EXPECT_TRUE(end->end_of_stream);
+    EXPECT_EQ(end->sequence, 3u) << "the frames the sender sent";
+    EXPECT_TRUE(end->tensor.is_empty_handle());
+    EXPECT_TRUE(end->frame.is_empty());
+  }
+  EXPECT_TRUE(ends->receiver.stats().end_of_stream);
+  ASSERT_OK(ends->receiver.status());
+  ASSERT_OK(ends->sender.drain(1s));  // "the releases still travel after the end"
+  { channel::Sender gone = std::move(ends->sender); }
+  auto end = ends->receiver.receive(1s);
+  ASSERT_OK(end);  // "the end stays the answer once the sender is gone"
+  EXPECT_TRUE(end->end_of_stream);
+}
+
+// The stall of issue 25: a consumer keeps its last frames until the next one arrives and waits in
+// receive(); the producer stops. drain() alone waits on frames that consumer will never drop (bounded
+// by its timeout: Busy); end_stream() first lets the consumer drop them, and drain() returns at once.
+TEST(ChannelStream, EndingAStreamNeverStallsOnAConsumerThatHoldsFrames) {
+  auto ends = make_ends({.name = "stall"});
+  ASSERT_TRUE(ends);
+  auto pool = shm_pool("stall", 4);
+  ASSERT_OK(pool);
+  std::atomic<int> frames{0};
+  std::atomic<bool> got_end{false};
+  std::optional<Error> failed;
+  std::thread consumer([&] {
+    std::deque<channel::Delivery> ring;  // keeps the last two frames, as a tracker or a smoother would
+    for (;;) {
+      auto d = ends->receiver.receive(10s);
+      if (!d) {
+        failed = d.error();
+        return;
+      }
+      if (d->end_of_stream) {
+        ring.clear();
+        got_end = true;
+        return;
+      }
+      ring.push_back(std::move(*d));
+      if (ring.size() > 2) ring.pop_front();
+      ++frames;
+    }
+  });
+  for (int i = 0; i < 6; ++i) {
+    auto t = ends->sender.acquire(*pool, 1s);
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+  }
+  ASSERT_TRUE(eventually([&] { return frames.load() == 6; }));
+  EXPECT_ERROR(ends->sender.drain(100ms), ErrorCode::Busy, "2 frame buffers still out after 100 ms");
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_OK(ends->sender.end_stream());
+  ASSERT_OK(ends->sender.drain(10s));
+  const auto took = std::chrono::steady_clock::now() - start;
+  consumer.join();
+  EXPECT_LT(took, 1s) << "no stall: the consumer dropped its frames at the end of stream";
+  EXPECT_TRUE(got_end.load());
+  EXPECT_FALSE(failed.has_value()) << failed->to_string();
+  EXPECT_EQ(pool->stats().in_use, 0u);
+  // Shutdown does not wait on the consumer either: a Sender with frames out goes at once.
+  auto held = make_ends();
+  ASSERT_TRUE(held);
+  auto t = pool->acquire(0ms);
+  ASSERT_OK(t);
+  ASSERT_OK(held->sender.send(*t));
+  auto d = held->receiver.receive(1s);
+  ASSERT_OK(d);
+  const auto stop = std::chrono::steady_clock::now();
+  { channel::Sender gone = std::move(held->sender); }
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, 1s);
+}
+
+// Five frames arrive while the consumer sleeps: receive_latest() gets the fifth, and the four others
+// are back in the sender's pool at once.
+TEST(ChannelStream, ReceiveLatestSkipsToTheNewestAndReleasesTheRest) {
+  auto ends = make_ends({.name = "latest"});
+  ASSERT_TRUE(ends);
+  auto pool = shm_pool("latest", 5);
+  ASSERT_OK(pool);
+  for (int i = 0; i < 5; ++i) {
+    auto t = ends->sender.acquire(*pool, 0ms);
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+  }
+  EXPECT_EQ(pool->stats().in_use, 5u);
+  auto d = ends->receiver.receive_latest(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 4u);
+  EXPECT_EQ(ends->receiver.stats().frames_skipped, 4u);
+  EXPECT_EQ(ends->receiver.stats().frames_out, 1u);
+  EXPECT_TRUE(eventually([&] { return pool->stats().in_use == 1; })) << "in use: " << pool->stats().in_use;
+  *d = channel::Delivery();
+  EXPECT_TRUE(eventually([&] { return pool->stats().in_use == 0; }));
+  // With one frame there, it is that frame; an end of stream behind the newest frame waits for the next call.
+  auto t = ends->sender.acquire(*pool, 1s);
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  ASSERT_OK(ends->sender.send(*t));
+  ASSERT_OK(ends->sender.end_stream());
+  auto last = ends->receiver.receive_latest(1s);
+  ASSERT_OK(last);
+  EXPECT_EQ(last->sequence, 6u);
+  EXPECT_FALSE(last->end_of_stream);
+  auto end = ends->receiver.receive_latest(1s);
+  ASSERT_OK(end);
+  EXPECT_TRUE(end->end_of_stream);
+  EXPECT_EQ(ends->receiver.stats().frames_skipped, 5u);
+  EXPECT_ERROR(ends->receiver.receive_latest(-1ms), ErrorCode::InvalidArgument, "negative");
+}
+
+// A receiver made after its sender sent and closed: its hello finds no peer (skipped, not an error),
+// and the frames sent before the end still arrive.
+TEST(ChannelStream, AReceiverMadeAfterTheSenderClosedStillReadsItsFrames) {
+  using namespace et_test::ipc_wire;
+  Pair p;
+  UniqueFd memfd = sealed_memfd(4096);
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_hello(detail::ChannelRole::Sender, 32)));
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_announce(1, MemoryKind::Shm, 4096), {memfd.get()}));
+  const std::uint32_t ids[] = {1};
+  ASSERT_OK(ipc::send_fds(p.a.get(), detail::encode_frame(detail::ChannelMessage::TensorFrame, 0, 0, ids,
+                                                          detail::encode_tensor_message(valid_header(4096)))));
+  p.a.reset();
+  auto receiver = channel::Receiver::create(std::move(p.b));
+  ASSERT_OK(receiver);
+  auto d = receiver->receive(1s);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 0u);
+  EXPECT_ERROR(receiver->receive(1s), ErrorCode::Unavailable, "the sender closed the channel or died");
+}
+
+}  // namespace

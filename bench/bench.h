@@ -36,6 +36,8 @@ std::vector<Target> pool_targets(const FrameSize& f);
 /// channel_benchmark.cpp: the frame channel between two processes and its rows of the table.
 void register_channel_benchmarks();
 std::vector<Target> channel_targets(const FrameSize& f);
+/// Its size-free rows: the release lookup with 1024 frames out, newest first against in order.
+std::vector<Target> channel_size_free_targets();
 
 /// result_benchmark.cpp: Result's checked accessors against tl::expected's unchecked ones (size-free rows).
 void register_result_benchmarks();

@@ -194,9 +194,48 @@ void baseline_read_warm(benchmark::State& state, FrameSize f) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * f.bytes()));
 }
 
+// 1024 frames of one buffer out at once, then every one released: in send order (the baseline) or
+// newest first (measured). A release lookup that scanned the frames out from the oldest would visit
+// about half a million entries newest first; a constant-time one costs the same in both orders. In one
+// process through a socket pair (the scan is the sender's, not a peer's); one iteration is 1024 sends,
+// receives and releases, the releases flushed until the sender has every frame back.
+void channel_release_many(benchmark::State& state, bool newest_first) {
+  constexpr int kOut = 1024;
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  auto sender = channel::Sender::create(std::move(sp->first), {.name = "release-many"});
+  auto receiver = channel::Receiver::create(std::move(sp->second), {.name = "release-many"});
+  if (!sender || !receiver) return state.SkipWithError("channel create failed");
+  auto t = TensorDyn::allocate({64}, DType::U8, {.memory = MemoryKind::Shm});
+  if (!t) return state.SkipWithError(t.error().to_string().c_str());
+  std::vector<channel::Delivery> held;
+  held.reserve(kOut);
+  for (auto _ : state) {
+    for (int i = 0; i < kOut; ++i) {
+      if (!sender->send(*t)) return state.SkipWithError("send failed");
+      auto d = receiver->receive(1s);
+      if (!d) return state.SkipWithError(d.error().to_string().c_str());
+      held.push_back(std::move(*d));
+    }
+    if (newest_first) {
+      while (!held.empty()) held.pop_back();
+    } else {
+      for (auto& d : held) d = channel::Delivery();
+      held.clear();
+    }
+    while (sender->stats().frames_out != 0) {
+      if (!receiver->flush()) return state.SkipWithError("flush failed");
+      (void)sender->drain(1ms);
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kOut);
+}
+
 }  // namespace
 
 void register_channel_benchmarks() {
+  benchmark::RegisterBenchmark("baseline/channel-release-1024-in-order", channel_release_many, false);
+  benchmark::RegisterBenchmark("channel/release-1024-newest-first", channel_release_many, true);
   for (const FrameSize& f : kFrames) {
     const std::string s = f.name;
     benchmark::RegisterBenchmark(("baseline/socket-copy/" + s).c_str(), baseline_socket_copy, f)->UseRealTime();
@@ -214,6 +253,13 @@ std::vector<Target> channel_targets(const FrameSize& f) {
       {"channel handoff vs socket copy (wall)", "baseline/socket-copy/" + s, "channel-handoff/" + s, handoff, true},
       {"channel receive+read vs read of warm buffer", "baseline/read-warm/" + s, "channel-receive+read/" + s, 0.9},
   };
+}
+
+std::vector<Target> channel_size_free_targets() {
+  // Constant-time release lookup (issue: "or show with a bench row at 1024 frames out"): the same
+  // cost in both orders, ratio 1 within noise.
+  return {{"channel: 1024 frames out released newest first", "baseline/channel-release-1024-in-order",
+           "channel/release-1024-newest-first", 0.0}};
 }
 
 }  // namespace et_bench

@@ -218,7 +218,9 @@ int print_ratios(const CapturingReporter& rep) {
 void print_size_free(const CapturingReporter& rep) {
   std::printf("\nPer-call costs, same run (ratio = baseline / edgetensor; 1.00 = the same cost):\n");
   std::printf("%-46s %13s %13s %9s\n", "comparison", "base cpu ns", "et cpu ns", "cpu ratio");
-  for (const auto& t : et_bench::result_targets()) {
+  auto rows = et_bench::result_targets();
+  for (auto& t : et_bench::channel_size_free_targets()) rows.push_back(std::move(t));
+  for (const auto& t : rows) {
     const auto base = rep.times(t.baseline), mine = rep.times(t.measured);
     if (base.cpu_ns < 0 || mine.cpu_ns <= 0) continue;
     std::printf("%-46s %13.1f %13.1f %8.2fx\n", t.what, base.cpu_ns, mine.cpu_ns, base.cpu_ns / mine.cpu_ns);

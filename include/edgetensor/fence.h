@@ -60,7 +60,7 @@ struct FenceStatus {
   int status = 1;    ///< 1 signalled, 0 pending, negative: an error (-errno) of one of its fences.
   std::vector<FenceInfo> fences;  ///< Empty for a signalled Fence.
   /// One line for messages: "pending: vgem/vgem_fence (pending), ..." or "signalled".
-  std::string to_string() const;
+  ET_API std::string to_string() const;
 };
 
 /// A sync_file fd, or "already signalled" (no fd). Move-only; dup() makes a second one.

@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -85,6 +86,10 @@ std::vector<std::size_t> to_shape(const py::handle& obj, const char* what = "sha
 std::vector<std::int64_t> to_strides(const py::handle& obj);
 /// An fd from an int or an object with fileno() (socket.socket, a file): borrowed.
 int to_fd(const py::handle& obj);
+/// A timeout in seconds (int or float, as Python's socket and threading take it) as whole milliseconds,
+/// rounded up (a short positive timeout still waits; 0 does not wait); nullopt for None (no bound) and
+/// for one too large to count. TypeError for another type; InvalidArgumentError for a negative or NaN one.
+std::optional<std::chrono::milliseconds> to_timeout_ms(const py::object& seconds);
 py::tuple to_tuple(const auto& values) {
   py::tuple t(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) t[i] = py::int_(values[i]);
@@ -123,10 +128,13 @@ void bind_image(py::module_& m);     // image.cpp: PixelFormat, ImageLayout, Col
 void bind_tensor(py::module_& m);    // tensor.cpp: Tensor, allocate, import_fd, ...
 void bind_map(py::module_& m);       // map.cpp: Map (context manager, buffer protocol)
 void bind_frame(py::module_& m);     // frame.cpp: Frame
+void bind_pool(py::module_& m);      // pool.cpp: Pool, PoolStats
 void bind_ipc(py::module_& ipc);     // ipc.cpp: edgetensor.ipc
 void bind_system(py::module_& m);    // system.cpp: edgetensor.shm, edgetensor.cuda, edgetensor.gl, versions
 /// dlpack.cpp: Tensor.__dlpack__, Tensor.__dlpack_device__, edgetensor.from_dlpack.
 void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor);
+/// fence.cpp: Fence, FenceAccess, FenceStatus, FenceInfo, Tensor.export_fence / import_fence.
+void bind_fence(py::module_& m, py::class_<et::TensorDyn>& tensor);
 
 /// Whether a CPU map (or its end) of `kind` may wait: on the GL thread (PBO) or on DMA-BUF fences
 /// (DMA_BUF_IOCTL_SYNC). Those run with the GIL released; heap, shm and foreign maps make no call
@@ -136,7 +144,7 @@ inline bool map_may_block(et::MemoryKind kind) {
 }
 
 /// Map.__new__ for Tensor.map_read/map_write/map_read_write (map.cpp): maps with the GIL released
-/// where map_may_block.
-py::object make_map(const et::TensorDyn& tensor, et::MapMode mode);
+/// where map_may_block. timeout: seconds (to_timeout_ms; None: no bound), MapOptions::timeout.
+py::object make_map(const et::TensorDyn& tensor, et::MapMode mode, const py::object& timeout);
 
 }  // namespace etpy

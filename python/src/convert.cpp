@@ -4,7 +4,9 @@
 // without it (names and edgetensor enums need none).
 #include "bindings.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <climits>
 #include <cstdint>
 #include <string_view>
@@ -203,6 +205,20 @@ int to_fd(const py::handle& obj) {
   if (fd < py::int_(INT_MIN) || fd > py::int_(INT_MAX))
     raise_invalid("fd " + py::str(fd).cast<std::string>() + " is not an int fd");
   return fd.cast<int>();
+}
+
+std::optional<std::chrono::milliseconds> to_timeout_ms(const py::object& seconds) {
+  if (seconds.is_none()) return std::nullopt;
+  if (!PyFloat_Check(seconds.ptr()) && !PyLong_Check(seconds.ptr()))
+    throw py::type_error("timeout must be None or a number of seconds, not " +
+                         py::str(py::type::of(seconds).attr("__name__")).cast<std::string>());
+  const double s = seconds.cast<double>();
+  if (!(s >= 0))
+    raise_invalid("timeout " + py::repr(seconds).cast<std::string>() + " s is negative (None: no bound)");
+  // Rounded up, less 1 ns of float noise: 0.2 s is 200 ms, not 201.
+  const double ms = std::max(std::ceil(s * 1000.0 - 1e-6), s > 0 ? 1.0 : 0.0);
+  if (ms >= 9.2e15) return std::nullopt;  // past any wait a machine makes (and far from int64 overflow)
+  return std::chrono::milliseconds(static_cast<long long>(ms));
 }
 
 }  // namespace etpy

@@ -6,9 +6,7 @@
 
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 
 namespace etpy {
 namespace {
@@ -19,16 +17,8 @@ namespace {
 std::chrono::milliseconds wait_timeout(const py::handle& sock, const py::object& timeout) {
   py::object t = timeout;
   if (t.is_none() && !PyIndex_Check(sock.ptr()) && py::hasattr(sock, "gettimeout")) t = sock.attr("gettimeout")();
-  if (t.is_none()) return et::ipc::kWaitForever;
-  if (!PyFloat_Check(t.ptr()) && !PyLong_Check(t.ptr()))
-    throw py::type_error("timeout must be None or a number of seconds, not " +
-                         py::str(py::type::of(t).attr("__name__")).cast<std::string>());
-  const double seconds = t.cast<double>();
-  if (!(seconds >= 0)) raise(et::Error(et::ErrorCode::InvalidArgument, "timeout " + py::repr(t).cast<std::string>() +
-                                                                          " s is negative (None blocks)"));
-  // Rounded up (a short positive timeout still waits), less 1 ns of float noise: 0.2 s is 200 ms, not 201.
-  const double ms = std::max(std::ceil(seconds * 1000.0 - 1e-6), seconds > 0 ? 1.0 : 0.0);
-  return ms >= 9.2e18 ? et::ipc::kWaitForever : std::chrono::milliseconds(static_cast<long long>(ms));
+  const auto ms = to_timeout_ms(t);
+  return ms ? *ms : et::ipc::kWaitForever;
 }
 
 // A signal during the wait runs Python's handlers (Ctrl-C raises KeyboardInterrupt): an exception one

@@ -3,11 +3,14 @@
 //
 // Each buffer export (numpy.asarray(map), memoryview(map)) holds a reference to the Map object, and the
 // Map holds the C++ map, which holds the storage: the bytes outlive every view of them. close() (and
-// leaving the `with` block) ends the CPU access; while an export is alive it raises BufferError
-// instead, as mmap.close() does, so numpy can never be left with a dangling pointer.
+// leaving the `with` block) ends the Map: no new export is given. The CPU access itself (the C++ map:
+// a DMA-BUF's sync bracket, a PBO's glMapBufferRange) ends at once when no export is alive, else when
+// the last one is released, so an array made inside the block stays valid while it lives and numpy is
+// never left with a dangling pointer.
 #include "bindings.h"
 
 #include <array>
+#include <chrono>
 #include <optional>
 #include <variant>
 
@@ -27,7 +30,8 @@ struct PyMap {
   std::size_t extent_bytes = 0;
   bool may_block = false;  // map_may_block(memory)
   Py_ssize_t exports = 0;  // live buffer exports (getbuffer minus releasebuffer)
-  bool closed = false;
+  bool closed = false;     // close() or the block's end: no new exports
+  bool mapped = false;     // the C++ map is held (until closed and exports == 0)
 };
 
 // A non-null address for exports of zero-element maps (their data() is null; consumers may treat a
@@ -85,19 +89,12 @@ int map_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   return 0;
 }
 
-void map_releasebuffer(PyObject* self, Py_buffer* /*view*/) {
-  try {
-    --self_of(self)->exports;
-  } catch (const py::cast_error&) {
-  }
-}
-
-void close_map(PyMap& m) {
-  if (m.exports > 0)
-    throw py::buffer_error("cannot close an edgetensor.Map while " + std::to_string(m.exports) +
-                           " buffer export(s) of it exist (numpy arrays or memoryviews of it are alive)");
-  if (m.closed) return;
-  m.closed = true;
+// Ends the CPU access (the C++ map's unmap). A PBO unmap runs on the GL thread and a DMA-BUF's
+// SYNC_END may wait: those run with the GIL released (m is no longer exported, so no Python code
+// reaches its state meanwhile).
+void unmap_now(PyMap& m) {
+  if (!m.mapped) return;
+  m.mapped = false;
   auto map = std::move(m.map);
   m.map = std::monostate{};
   auto unmap = [&map] {
@@ -106,11 +103,27 @@ void close_map(PyMap& m) {
     }, map);
   };
   if (m.may_block) {
-    py::gil_scoped_release release;  // a PBO unmap runs on the GL thread; DMA-BUF: SYNC_END
+    py::gil_scoped_release release;
     unmap();
   } else {
     unmap();
   }
+}
+
+void map_releasebuffer(PyObject* self, Py_buffer* /*view*/) {
+  PyMap* m = nullptr;
+  try {
+    m = self_of(self);
+  } catch (const py::cast_error&) {
+    return;
+  }
+  // The last export of a closed map ends its CPU access (the close was deferred to it).
+  if (--m->exports == 0 && m->closed) unmap_now(*m);
+}
+
+void close_map(PyMap& m) {
+  m.closed = true;
+  if (m.exports == 0) unmap_now(m);
 }
 
 const char* mode_name(et::MapMode mode) {
@@ -123,7 +136,10 @@ const char* mode_name(et::MapMode mode) {
 
 }  // namespace
 
-py::object make_map(const et::TensorDyn& tensor, et::MapMode mode) {
+py::object make_map(const et::TensorDyn& tensor, et::MapMode mode, const py::object& timeout) {
+  et::MapOptions options;
+  const auto ms = to_timeout_ms(timeout);
+  options.timeout = ms ? *ms : std::chrono::milliseconds(-1);  // None: no bound (map.h's negative)
   PyMap m;
   m.mode = mode;
   m.dtype = tensor.dtype();
@@ -148,12 +164,13 @@ py::object make_map(const et::TensorDyn& tensor, et::MapMode mode) {
       m.data = result->data() == nullptr ? nullptr : const_cast<std::byte*>(result->data());
       m.extent_bytes = result->extent_bytes();
       m.map = std::move(*result);
+      m.mapped = true;
       ok = true;
     };
     switch (mode) {
-      case et::MapMode::Read: take(tensor.map_read()); break;
-      case et::MapMode::Write: take(tensor.map_write()); break;
-      default: take(tensor.map_read_write()); break;
+      case et::MapMode::Read: take(tensor.map_read(options)); break;
+      case et::MapMode::Write: take(tensor.map_write(options)); break;
+      default: take(tensor.map_read_write(options)); break;
     }
   }
   if (!ok) raise(error);
@@ -170,23 +187,29 @@ void bind_map(py::module_& m) {
                     "exposing the tensor's elements through the buffer protocol, so numpy.asarray(map) is a "
                     "zero-copy view (writable unless the map is a read map). Shape and strides (bytes) are the "
                     "tensor's; bfloat16 elements appear as the struct 'T{H:bf16:}' of their uint16 bits. "
-                    "close() or the end of the `with` block ends the CPU access (DMA-BUF: the sync bracket; "
-                    "PBO: glUnmapBuffer); it raises BufferError while a buffer export is alive, as mmap.close() "
-                    "does (except when the block ends by an exception: that one propagates, and the map stays "
-                    "open until collected). A map dropped without close() is closed when collected. A write map's initial "
-                    "contents are undefined on write-combined memory: write every element you care about.")
+                    "close() or the end of the `with` block closes the Map: it gives no new export (memoryview, "
+                    "numpy.asarray), and never raises. The CPU access ends (DMA-BUF: the end of the sync bracket, "
+                    "DMA_BUF_SYNC_END; PBO: glUnmapBuffer) at once when no export is alive, else when the last "
+                    "one is released: an array made inside the block stays valid, and writes through it land, "
+                    "for as long as it lives. Until then the map counts as open for the tensor's other maps "
+                    "(C++ map rules: a PBO's second map is a BusyError; a DMA-BUF stays inside one sync "
+                    "bracket; a pool buffer stays out of its pool). A map dropped without close() ends when "
+                    "collected. Threads: use a Map from one thread at a time (the GIL serialises its calls). A "
+                    "write map's initial contents are undefined on write-combined memory: write every element "
+                    "you care about.")
       .def("close", [](PyMap& self) { close_map(self); },
-           "Ends the CPU access (idempotent). BufferError while numpy arrays or memoryviews of it are alive.")
+           "Closes the Map (idempotent, never raises): no new exports; the CPU access ends now, or when "
+           "the last live export (numpy array, memoryview) is released. `mapped` tells which.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
-           [](PyMap& self, const py::object& exc_type, const py::object&, const py::object&) {
-             // While an exception propagates, its traceback may hold the block's arrays: raising
-             // BufferError here would hide it. The map then stays open until it is collected.
-             if (!exc_type.is_none() && self.exports > 0) return false;
-             close_map(self);
+           [](PyMap& self, const py::object&, const py::object&, const py::object&) {
+             close_map(self);  // deferred while the block's arrays live, whether or not it raised
              return false;
            })
-      .def_property_readonly("closed", [](const PyMap& self) { return self.closed; })
+      .def_property_readonly("closed", [](const PyMap& self) { return self.closed; },
+                             "True once close() ran or the `with` block ended: no new exports.")
+      .def_property_readonly("mapped", [](const PyMap& self) { return self.mapped; },
+                             "True while the CPU access is held: until closed and no export is alive.")
       .def_property_readonly("mode", [](const PyMap& self) { return mode_name(self.mode); },
                              "\"read\", \"write\" or \"read_write\".")
       .def_property_readonly("readonly", [](const PyMap& self) { return self.mode == et::MapMode::Read; })
@@ -203,13 +226,13 @@ void bind_map(py::module_& m) {
       .def_property_readonly("dtype", [](const PyMap& self) { return numpy_dtype(self.dtype); })
       .def_property_readonly("format", [](const PyMap& self) { return buffer_format(self.dtype); },
                              "The PEP 3118 format of one element.")
-      .def_property_readonly("extent_bytes", [](const PyMap& self) { return self.closed ? std::size_t{0} : self.extent_bytes; },
-                             "Bytes from the first element to one past the last (0 once closed).")
+      .def_property_readonly("extent_bytes", [](const PyMap& self) { return self.mapped ? self.extent_bytes : std::size_t{0}; },
+                             "Bytes from the first element to one past the last (0 once unmapped).")
       .def_property_readonly("exports", [](const PyMap& self) { return self.exports; },
                              "Buffer exports (numpy arrays, memoryviews) alive now.")
       .def("__repr__", [](const PyMap& self) {
         return std::string("<edgetensor.Map ") + mode_name(self.mode) + " " + numpy_name(self.dtype) +
-               (self.closed ? " closed>" : " open>");
+               (!self.closed ? " open>" : self.mapped ? " closed, mapped until its exports go>" : " closed>");
       });
 }
 

@@ -16,6 +16,7 @@ PYBIND11_MODULE(_edgetensor, m) {
   etpy::bind_map(m);
   etpy::bind_tensor(m);
   etpy::bind_frame(m);
+  etpy::bind_pool(m);
   auto ipc = m.def_submodule("ipc");
   etpy::bind_ipc(ipc);
   etpy::bind_system(m);

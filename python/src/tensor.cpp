@@ -7,6 +7,8 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
+#include <span>
 
 namespace etpy {
 namespace {
@@ -54,6 +56,9 @@ const char* kAllocateDoc =
     "TensorDyn::allocate (InvalidArgumentError, OutOfRangeError, UnavailableError, AlreadyExistsError, ...). "
     "Releases the GIL while allocating.";
 
+
+// MapOptions' default timeout (map.h kDefaultMapTimeout) in seconds, Python's unit for a timeout.
+constexpr double kDefaultMapTimeoutSeconds = static_cast<double>(et::kDefaultMapTimeout.count()) / 1000.0;
 
 // numpy's negative axis: dim < 0 counts from the last dimension.
 std::size_t axis_in(const et::TensorDyn& t, long long dim) {
@@ -230,11 +235,79 @@ void bind_tensor(py::module_& m) {
       .def("image_view", [](const et::TensorDyn& t) { return unwrap(t.image_view()); },
            "The whole image as one view (Rgb [h, w, 3]; PlanarRgb [3, h, w]).")
       // Maps.
-      .def("map_read", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::Read); },
-           "A read-only Map (context manager, buffer protocol). Releases the GIL while mapping.")
-      .def("map_write", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::Write); },
-           "A writable Map. PermissionDeniedError on read-only storage.")
-      .def("map_read_write", [](const et::TensorDyn& t) { return make_map(t, et::MapMode::ReadWrite); })
+      .def(
+          "map_read", [](const et::TensorDyn& t, const py::object& timeout) { return make_map(t, et::MapMode::Read, timeout); },
+          py::kw_only(), py::arg("timeout") = kDefaultMapTimeoutSeconds,
+          "A read-only Map (context manager, buffer protocol). timeout: seconds a DMA-BUF map waits for the "
+          "device work of the buffer's fences (its writers) before the map opens (MapOptions::timeout; 0 only "
+          "checks; None: no bound); other memory never waits. TimeoutError when it passes (BusyError for 0), "
+          "naming the pending fences. BusyError for a PBO already mapped. Releases the GIL while mapping "
+          "DMA-BUF and PBO memory.")
+      .def(
+          "map_write", [](const et::TensorDyn& t, const py::object& timeout) { return make_map(t, et::MapMode::Write, timeout); },
+          py::kw_only(), py::arg("timeout") = kDefaultMapTimeoutSeconds,
+          "A writable Map; a DMA-BUF waits for every user's fences (timeout as map_read). "
+          "PermissionDeniedError on read-only storage.")
+      .def(
+          "map_read_write",
+          [](const et::TensorDyn& t, const py::object& timeout) { return make_map(t, et::MapMode::ReadWrite, timeout); },
+          py::kw_only(), py::arg("timeout") = kDefaultMapTimeoutSeconds,
+          "A readable and writable Map (timeout and errors as map_write).")
+      .def(
+          "copy_to",
+          [](const et::TensorDyn& t, const py::buffer& destination) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(destination.ptr(), &view, PyBUF_WRITABLE) != 0) throw py::error_already_set();
+            const std::span<std::byte> bytes(static_cast<std::byte*>(view.buf), static_cast<std::size_t>(view.len));
+            auto result = [&] {
+              std::optional<py::gil_scoped_release> release;  // the read map may wait (DMA-BUF, PBO)
+              if (map_may_block(t.memory())) release.emplace();
+              return t.copy_to(bytes);
+            }();
+            PyBuffer_Release(&view);
+            unwrap(std::move(result));
+          },
+          py::arg("destination"),
+          "Copies the elements in C order into the start of `destination`, a writable C-contiguous buffer "
+          "(bytearray, numpy array, memoryview), borrowed for the call: nbytes bytes, whatever this view's "
+          "strides. OutOfRangeError when it is smaller than nbytes, InvalidArgumentError when it overlaps "
+          "this tensor's bytes, BufferError/TypeError when it is read-only or not contiguous; map_read's "
+          "errors. Releases the GIL while a DMA-BUF or PBO map waits.")
+      .def(
+          "contiguous",
+          [](const et::TensorDyn& t, const py::handle& memory, std::string name, std::string shm_name,
+             std::string dma_heap, std::shared_ptr<et::gl::Context> gl_context) {
+            auto o = allocate_options(memory, std::move(name), std::move(shm_name), std::move(dma_heap),
+                                      std::move(gl_context));
+            return released([&] { return t.contiguous(o); });
+          },
+          py::arg("memory") = "auto", py::kw_only(), py::arg("name") = "", py::arg("shm_name") = "",
+          py::arg("dma_heap") = "", py::arg("gl_context") = py::none(),
+          "A new C-contiguous tensor with a copy of the elements, allocated as allocate(self.shape, "
+          "self.dtype, memory, ...) and owned by the caller like any. Keeps quantization and colorimetry; "
+          "no image layout (its rows are packed). Errors: allocate's, then copy_to's. Releases the GIL.")
+      .def("buffer_key", [](const et::TensorDyn& t) { return t.buffer_key().value(); },
+           "An int naming the underlying buffer object (memfd, DMA-BUF, heap block, GL buffer): equal for every "
+           "tensor of this process that reaches it while one of them lives, also through separate imports; "
+           "never reused for another object; retired when the last tensor of the buffer goes (a later "
+           "import gets a new one). A pool's buffer keeps its key. 0 for an empty handle. Thread-safe.")
+      .def(
+          "unsqueeze",
+          [](const et::TensorDyn& t, long long dim) {
+            // numpy's expand_dims: -1 inserts after the last dimension (rank + 1 positions).
+            const auto rank = static_cast<long long>(t.rank());
+            const long long d = dim < 0 ? dim + rank + 1 : dim;
+            if (d < 0)
+              raise_invalid("unsqueeze: dim " + std::to_string(dim) + " is out of range for rank " +
+                            std::to_string(rank) + " (-" + std::to_string(rank + 1) + " to " + std::to_string(rank) +
+                            ")");
+            return unwrap(t.unsqueeze(static_cast<std::size_t>(d)));
+          },
+          py::arg("dim"),
+          "A view with a new dimension of size 1 before dimension `dim` (numpy's expand_dims, torch's "
+          "unsqueeze; dim from -(ndim + 1) to ndim, negative counting from the end): same bytes, no copy, "
+          "strided views too. Per-axis quantization moves with its axis; an image layout is dropped, the "
+          "format kept. InvalidArgumentError for a dim out of range or a tensor of 8 dimensions.")
       .def(
           "export_fd", [](const et::TensorDyn& t) { return unwrap(t.export_fd()).release(); },
           "A new CLOEXEC fd of the whole backing buffer: the caller owns it and closes it (os.close). Send "
@@ -246,6 +319,7 @@ void bind_tensor(py::module_& m) {
            })
       .def("__repr__", &repr);
   bind_dlpack(m, tensor);
+  bind_fence(m, tensor);
 
   m.def(
       "allocate",

@@ -49,6 +49,19 @@ def torch():
 
 
 @pytest.fixture
+def gl_context():
+    """A headless edgetensor.gl.Context (Mesa here); skips without one unless EDGETENSOR_REQUIRE_GL=1 (CI)."""
+    import edgetensor
+
+    try:
+        return edgetensor.gl.Context.create()
+    except edgetensor.UnavailableError as e:
+        if os.environ.get("EDGETENSOR_REQUIRE_GL") == "1":
+            raise
+        pytest.skip("no headless EGL context: %s" % e)
+
+
+@pytest.fixture
 def pattern():
     """pattern(n, k) -> n bytes (k * b + 5) & 0xff as a numpy uint8 array."""
     import numpy

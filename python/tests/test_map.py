@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Maps: context managers with the buffer protocol (PEP 3118), zero-copy numpy views, BufferError on
-close while an export lives (as mmap.close())."""
+"""Maps: context managers with the buffer protocol (PEP 3118), zero-copy numpy views; close() and the end
+of a `with` block never raise: the CPU access ends when the last export goes."""
 
+import gc
 import hashlib
 import io
-import mmap
 
 import numpy
 import pytest
@@ -78,49 +78,85 @@ def test_read_map_refuses_writable_exports():
         assert numpy.asarray(m)[0] == 9
 
 
-def test_close_with_live_export_raises_buffer_error_like_mmap():
-    # The reference behaviour: mmap.close() with an export alive.
-    mm = mmap.mmap(-1, 16)
-    view = memoryview(mm)
-    with pytest.raises(BufferError):
-        mm.close()
-    view.release()
-    mm.close()
-
+def test_close_with_live_export_defers_the_unmap_to_the_last_export():
     t = et.allocate((16,), "uint8", "shm")
     m = t.map_write()
     a = numpy.asarray(m)
-    assert m.exports == 1
-    with pytest.raises(BufferError, match="1 buffer export"):
-        m.close()
-    assert not m.closed
+    b = memoryview(m)
+    assert m.exports == 2
+    m.close()  # never raises
+    assert m.closed and m.mapped and m.extent_bytes == 16
+    assert "mapped until its exports go" in repr(m)
+    with pytest.raises(BufferError, match="closed"):
+        memoryview(m)  # no new export from a closed map
     a[:] = 3  # still valid
     del a
-    assert m.exports == 0
-    m.close()
-    assert m.closed and m.extent_bytes == 0
+    assert m.mapped and m.exports == 1
+    b.release()  # the last export: the CPU access ends here
+    assert m.exports == 0 and not m.mapped and m.extent_bytes == 0
     m.close()  # idempotent
-    with pytest.raises(BufferError, match="closed"):
-        memoryview(m)
+    with t.map_read() as r:
+        assert numpy.asarray(r).tolist() == [3] * 16
 
 
-def test_with_block_exit_with_live_export_raises():
+def test_with_block_end_with_live_array_does_not_raise_and_writes_land():
+    # The issue's case: raised BufferError at the end of the block, after the write had happened.
     t = et.allocate((4,), "uint8", "shm")
-    with pytest.raises(BufferError):
-        with t.map_write() as m:
-            kept = numpy.asarray(m)
-    kept[:] = 1  # the map stayed open: kept is still valid
-    del kept, m
+    with t.map_write() as m:
+        a = numpy.asarray(m)
+        a[:] = 7
+    assert m.closed and m.mapped  # closed for new exports, mapped while `a` lives
+    a[1] = 9  # after the block, through the live array: lands in the tensor
+    with t.map_read() as r:
+        assert numpy.asarray(r).tolist() == [7, 9, 7, 7]
+    ident = t.identity
+    del t
+    assert ident.alive  # the array holds the map, the map the storage
+    del a
+    assert not m.mapped and not ident.alive
 
 
-def test_an_exception_in_the_block_is_not_hidden_by_buffer_error():
+def test_a_later_conflicting_map_follows_the_cpp_rules_until_the_array_dies(gl_context):
+    # A PBO allows one CPU map at a time (map.h): the array made inside the block keeps it mapped.
+    t = et.allocate((16,), "uint8", "gl_pbo", gl_context=gl_context)
+    with t.map_write() as m:
+        a = numpy.asarray(m)
+        a[:] = 5
+    with pytest.raises(et.BusyError, match="mapped"):
+        t.map_read()  # the first map is still open: a's export holds it
+    a[0] = 6
+    del a
+    gc.collect()
+    assert not m.mapped
+    with t.map_read() as r:  # now free, and both writes landed
+        assert numpy.asarray(r).tolist() == [6] + [5] * 15
+
+
+def test_an_exception_in_the_block_is_not_hidden_and_the_map_ends_with_the_array():
     t = et.allocate((4,), "uint8", "shm")
     with pytest.raises(ZeroDivisionError):
         with t.map_write() as m:
             a = numpy.asarray(m)  # noqa: F841 - alive while the exception propagates
             1 / 0
-    assert not m.closed  # left open: closed when collected
-    del a, m
+    assert m.closed and m.mapped
+    del a
+    assert not m.mapped
+
+
+def test_map_timeout_keyword():
+    t = et.allocate((4,), "uint8", "shm")
+    for timeout in (0, 0.5, 2, None):  # shm never waits: every timeout maps at once
+        with t.map_read(timeout=timeout) as m, t.map_write(timeout=timeout) as w, \
+                t.map_read_write(timeout=timeout) as rw:
+            assert m.mapped and w.mapped and rw.mapped
+    with pytest.raises(et.InvalidArgumentError, match="negative"):
+        t.map_read(timeout=-1)
+    with pytest.raises(et.InvalidArgumentError, match="negative"):
+        t.map_write(timeout=float("nan"))
+    with pytest.raises(TypeError, match="timeout"):
+        t.map_read(timeout="1")
+    with pytest.raises(TypeError):
+        t.map_read(1.0)  # keyword only
 
 
 def test_write_map_of_read_only_storage_is_permission_denied():

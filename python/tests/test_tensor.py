@@ -224,3 +224,62 @@ def test_torch_dtypes_are_accepted():
         assert et.allocate((2,), d).dtype_name == name
     with pytest.raises(et.InvalidArgumentError, match="torch dtype torch.complex64 has no edgetensor dtype"):
         et.allocate((2,), torch.complex64)
+
+
+def test_buffer_key_names_the_buffer_object():
+    t = et.allocate((4, 4), "uint8", "shm")
+    k = t.buffer_key()
+    assert isinstance(k, int) and k != 0
+    assert t.batch(1).buffer_key() == k and t.reshape(-1).buffer_key() == k  # views: same object
+    fd = t.export_fd()
+    try:
+        imported = et.import_fd(fd, (16,), "uint8")  # a separate import of the same memfd
+    finally:
+        os.close(fd)
+    assert imported.buffer_key() == k
+    other = et.allocate((4, 4), "uint8", "shm")
+    assert other.buffer_key() != k
+    assert et.allocate((2,), "uint8", "heap").buffer_key() not in (0, k)
+
+
+def test_unsqueeze_numpy_axes():
+    t = et.allocate((3, 4, 5), "float32", "shm")
+    assert t.unsqueeze(0).shape == (1, 3, 4, 5)
+    assert t.unsqueeze(3).shape == (3, 4, 5, 1)
+    assert t.unsqueeze(-1).shape == (3, 4, 5, 1)  # numpy.expand_dims(a, -1)
+    assert t.unsqueeze(-4).shape == (1, 3, 4, 5)
+    for dim in range(-4, 4):
+        assert t.unsqueeze(dim).shape == numpy.expand_dims(numpy.zeros((3, 4, 5)), dim).shape
+    u = t.unsqueeze(1)
+    assert u.identity == t.identity and u.strides[0] == t.strides[0]
+    s = t.slice(2, 1, 3).unsqueeze(0)  # a strided view
+    assert s.shape == (1, 3, 4, 2) and s.strides[1:] == t.strides
+    with pytest.raises(et.InvalidArgumentError, match="dim -5 is out of range for rank 3"):
+        t.unsqueeze(-5)
+    with pytest.raises(et.InvalidArgumentError):
+        t.unsqueeze(4)
+    with pytest.raises(et.InvalidArgumentError):
+        et.allocate((1,) * 8, "uint8", "heap").unsqueeze(0)
+
+
+def test_copy_to_and_contiguous():
+    t = et.allocate((4, 6), "int16", "shm")
+    with t.map_write() as m:
+        numpy.asarray(m)[:] = numpy.arange(24, dtype=numpy.int16).reshape(4, 6)
+    s = t.slice(1, 1, 4)  # strided
+    out = numpy.zeros((4, 3), numpy.int16)
+    s.copy_to(out)
+    assert (out == numpy.arange(24).reshape(4, 6)[:, 1:4]).all()
+    buf = bytearray(s.nbytes + 2)
+    s.copy_to(buf)  # into the start; the rest untouched
+    assert bytes(buf[-2:]) == b"\0\0"
+    with pytest.raises(et.OutOfRangeError):
+        s.copy_to(bytearray(s.nbytes - 1))
+    with pytest.raises((BufferError, TypeError)):
+        s.copy_to(bytes(s.nbytes))  # read-only
+    c = s.contiguous("heap")
+    assert c.is_contiguous and c.memory == et.MemoryKind.HEAP and c.shape == (4, 3)
+    assert c.identity != t.identity
+    with c.map_read() as m:
+        assert (numpy.asarray(m) == out).all()
+    assert s.contiguous().shape == (4, 3)

@@ -9,6 +9,7 @@
 #include <edgetensor/export.h>
 #include <edgetensor/tensor.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -139,6 +140,11 @@ enum class CudaPath : std::uint8_t {
 /// "host-registered", "external-opaque-fd", "external-dmabuf", "gl-buffer".
 ET_API std::string_view cuda_path_name(CudaPath path) noexcept;
 
+/// The longest the last holder of a storage waits, by default, for device work recorded on it
+/// (CudaMap::record) before freeing it: 5 s. Frame work takes milliseconds; work still running after
+/// seconds is hung, and leaking one buffer is better than stalling a shutdown or freeing live memory.
+inline constexpr std::chrono::milliseconds kDefaultTeardownTimeout{5000};
+
 /// Options for map().
 struct MapOptions {
   /// The device; -1 = the calling thread's current device. A storage is reached through one handle,
@@ -149,6 +155,11 @@ struct MapOptions {
   /// starts after GL's, GL work after the unmap starts after the stream's). Null = the default
   /// stream. Borrowed: the Stream must outlive the CudaMap. Ignored by the other paths.
   const Stream* stream = nullptr;
+  /// Work recorded with CudaMap::record and still running when the storage's last holder goes (a
+  /// tensor, a Pool's teardown, a channel Receiver's) is waited for at most this long before the
+  /// storage unregisters and frees its memory (negative: no bound; 0: no wait). When it passes, the
+  /// memory is leaked with a warning naming the buffer and the bound, never unmapped (docs/SYNC.md).
+  std::chrono::milliseconds teardown_timeout = kDefaultTeardownTimeout;
 };
 
 /// A device view of a tensor: device_ptr() is the tensor's first element (the storage's single CUDA
@@ -182,10 +193,11 @@ class ET_API CudaMap {
   /// Blocks until the recorded event completes; without record(), until the device is idle
   /// (cudaDeviceSynchronize). Call it before mapping the storage on the CPU.
   [[nodiscard]] Result<void> wait() const;
-  /// Ends this view early, as MapBase::unmap() does for a CPU map (idempotent): drops the event and the storage reference. It does not wait for
-  /// recorded work. For a buffer of a Pool (pool.h) the event goes with the buffer, and the pool hands the
-  /// buffer out again only once the event has completed (cudaEventQuery); for a frame from a
-  /// channel::Receiver (channel.h) the release goes back to the sender only then.
+  /// Ends this view early, as MapBase::unmap() does for a CPU map (idempotent): drops the storage
+  /// reference. It does not wait for recorded work: the event goes with the storage. A Pool (pool.h)
+  /// hands the buffer out again only once the event has completed (cudaEventQuery), a
+  /// channel::Receiver (channel.h) sends the frame's release only then, and the storage's last holder
+  /// waits for it before freeing the memory (MapOptions::teardown_timeout).
   void unmap() noexcept;
 
  private:
@@ -198,6 +210,7 @@ class ET_API CudaMap {
   int device_ = 0;
   void* event_ = nullptr;  // cudaEvent_t from record()
   void* stream_ = nullptr;  // cudaStream_t of MapOptions::stream (GL path: unmap on it)
+  std::chrono::milliseconds teardown_timeout_ = kDefaultTeardownTimeout;  // MapOptions::teardown_timeout
   std::uint32_t process_ = 0;  // the mapping process's token: release skips CUDA in a fork child
 };
 

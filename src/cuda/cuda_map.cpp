@@ -77,12 +77,12 @@ class ExternalHandle final : public CudaHandle {
   std::unique_ptr<ExternalImport> imp_;
 };
 
-// The recorded work of a released CudaMap of a pooled storage: the pool reuses the buffer only once
-// cudaEventQuery says the event completed (pool.h). Owns the event.
+// The recorded work of a released CudaMap, kept by its storage: a pool reuses the buffer, and the
+// storage frees it, only once cudaEventQuery says the event completed (pool.h). Owns the event.
 class EventFence final : public edgetensor::detail::DeviceFence {
  public:
-  EventFence(const CudaRuntimeApi& api, CudaEvent event)
-      : api_(api), event_(event), process_(edgetensor::detail::process_token()) {}
+  EventFence(const CudaRuntimeApi& api, CudaEvent event, std::chrono::milliseconds teardown_timeout)
+      : api_(api), event_(event), teardown_timeout_(teardown_timeout), process_(edgetensor::detail::process_token()) {}
   ~EventFence() override {
     if (edgetensor::detail::forked_since(process_)) return;
     CudaError e = api_.cudaEventDestroy(event_);
@@ -93,14 +93,16 @@ class EventFence final : public edgetensor::detail::DeviceFence {
     CudaError e = api_.cudaEventQuery(event_);
     if (e == kCudaErrorNotReady) return false;
     if (e != kCudaSuccess)
-      log(LogLevel::Warning, "cudaEventQuery of a pooled buffer's recorded work failed: {}; the buffer is reused",
+      log(LogLevel::Warning, "cudaEventQuery of a buffer's recorded work failed: {}; the work counts as done",
           describe_error(api_, e));
     return true;
   }
+  std::chrono::milliseconds teardown_timeout() const noexcept override { return teardown_timeout_; }
 
  private:
   const CudaRuntimeApi& api_;
   CudaEvent event_;
+  std::chrono::milliseconds teardown_timeout_;
   edgetensor::detail::ProcessToken process_;
 };
 
@@ -131,9 +133,10 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
 
 struct MapAccess {
   static CudaMap make(std::shared_ptr<Storage> storage, CudaHandle* handle, void* ptr, std::size_t extent_bytes, int device,
-                      CudaStream stream) {
+                      CudaStream stream, std::chrono::milliseconds teardown_timeout) {
     CudaMap m;
     m.stream_ = stream;
+    m.teardown_timeout_ = teardown_timeout;
     m.storage_ = std::move(storage);
     m.handle_ = handle;
     m.ptr_ = ptr;
@@ -177,7 +180,8 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
                             "a map for device {} is refused",
                             h->device(), device));
   ET_TRY_ASSIGN(void* base, h->begin_map(stream));
-  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device, stream);
+  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device, stream,
+                         options.teardown_timeout);
 }
 
 }  // namespace detail
@@ -206,7 +210,8 @@ std::string_view cuda_path_name(CudaPath path) noexcept {
 
 CudaMap::CudaMap(CudaMap&& o) noexcept
     : storage_(std::move(o.storage_)), handle_(o.handle_), ptr_(o.ptr_), extent_bytes_(o.extent_bytes_), path_(o.path_),
-      device_(o.device_), event_(o.event_), stream_(o.stream_), process_(o.process_) {
+      device_(o.device_), event_(o.event_), stream_(o.stream_), teardown_timeout_(o.teardown_timeout_),
+      process_(o.process_) {
   o.handle_ = nullptr;
   o.ptr_ = nullptr;
   o.extent_bytes_ = 0;
@@ -224,6 +229,7 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
     device_ = o.device_;
     event_ = o.event_;
     stream_ = o.stream_;
+    teardown_timeout_ = o.teardown_timeout_;
     process_ = o.process_;
     o.handle_ = nullptr;
     o.ptr_ = nullptr;
@@ -239,12 +245,12 @@ void CudaMap::unmap() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
   if (event_ && own_process) {
     if (const auto* api = detail::runtime()) {
-      // A pooled buffer (or a channel import) goes back when this reference is the last: its recorded
-      // work goes with it, so the pool (or the receiver's release) can wait for it. If that fails, wait here.
+      // The recorded work goes with the storage: a pool's or a channel's return waits for it, and so
+      // does the storage's teardown (bounded). If that fails, wait here.
       bool kept = false;
-      if (storage_ && storage_->keeps_device_work()) {
+      if (storage_) {
         try {
-          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_));
+          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_, teardown_timeout_));
           kept = true;
         } catch (...) {
           (void)api->cudaEventSynchronize(event_);

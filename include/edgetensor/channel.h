@@ -158,7 +158,7 @@ class ET_API Receiver {
   Receiver(const Receiver&) = delete;
   Receiver& operator=(const Receiver&) = delete;
   /// Closes the socket and every import; delivered tensors stay valid. An import with device work
-  /// recorded on it still running waits for it first (cuda::MapOptions::teardown_timeout; past it the
+  /// recorded on it still running waits for it first (cuda::CudaMap::record's teardown_timeout; past it the
   /// import's memory is leaked with a warning, never unmapped).
   ~Receiver();
 

@@ -110,7 +110,7 @@ void Storage::abandon_locked() noexcept {
   for (const auto& f : fences_) bound = std::max(bound, f->teardown_timeout());
   log(LogLevel::Warning,
       "storage {} of {} memory ({}, {} B): device work recorded on it ({} pending) is still running after the teardown "
-      "bound of {} ms (cuda::MapOptions::teardown_timeout): its memory is leaked, never unmapped while a "
+      "bound of {} ms (cuda::CudaMap::record's teardown_timeout): its memory is leaked, never unmapped while a "
       "device may write it",
       id_, memory_kind_name(kind()), backing_->detail(), buffer_bytes(), pending, bound.count());
   // cudaEventDestroy of an event that has not completed returns at once and CUDA frees it when the

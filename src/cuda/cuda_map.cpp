@@ -133,10 +133,9 @@ Result<std::unique_ptr<DeviceHandle>> import_dmabuf_storage(const CudaRuntimeApi
 
 struct MapAccess {
   static CudaMap make(std::shared_ptr<Storage> storage, CudaHandle* handle, void* ptr, std::size_t extent_bytes, int device,
-                      CudaStream stream, std::chrono::milliseconds teardown_timeout) {
+                      CudaStream stream) {
     CudaMap m;
     m.stream_ = stream;
-    m.teardown_timeout_ = teardown_timeout;
     m.storage_ = std::move(storage);
     m.handle_ = handle;
     m.ptr_ = ptr;
@@ -180,8 +179,7 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
                             "a map for device {} is refused",
                             h->device(), device));
   ET_TRY_ASSIGN(void* base, h->begin_map(stream));
-  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device, stream,
-                         options.teardown_timeout);
+  return MapAccess::make(storage, h, static_cast<std::byte*>(base) + offset_bytes, extent_bytes, device, stream);
 }
 
 }  // namespace detail
@@ -210,8 +208,7 @@ std::string_view cuda_path_name(CudaPath path) noexcept {
 
 CudaMap::CudaMap(CudaMap&& o) noexcept
     : storage_(std::move(o.storage_)), handle_(o.handle_), ptr_(o.ptr_), extent_bytes_(o.extent_bytes_), path_(o.path_),
-      device_(o.device_), event_(o.event_), stream_(o.stream_), teardown_timeout_(o.teardown_timeout_),
-      process_(o.process_) {
+      device_(o.device_), event_(o.event_), stream_(o.stream_), process_(o.process_) {
   o.handle_ = nullptr;
   o.ptr_ = nullptr;
   o.extent_bytes_ = 0;
@@ -229,7 +226,6 @@ CudaMap& CudaMap::operator=(CudaMap&& o) noexcept {
     device_ = o.device_;
     event_ = o.event_;
     stream_ = o.stream_;
-    teardown_timeout_ = o.teardown_timeout_;
     process_ = o.process_;
     o.handle_ = nullptr;
     o.ptr_ = nullptr;
@@ -243,27 +239,28 @@ CudaMap::~CudaMap() { unmap(); }
 
 void CudaMap::unmap() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
-  if (event_ && own_process) {
+  std::unique_ptr<detail::RecordedEvent> recorded(static_cast<detail::RecordedEvent*>(event_));
+  event_ = nullptr;
+  if (recorded && own_process) {
     if (const auto* api = detail::runtime()) {
       // The recorded work goes with the storage: a pool's or a channel's return waits for it, and so
       // does the storage's teardown (bounded). If that fails, wait here.
       bool kept = false;
       if (storage_) {
         try {
-          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_, teardown_timeout_));
+          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, recorded->event, recorded->teardown_timeout));
           kept = true;
         } catch (...) {
-          (void)api->cudaEventSynchronize(event_);
+          (void)api->cudaEventSynchronize(recorded->event);
         }
       }
       if (!kept) {
-        detail::CudaError e = api->cudaEventDestroy(event_);
+        detail::CudaError e = api->cudaEventDestroy(recorded->event);
         if (e != detail::kCudaSuccess)
           log(LogLevel::Warning, "cudaEventDestroy failed: {}", detail::describe_error(*api, e));
       }
     }
   }
-  event_ = nullptr;
   if (handle_ && storage_ && own_process) handle_->end_map(stream_);
   handle_ = nullptr;
   stream_ = nullptr;
@@ -272,18 +269,22 @@ void CudaMap::unmap() noexcept {
   storage_.reset();
 }
 
-Result<void> CudaMap::record(const Stream& stream) {
+Result<void> CudaMap::record(const Stream& stream) { return record(stream, kDefaultTeardownTimeout); }
+
+Result<void> CudaMap::record(const Stream& stream, std::chrono::milliseconds teardown_timeout) {
   ET_TRY_ASSIGN(const auto* api, detail::usable("CudaMap::record"));
   if (!is_mapped()) return fail(ErrorCode::FailedPrecondition, "CudaMap::record: the map was released");
   if (!stream.native_handle()) return fail(ErrorCode::InvalidArgument, "CudaMap::record: moved-from stream");
   if (!event_) {
-    detail::CudaEvent ev = nullptr;
-    detail::CudaError e = api->cudaEventCreateWithFlags(&ev, detail::kEventDisableTiming);
+    auto recorded = std::make_unique<detail::RecordedEvent>();  // before the event: nothing to undo if it throws
+    detail::CudaError e = api->cudaEventCreateWithFlags(&recorded->event, detail::kEventDisableTiming);
     if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventCreateWithFlags(DisableTiming)"));
-    event_ = ev;
+    event_ = recorded.release();
   }
-  detail::CudaError e = api->cudaEventRecord(event_, stream.native_handle());
+  auto* recorded = static_cast<detail::RecordedEvent*>(event_);
+  detail::CudaError e = api->cudaEventRecord(recorded->event, stream.native_handle());
   if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventRecord"));
+  recorded->teardown_timeout = teardown_timeout;
   return {};
 }
 
@@ -291,7 +292,7 @@ Result<void> CudaMap::wait() const {
   ET_TRY_ASSIGN(const auto* api, detail::usable("CudaMap::wait"));
   if (!is_mapped()) return fail(ErrorCode::FailedPrecondition, "CudaMap::wait: the map was released");
   if (event_) {
-    detail::CudaError e = api->cudaEventSynchronize(event_);
+    detail::CudaError e = api->cudaEventSynchronize(static_cast<detail::RecordedEvent*>(event_)->event);
     if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventSynchronize"));
     return {};
   }

@@ -222,7 +222,7 @@ TEST_F(CudaFake, PoolDestroyedWithPendingDeviceWorkWaitsForItBeforeFreeing) {
   EXPECT_EQ(fake_.live("host_register"), 0);
 }
 
-// Work that outlives the bound (MapOptions::teardown_timeout, 50 ms here; the event never completes):
+// Work that outlives the bound (record's teardown_timeout, 50 ms here; the event never completes):
 // the storage leaks its memory with a warning naming the buffer and the bound, and never unregisters
 // or unmaps it (a real device could still write it).
 TEST_F(CudaFake, StorageLeaksItsMemoryWhenRecordedWorkOutlivesTheBound) {
@@ -233,10 +233,10 @@ TEST_F(CudaFake, StorageLeaksItsMemoryWhenRecordedWorkOutlivesTheBound) {
   ASSERT_OK(t);
   const std::size_t abandoned = edgetensor::detail::abandoned_storage_count();
   auto* host = static_cast<void*>(const_cast<std::byte*>(t->map_read()->data()));
-  auto m = cuda::map(*t, {.teardown_timeout = 50ms});
+  auto m = cuda::map(*t);
   ASSERT_OK(m);
   fake_.hold_events(1);  // never completes
-  ASSERT_OK(m->record(*stream));
+  ASSERT_OK(m->record(*stream, 50ms));
   fake_.reset();
   const auto start = std::chrono::steady_clock::now();
   *m = cuda::CudaMap();
@@ -270,10 +270,10 @@ TEST_F(CudaFake, PoolTeardownLeaksABufferWhoseWorkOutlivesTheBound) {
   {
     auto t = pool->acquire(0ms);
     ASSERT_OK(t);
-    auto m = cuda::map(*t, {.teardown_timeout = 30ms});
+    auto m = cuda::map(*t);
     ASSERT_OK(m);
     fake_.hold_events(1);
-    ASSERT_OK(m->record(*stream));
+    ASSERT_OK(m->record(*stream, 30ms));
   }
   fake_.reset();
   pool.reset();

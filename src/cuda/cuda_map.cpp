@@ -3,6 +3,8 @@
 // import of DMA-BUF, CUDA-GL for PBOs), cuda::map and CudaMap.
 #include <unistd.h>
 
+#include <new>
+
 #include "text/format.h"
 
 #include "base/log_internal.h"
@@ -276,7 +278,8 @@ Result<void> CudaMap::record(const Stream& stream, std::chrono::milliseconds tea
   if (!is_mapped()) return fail(ErrorCode::FailedPrecondition, "CudaMap::record: the map was released");
   if (!stream.native_handle()) return fail(ErrorCode::InvalidArgument, "CudaMap::record: moved-from stream");
   if (!event_) {
-    auto recorded = std::make_unique<detail::RecordedEvent>();  // before the event: nothing to undo if it throws
+    std::unique_ptr<detail::RecordedEvent> recorded(new (std::nothrow) detail::RecordedEvent);
+    if (!recorded) return fail(ErrorCode::OutOfMemory, "CudaMap::record: out of memory");
     detail::CudaError e = api->cudaEventCreateWithFlags(&recorded->event, detail::kEventDisableTiming);
     if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventCreateWithFlags(DisableTiming)"));
     event_ = recorded.release();

@@ -181,6 +181,27 @@ TEST(Storage, TeardownWaitsForKeptDeviceWorkThenFreesInOrder) {
   EXPECT_EQ(ev.log, (std::vector<std::string>{"work done", "fence freed", "device handle freed", "backing freed"}));
 }
 
+// A negative bound, and one too large for the clock (milliseconds::max()), wait without a bound.
+TEST(Storage, TeardownWithoutABoundWaitsUntilTheWorkCompletes) {
+  for (auto bound : {std::chrono::milliseconds(-1), std::chrono::milliseconds::max()}) {
+    SCOPED_TRACE(bound.count());
+    Events ev;
+    std::atomic<bool> done{false};
+    std::thread device;
+    {
+      Storage s(std::make_unique<RecordingBacking>(&ev, false));
+      s.keep_fence(std::make_unique<RecordingFence>(&ev, &done, bound));
+      device = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+        ev.log.push_back("work done");
+        done.store(true);
+      });
+    }
+    device.join();
+    EXPECT_EQ(ev.log, (std::vector<std::string>{"work done", "fence freed", "backing freed"}));
+  }
+}
+
 TEST(Storage, TeardownPastTheBoundAbandonsTheMemoryWithAWarning) {
   std::vector<std::string> lines;
   auto previous = set_log_callback([&](LogLevel level, std::string_view line) {

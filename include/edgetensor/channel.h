@@ -199,7 +199,9 @@ class ET_API Receiver {
   Receiver& operator=(Receiver&& other) noexcept;
   Receiver(const Receiver&) = delete;
   Receiver& operator=(const Receiver&) = delete;
-  /// Closes the socket and every import; delivered tensors stay valid.
+  /// Closes the socket and every import; delivered tensors stay valid. An import with device work
+  /// recorded on it still running waits for it first (cuda::CudaMap::record's teardown_timeout; past it the
+  /// import's memory is leaked with a warning, never unmapped).
   ~Receiver();
 
   /// The next frame, waiting at most `timeout` (0: only what has arrived; milliseconds::max(): no

@@ -9,6 +9,7 @@
 #include <edgetensor/export.h>
 #include <edgetensor/tensor.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -139,6 +140,11 @@ enum class CudaPath : std::uint8_t {
 /// "host-registered", "external-opaque-fd", "external-dmabuf", "gl-buffer".
 ET_API std::string_view cuda_path_name(CudaPath path) noexcept;
 
+/// The longest the last holder of a storage waits, by default, for device work recorded on it
+/// (CudaMap::record's teardown_timeout) before freeing it: 5 s. Frame work takes milliseconds; work still running after
+/// seconds is hung, and leaking one buffer is better than stalling a shutdown or freeing live memory.
+inline constexpr std::chrono::milliseconds kDefaultTeardownTimeout{5000};
+
 /// Options for map().
 struct MapOptions {
   /// The device; -1 = the calling thread's current device. A storage is reached through one handle,
@@ -179,13 +185,20 @@ class ET_API CudaMap {
 
   /// Records an event on `stream` (cudaEventRecord) marking the end of the work queued so far.
   [[nodiscard]] Result<void> record(const Stream& stream);
+  /// record(stream), and the work's teardown bound: if it still runs when the storage's last holder
+  /// goes (a tensor, a Pool's or a channel Receiver's teardown), the storage waits for it at most
+  /// `teardown_timeout` (ms; record(stream): kDefaultTeardownTimeout; negative: no bound; 0: no wait)
+  /// before it unregisters and frees the memory; past it the memory is leaked with a warning naming
+  /// the buffer and the bound, never unmapped (docs/SYNC.md, "Teardown"). A later record() sets both.
+  [[nodiscard]] Result<void> record(const Stream& stream, std::chrono::milliseconds teardown_timeout);
   /// Blocks until the recorded event completes; without record(), until the device is idle
   /// (cudaDeviceSynchronize). Call it before mapping the storage on the CPU.
   [[nodiscard]] Result<void> wait() const;
-  /// Ends this view early, as MapBase::unmap() does for a CPU map (idempotent): drops the event and the storage reference. It does not wait for
-  /// recorded work. For a buffer of a Pool (pool.h) the event goes with the buffer, and the pool hands the
-  /// buffer out again only once the event has completed (cudaEventQuery); for a frame from a
-  /// channel::Receiver (channel.h) the release goes back to the sender only then.
+  /// Ends this view early, as MapBase::unmap() does for a CPU map (idempotent): drops the storage
+  /// reference. It does not wait for recorded work: the event goes with the storage. A Pool (pool.h)
+  /// hands the buffer out again only once the event has completed (cudaEventQuery), a
+  /// channel::Receiver (channel.h) sends the frame's release only then, and the storage's last holder
+  /// waits for it before freeing the memory (record's teardown_timeout).
   void unmap() noexcept;
 
  private:
@@ -196,7 +209,7 @@ class ET_API CudaMap {
   std::size_t extent_bytes_ = 0;
   CudaPath path_ = CudaPath::HostRegistered;
   int device_ = 0;
-  void* event_ = nullptr;  // cudaEvent_t from record()
+  void* event_ = nullptr;  // detail::RecordedEvent from record(): the cudaEvent_t and its teardown bound
   void* stream_ = nullptr;  // cudaStream_t of MapOptions::stream (GL path: unmap on it)
   std::uint32_t process_ = 0;  // the mapping process's token: release skips CUDA in a fork child
 };

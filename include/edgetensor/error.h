@@ -43,6 +43,7 @@ enum class ErrorCode : int {
   Unsupported = 9,         ///< This backend or object cannot do the operation (export a heap tensor).
   FailedPrecondition = 10, ///< The object is in the wrong state (empty tensor, GL context gone).
   Internal = 11,           ///< A bug or an errno we do not classify.
+  Timeout = 12,            ///< A bounded wait passed its timeout (ETIMEDOUT): device work still pending.
 };
 
 /// Name of an ErrorCode ("InvalidArgument"); "Unknown" for values outside the enum.

@@ -89,9 +89,9 @@ class ET_API Fence {
 
   /// Waits until the fence signals, at most `timeout` (0: only checks; negative: no bound), polling
   /// the fd for POLLIN; a signal (EINTR) does not end the wait early. A fence that signalled with an
-  /// error counts as signalled: status() tells. Errors: Busy when the timeout passes, with sys_errno
-  /// ETIMEDOUT (EAGAIN for a timeout of 0), naming the fd, the timeout and the pending fences (as
-  /// ipc's timeouts; Python raises TimeoutError); from_errno of poll.
+  /// error counts as signalled: status() tells. Errors: Timeout (sys_errno ETIMEDOUT) when the
+  /// timeout passes, Busy (EAGAIN) for a timeout of 0, each naming the fd, the timeout and the pending
+  /// fences (Python: edgetensor.TimeoutError, a TimeoutError); from_errno of poll.
   [[nodiscard]] Result<void> wait(std::chrono::milliseconds timeout) const;
   /// True when the fence has signalled (poll with timeout 0). Errors: from_errno of poll.
   [[nodiscard]] Result<bool> is_signalled() const;

@@ -47,8 +47,8 @@ inline constexpr std::chrono::milliseconds kDefaultMapTimeout{1000};
 struct MapOptions {
   /// The longest wait for device work on a DMA-BUF before the map opens (0: only checks; negative:
   /// no bound). Other memory never waits. Only the map that opens a storage's bracket waits; maps
-  /// that join an open bracket do not. When it passes: Busy with sys_errno ETIMEDOUT (EAGAIN for 0),
-  /// naming the buffer and its pending fences.
+  /// that join an open bracket do not. When it passes: Timeout (sys_errno ETIMEDOUT; for 0: Busy,
+  /// EAGAIN), naming the buffer and its pending fences.
   std::chrono::milliseconds timeout = kDefaultMapTimeout;
 };
 

@@ -113,7 +113,9 @@ class ET_API Pool {
   Pool& operator=(Pool&& other) noexcept;
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
-  /// Frees the free buffers; buffers out stay valid (see the preamble).
+  /// Frees the free buffers; buffers out stay valid (see the preamble). A buffer with device work
+  /// recorded on it still running waits for it first (cuda::CudaMap::record's teardown_timeout; past it the
+  /// buffer's memory is leaked with a warning, never unmapped).
   ~Pool();
 
   /// A buffer: a free one whose device work is complete (the one returned last first: its pages are

@@ -318,7 +318,8 @@ class ET_API TensorDyn {
   // ---- CPU maps ----------------------------------------------------------------------------------
   /// Read access to the tensor's extent, waiting for a DMA-BUF's writers at most kDefaultMapTimeout
   /// (map.h). Errors: FailedPrecondition (no storage, GL context gone), Busy (PBO already mapped;
-  /// with sys_errno ETIMEDOUT: the buffer's fences did not signal in time, naming them), the
+  /// a timeout of 0 with pending fences), Timeout (the buffer's fences did not signal in time, naming
+  /// them), the
   /// backend's map/sync error.
   [[nodiscard]] Result<ReadMap> map_read() const;
   /// Write access, waiting for every user of a DMA-BUF. Errors as map_read, plus PermissionDenied on

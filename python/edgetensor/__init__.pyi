@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Type stubs of the edgetensor package (checked against the built module by ctest python.stubtest:
 # python3 -m mypy.stubtest edgetensor).
+import builtins
 import socket
 from typing import Any, ClassVar, Protocol, Sequence, SupportsIndex, Union, overload
 
@@ -48,6 +49,7 @@ class ErrorCode(_Enum):
     UNSUPPORTED: ClassVar[ErrorCode]
     FAILED_PRECONDITION: ClassVar[ErrorCode]
     INTERNAL: ClassVar[ErrorCode]
+    TIMEOUT: ClassVar[ErrorCode]
 
 class Error(OSError):
     """str(e): the library's message; errno: the saved errno or None."""
@@ -65,6 +67,7 @@ class UnavailableError(Error): ...
 class UnsupportedError(Error): ...
 class FailedPreconditionError(Error): ...
 class InternalError(Error): ...
+class TimeoutError(Error, builtins.TimeoutError): ...
 class DLPackError(Error, BufferError): ...
 
 # ---- Enums ---------------------------------------------------------------------------------------

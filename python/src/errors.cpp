@@ -41,10 +41,12 @@ const ExceptionClass* classes() {
       {et::ErrorCode::FailedPrecondition, "FailedPreconditionError", nullptr,
        "The object is in the wrong state: empty tensor, GL context gone (ErrorCode.FAILED_PRECONDITION)."},
       {et::ErrorCode::Internal, "InternalError", nullptr, "A bug or an errno the library does not classify."},
+      {et::ErrorCode::Timeout, "TimeoutError", PyExc_TimeoutError,
+       "A bounded wait for device work passed: a DMA-BUF map, a fence (ErrorCode.TIMEOUT)."},
   };
   return table;
 }
-constexpr std::size_t kClassCount = 11;
+constexpr std::size_t kClassCount = 12;
 
 // Owned by the module too; these references are never released (exception classes live as long as
 // the process, and a static py::object would be destroyed after the interpreter).

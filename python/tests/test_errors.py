@@ -24,6 +24,7 @@ TABLE = [
     (et.ErrorCode.UNSUPPORTED, et.UnsupportedError, None),
     (et.ErrorCode.FAILED_PRECONDITION, et.FailedPreconditionError, None),
     (et.ErrorCode.INTERNAL, et.InternalError, None),
+    (et.ErrorCode.TIMEOUT, et.TimeoutError, TimeoutError),
 ]
 
 

@@ -24,6 +24,7 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::Unsupported: return "Unsupported";
     case ErrorCode::FailedPrecondition: return "FailedPrecondition";
     case ErrorCode::Internal: return "Internal";
+    case ErrorCode::Timeout: return "Timeout";
   }
   return "Unknown";
 }
@@ -41,6 +42,7 @@ ErrorCode code_from_errno(int e) {
     case ENODEV: case ENXIO: case EPIPE: case ECONNRESET: case ENOTCONN: case ENOSYS: return ErrorCode::Unavailable;
     case ENOTTY: case EOPNOTSUPP: return ErrorCode::Unsupported;
     case ERANGE: case EOVERFLOW: case EFBIG: case EMSGSIZE: return ErrorCode::OutOfRange;
+    case ETIMEDOUT: return ErrorCode::Timeout;
     default: return ErrorCode::Internal;
   }
 }

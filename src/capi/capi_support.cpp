@@ -106,6 +106,10 @@ using namespace edgetensor;
 
 extern "C" {
 
+// A status is the ErrorCode's value (capi::store); the header's numbers must follow the enum.
+static_assert(ET_INTERNAL == static_cast<int>(ErrorCode::Internal) && ET_BUSY == static_cast<int>(ErrorCode::Busy) &&
+              ET_TIMEOUT == static_cast<int>(ErrorCode::Timeout));
+
 const char* et_status_name(et_status status) {
   if (status == ET_OK) return "OK";
   // error_code_name's views point at string literals: NUL-terminated, static storage.

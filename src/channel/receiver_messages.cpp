@@ -103,8 +103,6 @@ Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std:
   // Map it now, once (memfd: the persistent mapping); a frame then costs no mmap. A DMA-BUF is mapped at
   // its first CPU map, inside its sync bracket, and stays mapped.
   if (!home->backing().needs_cpu_access_bracket()) ET_TRY(home->cpu_address());
-  // Device work recorded on a frame of it (cuda::CudaMap::record) stays with the storage: the release waits.
-  home->set_keeps_device_work();
   std::lock_guard lock(mutex_);
   table_.emplace(a.buffer_id, Import{std::move(whole), std::move(home), a.memory, bytes_count, 0});
   ++stats_.announces;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/storage.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "text/format.h"
 
 #include "base/log_internal.h"
@@ -8,6 +11,29 @@
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
+
+namespace {
+
+// What ~Storage could not free because device work on it outlived its bound: kept for the process's
+// life, never unmapped while a device may write it. Reachable from a static pointer (leak checkers do
+// not report it) and never destroyed, not even at exit, where the device may still run.
+struct Abandoned {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Backing>> backings;
+  std::vector<std::unique_ptr<DeviceHandle>> devices;
+  std::size_t count = 0;
+};
+Abandoned& abandoned() {
+  static auto* list = new Abandoned;  // never deleted: see above
+  return *list;
+}
+
+}  // namespace
+
+std::size_t abandoned_storage_count() noexcept {
+  std::lock_guard lock(abandoned().mutex);
+  return abandoned().count;
+}
 
 std::uint64_t next_storage_id() noexcept {
   static std::atomic<std::uint64_t> next{1};
@@ -35,10 +61,74 @@ Storage::Storage(std::unique_ptr<Backing> backing)
 
 Storage::~Storage() {
   if (registered_) release_buffer_key(kind(), backing_->object_key());
-  // Device handles (CUDA) go first, while the memory they point into still exists.
   std::lock_guard lock(device_mutex_);
+  if (!await_fences_locked()) {
+    abandon_locked();
+    return;
+  }
+  // Device handles (CUDA) go first, while the memory they point into still exists.
   fences_.clear();
   device_.reset();
+}
+
+// Polls the fences with sleeps that back off (50 us doubling to 5 ms) rather than blocking in
+// cudaEventSynchronize: that call has no timeout (CUDA Runtime API, "Event Management"), while
+// cudaEventQuery answers cudaErrorNotReady at once, so the bound holds.
+bool Storage::await_fences_locked() noexcept {
+  using Clock = std::chrono::steady_clock;
+  std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
+  if (fences_.empty()) return true;
+  bool bounded = true;
+  std::chrono::milliseconds bound{0};
+  for (const auto& f : fences_) {
+    const auto t = f->teardown_timeout();
+    if (t.count() < 0) bounded = false;
+    bound = std::max(bound, t);
+  }
+  const auto start = Clock::now();
+  if (bound >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - start)) bounded = false;
+  const auto deadline = bounded ? start + bound : Clock::time_point::max();
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
+    const auto now = Clock::now();
+    if (fences_.empty()) {
+      log(LogLevel::Info, "storage {} of {} memory ({}, {} B): waited {} ms for device work recorded on it before freeing it",
+          id_, memory_kind_name(kind()), backing_->detail(), buffer_bytes(),
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count());
+      return true;
+    }
+    if (bounded && now >= deadline) return false;
+    std::this_thread::sleep_for(bounded ? std::min<Clock::duration>(pause, deadline - now) : Clock::duration(pause));
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+}
+
+void Storage::abandon_locked() noexcept {
+  std::size_t pending = fences_.size();
+  std::chrono::milliseconds bound{0};
+  for (const auto& f : fences_) bound = std::max(bound, f->teardown_timeout());
+  log(LogLevel::Warning,
+      "storage {} of {} memory ({}, {} B): device work recorded on it ({} pending) is still running after the teardown "
+      "bound of {} ms (cuda::CudaMap::record's teardown_timeout): its memory is leaked, never unmapped while a "
+      "device may write it",
+      id_, memory_kind_name(kind()), backing_->detail(), buffer_bytes(), pending, bound.count());
+  // cudaEventDestroy of an event that has not completed returns at once and CUDA frees it when the
+  // work completes (CUDA Runtime API, cudaEventDestroy): the events may go; the memory may not.
+  fences_.clear();
+  Abandoned& a = abandoned();
+  std::lock_guard lock(a.mutex);
+  ++a.count;
+  try {
+    a.devices.reserve(a.devices.size() + 1);
+    a.backings.reserve(a.backings.size() + 1);
+  } catch (...) {
+    (void)device_.release();  // no room to keep them: lose them instead (still never freed)
+    (void)backing_.release();
+    return;
+  }
+  if (device_) a.devices.push_back(std::move(device_));
+  a.backings.push_back(std::move(backing_));
 }
 
 void Storage::renew_id() noexcept { id_ = next_storage_id(); }
@@ -119,6 +209,8 @@ DeviceHandle* Storage::existing_device_handle() const {
 
 void Storage::keep_fence(std::unique_ptr<DeviceFence> fence) {
   std::lock_guard lock(device_mutex_);
+  // A storage that is never returned (not a pool's or a channel's) would otherwise collect every event.
+  std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
   fences_.push_back(std::move(fence));
   has_fences_.store(true, std::memory_order_release);
 }

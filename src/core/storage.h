@@ -96,20 +96,27 @@ class DeviceHandle {
   virtual ~DeviceHandle() = default;
 };
 
-/// Device work recorded on a storage that may still be running (a CUDA event of a released CudaMap of
-/// a pooled buffer or a frame channel import). The pool hands the buffer out again, and the channel's
-/// receiver sends its release, only once every fence is complete.
+/// Device work recorded on a storage that may still be running (the CUDA event of a released CudaMap).
+/// A pool hands the buffer out again, and a channel receiver sends its release, only once every fence
+/// is complete; the storage's destructor waits for them (bounded) before it frees anything.
 class DeviceFence {
  public:
   virtual ~DeviceFence() = default;
   /// True when the work is complete (or can never complete: an error is logged and counts as done).
   /// Never blocks.
   virtual bool complete() noexcept = 0;
+  /// The longest the storage's destructor waits for this work before it leaks the memory instead
+  /// (negative: no bound; 0: does not wait).
+  virtual std::chrono::milliseconds teardown_timeout() const noexcept = 0;
 };
 
 class Storage {
  public:
   explicit Storage(std::unique_ptr<Backing> backing);
+  /// Waits for the kept fences (each at most its teardown_timeout, with a log line), then frees the
+  /// fences, the device handle and the backing, in that order. When the bound passes first, the device
+  /// handle and the backing are abandoned (never freed: a device may still write the memory) and a
+  /// warning names the buffer and the bound.
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -143,15 +150,12 @@ class Storage {
   /// The device handle if one exists, else null.
   DeviceHandle* existing_device_handle() const;
 
-  /// Marks the storage as a pool's (set_keeps_device_work too). Set before the storage is shared.
-  void set_pooled() noexcept { pooled_ = keeps_device_work_ = true; }
+  /// Marks the storage as a pool's. Set before the storage is shared.
+  void set_pooled() noexcept { pooled_ = true; }
   bool pooled() const noexcept { return pooled_; }
-  /// Marks the storage as one whose buffer goes back to a producer after its last holder (a Pool's
-  /// buffer, a frame channel import): releases of device views give their recorded work to it
-  /// (keep_fence) instead of forgetting it, so the return can wait for it. Set before it is shared.
-  void set_keeps_device_work() noexcept { keeps_device_work_ = true; }
-  bool keeps_device_work() const noexcept { return keeps_device_work_; }
-  /// Keeps `fence` until it is complete (device work on a pooled or channel buffer). Thread-safe.
+  /// Keeps `fence` (device work recorded on the buffer, given by a released device view) until it is
+  /// complete: a pool's or channel's return waits for it (device_work_complete), and so does the
+  /// destructor. Drops the kept fences that are complete already. Thread-safe.
   void keep_fence(std::unique_ptr<DeviceFence> fence);
   /// Asks every kept fence, drops the complete ones; true when none is left. Thread-safe, never blocks.
   bool device_work_complete() noexcept;
@@ -161,7 +165,6 @@ class Storage {
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
   bool pooled_ = false;
-  bool keeps_device_work_ = false;
   const bool registered_;                     // backing_ has an fd: buffer_key_ came from the registry
   std::atomic<std::uint64_t> buffer_key_{0};  // 0 until minted (buffer_key.cpp)
   const bool bracket_;             // backing_->needs_cpu_access_bracket(), read once
@@ -174,7 +177,14 @@ class Storage {
   std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
   std::vector<std::unique_ptr<DeviceFence>> fences_;  // guarded by device_mutex_; destroyed before device_
   std::atomic<bool> has_fences_{false};  // !fences_.empty(), read without the lock
+
+  bool await_fences_locked() noexcept;  // the destructor's bounded wait; false when the bound passed
+  void abandon_locked() noexcept;       // keeps device_ and backing_ for the process's life
 };
+
+/// Storages whose memory was abandoned because device work on it outlived the teardown bound
+/// (~Storage), since the process started. Thread-safe.
+std::size_t abandoned_storage_count() noexcept;
 
 /// Mints a process-unique, non-zero id.
 std::uint64_t next_storage_id() noexcept;

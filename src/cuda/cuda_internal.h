@@ -111,6 +111,13 @@ class ExternalImport {
   edgetensor::detail::ProcessToken process_ = 0;  // core/process.h: skip CUDA in a fork child
 };
 
+/// What CudaMap::event_ points at (owned by the map): the event record() made and the teardown bound
+/// of the work it marks, handed to the storage (a DeviceFence) when the map is released.
+struct RecordedEvent {
+  CudaEvent event = nullptr;
+  std::chrono::milliseconds teardown_timeout = kDefaultTeardownTimeout;
+};
+
 /// cuda::map on a storage: `offset_bytes`/`extent_bytes` locate the view inside it.
 Result<CudaMap> map_storage(const std::shared_ptr<edgetensor::detail::Storage>& storage, std::size_t offset_bytes,
                             std::size_t extent_bytes, const MapOptions& options);

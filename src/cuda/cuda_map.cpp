@@ -3,6 +3,8 @@
 // import of DMA-BUF, CUDA-GL for PBOs), cuda::map and CudaMap.
 #include <unistd.h>
 
+#include <new>
+
 #include "text/format.h"
 
 #include "base/log_internal.h"
@@ -77,12 +79,12 @@ class ExternalHandle final : public CudaHandle {
   std::unique_ptr<ExternalImport> imp_;
 };
 
-// The recorded work of a released CudaMap of a pooled storage: the pool reuses the buffer only once
-// cudaEventQuery says the event completed (pool.h). Owns the event.
+// The recorded work of a released CudaMap, kept by its storage: a pool reuses the buffer, and the
+// storage frees it, only once cudaEventQuery says the event completed (pool.h). Owns the event.
 class EventFence final : public edgetensor::detail::DeviceFence {
  public:
-  EventFence(const CudaRuntimeApi& api, CudaEvent event)
-      : api_(api), event_(event), process_(edgetensor::detail::process_token()) {}
+  EventFence(const CudaRuntimeApi& api, CudaEvent event, std::chrono::milliseconds teardown_timeout)
+      : api_(api), event_(event), teardown_timeout_(teardown_timeout), process_(edgetensor::detail::process_token()) {}
   ~EventFence() override {
     if (edgetensor::detail::forked_since(process_)) return;
     CudaError e = api_.cudaEventDestroy(event_);
@@ -93,14 +95,16 @@ class EventFence final : public edgetensor::detail::DeviceFence {
     CudaError e = api_.cudaEventQuery(event_);
     if (e == kCudaErrorNotReady) return false;
     if (e != kCudaSuccess)
-      log(LogLevel::Warning, "cudaEventQuery of a pooled buffer's recorded work failed: {}; the buffer is reused",
+      log(LogLevel::Warning, "cudaEventQuery of a buffer's recorded work failed: {}; the work counts as done",
           describe_error(api_, e));
     return true;
   }
+  std::chrono::milliseconds teardown_timeout() const noexcept override { return teardown_timeout_; }
 
  private:
   const CudaRuntimeApi& api_;
   CudaEvent event_;
+  std::chrono::milliseconds teardown_timeout_;
   edgetensor::detail::ProcessToken process_;
 };
 
@@ -237,27 +241,28 @@ CudaMap::~CudaMap() { unmap(); }
 
 void CudaMap::unmap() noexcept {
   const bool own_process = !edgetensor::detail::forked_since(process_);
-  if (event_ && own_process) {
+  std::unique_ptr<detail::RecordedEvent> recorded(static_cast<detail::RecordedEvent*>(event_));
+  event_ = nullptr;
+  if (recorded && own_process) {
     if (const auto* api = detail::runtime()) {
-      // A pooled buffer (or a channel import) goes back when this reference is the last: its recorded
-      // work goes with it, so the pool (or the receiver's release) can wait for it. If that fails, wait here.
+      // The recorded work goes with the storage: a pool's or a channel's return waits for it, and so
+      // does the storage's teardown (bounded). If that fails, wait here.
       bool kept = false;
-      if (storage_ && storage_->keeps_device_work()) {
+      if (storage_) {
         try {
-          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, event_));
+          storage_->keep_fence(std::make_unique<detail::EventFence>(*api, recorded->event, recorded->teardown_timeout));
           kept = true;
         } catch (...) {
-          (void)api->cudaEventSynchronize(event_);
+          (void)api->cudaEventSynchronize(recorded->event);
         }
       }
       if (!kept) {
-        detail::CudaError e = api->cudaEventDestroy(event_);
+        detail::CudaError e = api->cudaEventDestroy(recorded->event);
         if (e != detail::kCudaSuccess)
           log(LogLevel::Warning, "cudaEventDestroy failed: {}", detail::describe_error(*api, e));
       }
     }
   }
-  event_ = nullptr;
   if (handle_ && storage_ && own_process) handle_->end_map(stream_);
   handle_ = nullptr;
   stream_ = nullptr;
@@ -266,18 +271,23 @@ void CudaMap::unmap() noexcept {
   storage_.reset();
 }
 
-Result<void> CudaMap::record(const Stream& stream) {
+Result<void> CudaMap::record(const Stream& stream) { return record(stream, kDefaultTeardownTimeout); }
+
+Result<void> CudaMap::record(const Stream& stream, std::chrono::milliseconds teardown_timeout) {
   ET_TRY_ASSIGN(const auto* api, detail::usable("CudaMap::record"));
   if (!is_mapped()) return fail(ErrorCode::FailedPrecondition, "CudaMap::record: the map was released");
   if (!stream.native_handle()) return fail(ErrorCode::InvalidArgument, "CudaMap::record: moved-from stream");
   if (!event_) {
-    detail::CudaEvent ev = nullptr;
-    detail::CudaError e = api->cudaEventCreateWithFlags(&ev, detail::kEventDisableTiming);
+    std::unique_ptr<detail::RecordedEvent> recorded(new (std::nothrow) detail::RecordedEvent);
+    if (!recorded) return fail(ErrorCode::OutOfMemory, "CudaMap::record: out of memory");
+    detail::CudaError e = api->cudaEventCreateWithFlags(&recorded->event, detail::kEventDisableTiming);
     if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventCreateWithFlags(DisableTiming)"));
-    event_ = ev;
+    event_ = recorded.release();
   }
-  detail::CudaError e = api->cudaEventRecord(event_, stream.native_handle());
+  auto* recorded = static_cast<detail::RecordedEvent*>(event_);
+  detail::CudaError e = api->cudaEventRecord(recorded->event, stream.native_handle());
   if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventRecord"));
+  recorded->teardown_timeout = teardown_timeout;
   return {};
 }
 
@@ -285,7 +295,7 @@ Result<void> CudaMap::wait() const {
   ET_TRY_ASSIGN(const auto* api, detail::usable("CudaMap::wait"));
   if (!is_mapped()) return fail(ErrorCode::FailedPrecondition, "CudaMap::wait: the map was released");
   if (event_) {
-    detail::CudaError e = api->cudaEventSynchronize(event_);
+    detail::CudaError e = api->cudaEventSynchronize(static_cast<detail::RecordedEvent*>(event_)->event);
     if (e != detail::kCudaSuccess) return fail(detail::cuda_error(*api, e, "cudaEventSynchronize"));
     return {};
   }

@@ -171,7 +171,7 @@ Result<void> Fence::wait(std::chrono::milliseconds timeout) const {
                       text::format("Fence::wait: sync_file fd {} has not signalled and the timeout is 0 "
                                    "(non-blocking); {}", fd_.get(), fences),
                       EAGAIN));
-  return fail(Error(ErrorCode::Busy,
+  return fail(Error(ErrorCode::Timeout,
                     text::format("Fence::wait: sync_file fd {} did not signal within {}; {}", fd_.get(),
                                  detail::timeout_text(timeout), fences),
                     ETIMEDOUT));

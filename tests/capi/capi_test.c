@@ -55,6 +55,7 @@ static int case_names(void) {
   CHECK(strcmp(et_status_name(ET_INVALID_ARGUMENT), "InvalidArgument") == 0);
   CHECK(strcmp(et_status_name(ET_OUT_OF_MEMORY), "OutOfMemory") == 0);
   CHECK(strcmp(et_status_name(ET_INTERNAL), "Internal") == 0);
+  CHECK(strcmp(et_status_name(ET_TIMEOUT), "Timeout") == 0);
   CHECK(strcmp(et_status_name(99), "Unknown") == 0);
   CHECK(strcmp(et_status_name(-1), "Unknown") == 0);
   CHECK(et_dtype_size(ET_DTYPE_U8) == 1 && et_dtype_size(ET_DTYPE_BF16) == 2 && et_dtype_size(ET_DTYPE_F64) == 8);

@@ -47,6 +47,8 @@ struct Fake {
   void (*hold_events)(int) = nullptr;
   void (*complete_events)() = nullptr;
   int (*pending_events)() = nullptr;
+  void (*hold_events_for)(int) = nullptr;
+  int (*freed_while_pending)() = nullptr;
 
   static Fake open(const char* path) {
     Fake f;
@@ -63,12 +65,15 @@ struct Fake {
     f.hold_events = reinterpret_cast<decltype(f.hold_events)>(dlsym(h, "et_fake_cudart_hold_events"));
     f.complete_events = reinterpret_cast<decltype(f.complete_events)>(dlsym(h, "et_fake_cudart_complete_events"));
     f.pending_events = reinterpret_cast<decltype(f.pending_events)>(dlsym(h, "et_fake_cudart_pending_events"));
+    f.hold_events_for = reinterpret_cast<decltype(f.hold_events_for)>(dlsym(h, "et_fake_cudart_hold_events_for"));
+    f.freed_while_pending =
+        reinterpret_cast<decltype(f.freed_while_pending)>(dlsym(h, "et_fake_cudart_freed_while_pending"));
     dlclose(h);  // drops only the reference RTLD_NOLOAD added; the loader's own stays
     return f;
   }
   bool ok() const {
     return reset && call_count && call && count && fail && live && violations && owned_fds && hold_events &&
-           complete_events && pending_events;
+           complete_events && pending_events && hold_events_for && freed_while_pending;
   }
 
   /// Names of the calls since reset, leaving out entry-point lookups (made once per process).

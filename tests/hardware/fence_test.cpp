@@ -149,7 +149,7 @@ TEST(FenceVgemHardware, ReadMapTimesOutWhileAWriterIsPendingAndPassesOnceSignall
   const auto t0 = std::chrono::steady_clock::now();
   auto r = t->map_read(MapOptions{200ms});
   const auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_ERROR(r, ErrorCode::Busy, "the buffer's fences did not signal within 0.2 s");
+  EXPECT_ERROR(r, ErrorCode::Timeout, "the buffer's fences did not signal within 0.2 s");
   EXPECT_EQ(r.error().sys_errno(), ETIMEDOUT);
   EXPECT_NE(r.error().message().find("1 of 1 fence pending: vgem/"), std::string::npos) << r.error().message();
   EXPECT_GE(waited, 200ms);
@@ -167,7 +167,7 @@ TEST(FenceVgemHardware, ReadMapTimesOutWhileAWriterIsPendingAndPassesOnceSignall
   EXPECT_EQ(st->fences[0].driver, "vgem");
   EXPECT_EQ(st->fences[0].status, 0);
   auto w = exported->wait(50ms);
-  EXPECT_ERROR(w, ErrorCode::Busy, "did not signal within 0.05 s");
+  EXPECT_ERROR(w, ErrorCode::Timeout, "did not signal within 0.05 s");
   EXPECT_NE(w.error().message().find("vgem/"), std::string::npos);
 
   vgem.signal(fence);
@@ -187,7 +187,7 @@ TEST(FenceVgemHardware, ReadersFenceHoldsWritersOnly) {
   const __u32 fence = vgem.attach(bo, false);
   ASSERT_OK(t->map_read(MapOptions{0ms}));  // POLLIN: no writer is pending
   auto w = t->map_write(MapOptions{100ms});
-  EXPECT_ERROR(w, ErrorCode::Busy, "write map of");
+  EXPECT_ERROR(w, ErrorCode::Timeout, "write map of");
   EXPECT_NE(w.error().message().find("vgem/"), std::string::npos) << w.error().message();
   auto writers = sync::export_fence(*t, Access::Read);
   auto users = sync::export_fence(*t, Access::Write);
@@ -215,7 +215,7 @@ TEST(FenceVgemHardware, SyncFilesMoveBetweenVgemAndADmaHeapBuffer) {
   ASSERT_OK(f);
   ASSERT_OK(sync::import_fence(*heap, *f, Access::Write));
   auto r = heap->map_read(MapOptions{100ms});
-  EXPECT_ERROR(r, ErrorCode::Busy, "read map of dma-heap system");
+  EXPECT_ERROR(r, ErrorCode::Timeout, "read map of dma-heap system");
   EXPECT_NE(r.error().message().find("vgem/"), std::string::npos) << r.error().message();
   auto on_heap = sync::export_fence(*heap, Access::Write);
   ASSERT_OK(on_heap);
@@ -256,9 +256,9 @@ TEST(FenceVgemHardware, MergeAndFileInfoOnRealFences) {
     EXPECT_EQ(i.timestamp_ns, 0u);
   }
   std::printf("[ INFO ] merged: %s\n", st->to_string().c_str());
-  EXPECT_ERROR(m->wait(30ms), ErrorCode::Busy, "2 of 2 fences pending");
+  EXPECT_ERROR(m->wait(30ms), ErrorCode::Timeout, "2 of 2 fences pending");
   vgem.signal(fa);
-  EXPECT_ERROR(m->wait(30ms), ErrorCode::Busy, "1 of 2 fences pending");
+  EXPECT_ERROR(m->wait(30ms), ErrorCode::Timeout, "1 of 2 fences pending");
   st = m->status();
   ASSERT_OK(st);
   EXPECT_EQ(st->status, 0);

@@ -66,11 +66,12 @@ typedef int32_t et_status;
 #define ET_ALREADY_EXISTS 4
 #define ET_PERMISSION_DENIED 5    /* EACCES/EPERM, or a write map of read-only storage */
 #define ET_OUT_OF_MEMORY 6        /* ENOMEM/ENOSPC, or an allocation that failed inside the library */
-#define ET_BUSY 7                 /* try later: EBUSY/EAGAIN, a timeout */
+#define ET_BUSY 7                 /* try later: EBUSY/EAGAIN, a timeout of ipc or a pool */
 #define ET_UNAVAILABLE 8          /* backend not built, device missing, peer gone */
 #define ET_UNSUPPORTED 9          /* this backend cannot do it (export a heap tensor) */
 #define ET_FAILED_PRECONDITION 10 /* wrong state (zero elements to share, ...) */
 #define ET_INTERNAL 11            /* a bug, or an exception other than an allocation failure */
+#define ET_TIMEOUT 12             /* a bounded wait for device work passed (a DMA-BUF map, a fence) */
 
 /* "OK", "InvalidArgument", ... (the C++ ErrorCode names); "Unknown" otherwise. Static storage. */
 ET_C_API const char* et_status_name(et_status status);

@@ -73,7 +73,7 @@ class DmaBufBacking final : public FdBacking {
                         text::format("{}: device work on the buffer is pending and the timeout is 0 "
                                      "(non-blocking); {}", what, fences),
                         EAGAIN));
-    return fail(Error(ErrorCode::Busy,
+    return fail(Error(ErrorCode::Timeout,
                       text::format("{}: the buffer's fences did not signal within {} (MapOptions::timeout); {}", what,
                                    timeout_text(timeout), fences),
                       ETIMEDOUT));

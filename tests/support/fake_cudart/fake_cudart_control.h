@@ -62,6 +62,13 @@ int et_fake_cudart_violations(void);
  * cudaEventSynchronize of that event, which models waiting for it). 0 (the default): work completes at
  * once. et_fake_cudart_pending_events() counts the pending ones. */
 void et_fake_cudart_hold_events(int hold);
+/* As hold_events(1), but each recorded event completes by itself `ms` milliseconds after its
+ * cudaEventRecord (queued work that takes that long); hold_events(0 or 1) ends it. */
+void et_fake_cudart_hold_events_for(int ms);
+/* How often memory the device can reach was freed (cudaHostUnregister, cudaDestroyExternalMemory,
+ * cuDestroyExternalMemory) while a recorded event was still pending, since the last reset: on a real
+ * GPU the queued work could still write it. */
+int et_fake_cudart_freed_while_pending(void);
 void et_fake_cudart_complete_events(void);
 int et_fake_cudart_pending_events(void);
 /* The fds the fake owns (imported, not yet closed), up to `max`; returns how many. */

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -57,13 +58,21 @@ struct State {
   std::map<Ext*, bool> exts;
   std::map<char*, Ext*> ext_buffers;  // mapped pointer -> owner
   std::set<void*> streams, events;
-  // Device work: while hold_events, cudaEventRecord leaves its event pending (not complete) until
-  // et_fake_cudart_complete_events() or a cudaEventSynchronize of it.
+  // Device work: while hold_events, cudaEventRecord leaves its event pending (not complete) until its
+  // due time (hold_ms after the record; hold_ms < 0: never), et_fake_cudart_complete_events() or a
+  // cudaEventSynchronize of it.
   bool hold_events = false;
-  std::set<void*> pending_events;
+  int hold_ms = -1;
+  std::map<void*, std::chrono::steady_clock::time_point> pending_events;  // event -> due
+  std::vector<std::chrono::steady_clock::time_point> orphan_work;  // due times of destroyed pending events
   int violations = 0;
+  int freed_while_pending = 0;  // memory unregistered or destroyed while an event was pending
 };
 State& st();
+// Forgets the pending events whose due time has passed (their work completed). Under st().mu.
+void expire_events(State& s);
+// Counts a free of device-reachable memory while recorded work is pending. Under st().mu.
+void note_free(State& s);
 
 // ---- Knobs: the environment, read at each call -------------------------------------------------------
 int runtime_version();  // ET_FAKE_CUDART_RUNTIME_VERSION, default: CUDART_VERSION of the headers

@@ -208,7 +208,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   r.ptr(e).ptr(s);
   ET_NEED_DRIVER();
   if (!st().events.count(e) || (s && !st().streams.count(s))) return r.done(cudaErrorInvalidResourceHandle);
-  if (st().hold_events) st().pending_events.insert(e);
+  if (st().hold_events)
+    st().pending_events[e] = st().hold_ms < 0 ? std::chrono::steady_clock::time_point::max()
+                                              : std::chrono::steady_clock::now() + std::chrono::milliseconds(st().hold_ms);
   return r.done(cudaSuccess);
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
@@ -216,6 +218,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
   r.ptr(e);
   ET_NEED_DRIVER();
   if (!st().events.count(e)) return r.done(cudaErrorInvalidResourceHandle);
+  expire_events(st());
   return r.done(st().pending_events.count(e) ? cudaErrorNotReady : cudaSuccess);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
@@ -234,7 +237,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     ++st().violations;
     return r.done(cudaErrorInvalidResourceHandle);
   }
-  st().pending_events.erase(e);  // CUDA frees a pending event's resources once it completes
+  // CUDA frees a pending event's resources once it completes; the work itself still runs.
+  if (auto it = st().pending_events.find(e); it != st().pending_events.end()) {
+    st().orphan_work.push_back(it->second);
+    st().pending_events.erase(it);
+  }
   delete reinterpret_cast<char*>(e);
   return r.done(cudaSuccess);
 }
@@ -260,6 +267,7 @@ cudaError_t cudaHostUnregister(void* p) {
     ++st().violations;
     return r.done(cudaErrorHostMemoryNotRegistered);
   }
+  note_free(st());
   // Teardown order: the memory must still be mapped when it is unregistered (mincore: ENOMEM if not).
   const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(it->first) & ~(page - 1);

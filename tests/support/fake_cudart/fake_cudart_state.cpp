@@ -159,6 +159,17 @@ int free_common(void* p) {
   return cudaErrorInvalidValue;
 }
 
+void expire_events(State& s) {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(s.pending_events, [now](const auto& p) { return p.second <= now; });
+  std::erase_if(s.orphan_work, [now](const auto& due) { return due <= now; });
+}
+
+void note_free(State& s) {
+  expire_events(s);
+  if (!s.pending_events.empty() || !s.orphan_work.empty()) ++s.freed_while_pending;
+}
+
 int destroy_common(void* ext) {
   State& s = st();
   auto* e = static_cast<Ext*>(ext);
@@ -166,6 +177,7 @@ int destroy_common(void* ext) {
     ++s.violations;
     return cudaErrorInvalidResourceHandle;
   }
+  note_free(s);
   if (e->live_buffers != 0) ++s.violations;  // mapped buffers must be freed first
   munmap(e->base, e->size);
   if (close(e->fd) != 0) ++s.violations;  // CUDA owns the imported fd and closes it; EBADF = closed twice
@@ -184,6 +196,7 @@ ET_FAKE_EXPORT void et_fake_cudart_reset(void) {
   st().calls.clear();
   st().plans.clear();
   st().violations = 0;
+  st().freed_while_pending = 0;
 }
 ET_FAKE_EXPORT int et_fake_cudart_call_count(void) {
   std::lock_guard<std::mutex> l(st().mu);
@@ -229,13 +242,25 @@ ET_FAKE_EXPORT int et_fake_cudart_violations(void) {
 ET_FAKE_EXPORT void et_fake_cudart_hold_events(int hold) {
   std::lock_guard<std::mutex> l(st().mu);
   st().hold_events = hold != 0;
+  st().hold_ms = -1;
+}
+ET_FAKE_EXPORT void et_fake_cudart_hold_events_for(int ms) {
+  std::lock_guard<std::mutex> l(st().mu);
+  st().hold_events = true;
+  st().hold_ms = ms < 0 ? 0 : ms;
+}
+ET_FAKE_EXPORT int et_fake_cudart_freed_while_pending(void) {
+  std::lock_guard<std::mutex> l(st().mu);
+  return st().freed_while_pending;
 }
 ET_FAKE_EXPORT void et_fake_cudart_complete_events(void) {
   std::lock_guard<std::mutex> l(st().mu);
   st().pending_events.clear();
+  st().orphan_work.clear();
 }
 ET_FAKE_EXPORT int et_fake_cudart_pending_events(void) {
   std::lock_guard<std::mutex> l(st().mu);
+  expire_events(st());
   return static_cast<int>(st().pending_events.size());
 }
 ET_FAKE_EXPORT int et_fake_cudart_owned_fds(int* out, int max) {

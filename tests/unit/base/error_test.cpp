@@ -27,6 +27,7 @@ TEST(Error, CodeNames) {
   EXPECT_EQ(error_code_name(ErrorCode::Unsupported), "Unsupported");
   EXPECT_EQ(error_code_name(ErrorCode::FailedPrecondition), "FailedPrecondition");
   EXPECT_EQ(error_code_name(ErrorCode::Internal), "Internal");
+  EXPECT_EQ(error_code_name(ErrorCode::Timeout), "Timeout");
   EXPECT_EQ(error_code_name(static_cast<ErrorCode>(1234)), "Unknown");
 }
 
@@ -45,7 +46,7 @@ TEST(Error, FromErrnoPicksTheCodeAndNamesTheErrno) {
       {EBUSY, ErrorCode::Busy, "EBUSY"},                 {ENODEV, ErrorCode::Unavailable, "ENODEV"},
       {EPIPE, ErrorCode::Unavailable, "EPIPE"},          {ENOTTY, ErrorCode::Unsupported, "ENOTTY"},
       {EOVERFLOW, ErrorCode::OutOfRange, "EOVERFLOW"},   {EMSGSIZE, ErrorCode::OutOfRange, "EMSGSIZE"},
-      {EIO, ErrorCode::Internal, "EIO"},
+      {ETIMEDOUT, ErrorCode::Timeout, "ETIMEDOUT"},      {EIO, ErrorCode::Internal, "EIO"},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);

@@ -3,9 +3,14 @@
 // torn down before the Backing, process-unique ids. Uses a recording test Backing.
 #include <gtest/gtest.h>
 
+#include <edgetensor/log.h>
+
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/storage.h"
@@ -133,6 +138,119 @@ TEST(Storage, DeviceHandleIsMadeOnceAndFreedBeforeTheBacking) {
     EXPECT_EQ(s.existing_device_handle(), *h1);
   }
   EXPECT_EQ(ev.log, (std::vector<std::string>{"device handle freed", "backing freed"}));
+}
+
+// Device work kept by the storage (what a released CudaMap's event is): complete when the test says.
+class RecordingFence final : public DeviceFence {
+ public:
+  RecordingFence(Events* ev, std::atomic<bool>* done, std::chrono::milliseconds bound)
+      : ev_(ev), done_(done), bound_(bound) {}
+  ~RecordingFence() override { ev_->log.push_back("fence freed"); }
+  bool complete() noexcept override { return done_->load(); }
+  std::chrono::milliseconds teardown_timeout() const noexcept override { return bound_; }
+
+ private:
+  Events* ev_;
+  std::atomic<bool>* done_;
+  std::chrono::milliseconds bound_;
+};
+
+auto make_recording_handle(Events* ev) {
+  return [ev](Storage&) -> Result<std::unique_ptr<DeviceHandle>> {
+    return std::unique_ptr<DeviceHandle>(std::make_unique<RecordingHandle>(ev));
+  };
+}
+
+TEST(Storage, TeardownWaitsForKeptDeviceWorkThenFreesInOrder) {
+  Events ev;
+  std::atomic<bool> done{false};
+  std::thread device;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Storage s(std::make_unique<RecordingBacking>(&ev, false));
+    ASSERT_OK(s.device_handle(make_recording_handle(&ev)));
+    s.keep_fence(std::make_unique<RecordingFence>(&ev, &done, std::chrono::seconds(10)));
+    device = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      ev.log.push_back("work done");  // before the store: the teardown reads the log after it
+      done.store(true);
+    });
+  }
+  device.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(60));
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"work done", "fence freed", "device handle freed", "backing freed"}));
+}
+
+// A negative bound, and one too large for the clock (milliseconds::max()), wait without a bound.
+TEST(Storage, TeardownWithoutABoundWaitsUntilTheWorkCompletes) {
+  for (auto bound : {std::chrono::milliseconds(-1), std::chrono::milliseconds::max()}) {
+    SCOPED_TRACE(bound.count());
+    Events ev;
+    std::atomic<bool> done{false};
+    std::thread device;
+    {
+      Storage s(std::make_unique<RecordingBacking>(&ev, false));
+      s.keep_fence(std::make_unique<RecordingFence>(&ev, &done, bound));
+      device = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+        ev.log.push_back("work done");
+        done.store(true);
+      });
+    }
+    device.join();
+    EXPECT_EQ(ev.log, (std::vector<std::string>{"work done", "fence freed", "backing freed"}));
+  }
+}
+
+TEST(Storage, TeardownPastTheBoundAbandonsTheMemoryWithAWarning) {
+  std::vector<std::string> lines;
+  auto previous = set_log_callback([&](LogLevel level, std::string_view line) {
+    if (level == LogLevel::Warning) lines.emplace_back(line);
+  });
+  auto* ev = new Events;  // the abandoned backing and handle keep pointing at it: never freed
+  std::atomic<bool> never{false};
+  const std::size_t before = abandoned_storage_count();
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Storage s(std::make_unique<RecordingBacking>(ev, false));
+    ASSERT_OK(s.device_handle(make_recording_handle(ev)));
+    s.keep_fence(std::make_unique<RecordingFence>(ev, &never, std::chrono::milliseconds(40)));
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  set_log_callback(previous);
+  EXPECT_GE(waited, std::chrono::milliseconds(40));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_EQ(ev->log, (std::vector<std::string>{"fence freed"})) << "the handle and the backing must not be freed";
+  EXPECT_EQ(abandoned_storage_count(), before + 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("of dmabuf memory (recording, 64 B): device work recorded on it (1 pending) is still running after "
+                          "the teardown bound of 40 ms"),
+            std::string::npos)
+      << lines[0];
+}
+
+TEST(Storage, TeardownWithABoundOfZeroDoesNotWait) {
+  auto* ev = new Events;  // abandoned: never freed
+  std::atomic<bool> never{false};
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Storage s(std::make_unique<RecordingBacking>(ev, false));
+    s.keep_fence(std::make_unique<RecordingFence>(ev, &never, std::chrono::milliseconds(0)));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_EQ(ev->log, (std::vector<std::string>{"fence freed"}));
+}
+
+TEST(Storage, KeepFenceDropsTheCompletedOnes) {
+  Events ev;
+  std::atomic<bool> done{true};
+  std::atomic<bool> pending{false};
+  Storage s(std::make_unique<RecordingBacking>(&ev, false));
+  s.keep_fence(std::make_unique<RecordingFence>(&ev, &done, std::chrono::milliseconds(0)));
+  s.keep_fence(std::make_unique<RecordingFence>(&ev, &pending, std::chrono::milliseconds(0)));
+  EXPECT_EQ(ev.log, (std::vector<std::string>{"fence freed"})) << "the complete one went at the second keep";
+  EXPECT_FALSE(s.device_work_complete());
+  pending.store(true);
 }
 
 TEST(Storage, FailedDeviceHandleCanBeRetried) {

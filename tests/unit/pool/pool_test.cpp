@@ -45,6 +45,7 @@ class TestFence final : public detail::DeviceFence {
  public:
   explicit TestFence(std::shared_ptr<std::atomic<bool>> done) : done_(std::move(done)) {}
   bool complete() noexcept override { return done_->load(); }
+  std::chrono::milliseconds teardown_timeout() const noexcept override { return std::chrono::seconds(5); }
 
  private:
   std::shared_ptr<std::atomic<bool>> done_;
@@ -413,6 +414,7 @@ TEST(Pool, AReadyBufferIsPreferredToOneWithPendingDeviceWork) {
   auto t = pool->acquire(0ms);
   ASSERT_OK(t);
   EXPECT_EQ(t->buffer_key(), ready);
+  never->store(true);  // the pool's teardown would wait for it (Storage's bound)
 }
 
 // Eight threads acquire, fill and release buffers of a pool smaller than the thread count: every

@@ -312,7 +312,7 @@ TEST_F(FakeSync, WaitTimesOutNamingTheFencesThenPassesOnceSignalled) {
   const auto t0 = std::chrono::steady_clock::now();
   auto w = f.wait(60ms);
   const auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_ERROR(w, ErrorCode::Busy, "did not signal within 0.06 s");
+  EXPECT_ERROR(w, ErrorCode::Timeout, "did not signal within 0.06 s");
   EXPECT_EQ(w.error().sys_errno(), ETIMEDOUT);
   EXPECT_NE(w.error().message().find("2 of 2 fences pending: vgem/vgem_fence pending, i915/ring0 pending"),
             std::string::npos)
@@ -354,7 +354,7 @@ TEST_F(FakeSync, WaitSurvivesEintrAndStillEndsAtItsDeadline) {
   const auto t0 = std::chrono::steady_clock::now();
   auto w = f.wait(100ms);
   const auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_ERROR(w, ErrorCode::Busy, "did not signal within 0.1 s");
+  EXPECT_ERROR(w, ErrorCode::Timeout, "did not signal within 0.1 s");
   EXPECT_GE(waited, 100ms);
   EXPECT_LT(waited, 2000ms) << "an EINTR must not restart the full timeout";
   auto p = polls();
@@ -587,7 +587,7 @@ TEST_F(FakeSync, MapTimesOutNamingTheBufferAndItsPendingFences) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = t->map_read(MapOptions{80ms});
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 80ms);
-  EXPECT_ERROR(r, ErrorCode::Busy, "read map of pipe standing in for a DMA-BUF (4096 B, fd ");
+  EXPECT_ERROR(r, ErrorCode::Timeout, "read map of pipe standing in for a DMA-BUF (4096 B, fd ");
   EXPECT_EQ(r.error().sys_errno(), ETIMEDOUT);
   EXPECT_NE(r.error().message().find("the buffer's fences did not signal within 0.08 s (MapOptions::timeout)"),
             std::string::npos)
@@ -603,7 +603,7 @@ TEST_F(FakeSync, MapTimesOutNamingTheBufferAndItsPendingFences) {
   // The fences could not be listed: the timeout still says so, with the reason.
   sync_file_errno_ = ENOTTY;
   auto r2 = t->map_read(MapOptions{10ms});
-  EXPECT_ERROR(r2, ErrorCode::Busy, "its fences could not be listed: Unsupported: DMA_BUF_IOCTL_EXPORT_SYNC_FILE");
+  EXPECT_ERROR(r2, ErrorCode::Timeout, "its fences could not be listed: Unsupported: DMA_BUF_IOCTL_EXPORT_SYNC_FILE");
   sync_file_errno_ = 0;
   // Signalled: the wait passes and the map goes on to mmap, which a pipe refuses.
   ASSERT_EQ(::write(writer.get(), "x", 1), 1);

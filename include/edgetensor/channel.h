@@ -208,7 +208,7 @@ class ET_API Receiver {
   /// limit). Handles the announces and retires before it on the way; sends queued releases first.
   /// After the sender's end_stream() and every frame before it: a Delivery with end_of_stream set, at
   /// once, on every later call (not an error; queued releases are still sent).
-  /// Errors: Busy (no frame within the timeout: the channel stays open), Unavailable (the sender closed
+  /// Errors: Busy (no frame within the timeout: the channel stays open; sys_errno ETIMEDOUT, EAGAIN for 0), Unavailable (the sender closed
   /// the channel or died), FailedPrecondition (closed earlier), InvalidArgument (malformed message,
   /// naming the field, its value and the limit; unknown buffer id; duplicate announce; a fence; an fd
   /// refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past

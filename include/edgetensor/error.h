@@ -38,7 +38,8 @@ enum class ErrorCode : int {
   AlreadyExists = 4,       ///< A create-exclusive call found the name taken.
   PermissionDenied = 5,    ///< EACCES/EPERM, or a write map on read-only storage.
   OutOfMemory = 6,         ///< ENOMEM/ENOSPC: the memory or the filesystem is full.
-  Busy = 7,                ///< Try later: EBUSY/EAGAIN, a PBO already mapped.
+  Busy = 7,                ///< Try later: EBUSY/EAGAIN, a PBO already mapped; a queue's wait that ran
+                           ///< out (pool, socket, channel) with sys_errno ETIMEDOUT (EAGAIN for 0).
   Unavailable = 8,         ///< Backend not built, device or driver missing, library not loadable.
   Unsupported = 9,         ///< This backend or object cannot do the operation (export a heap tensor).
   FailedPrecondition = 10, ///< The object is in the wrong state (empty tensor, GL context gone).

@@ -122,7 +122,8 @@ class ET_API Pool {
   /// the warmest), else a new one while fewer than max_buffers exist, else the first to come back
   /// within `timeout` (0: do not wait; milliseconds::max(): no limit). While only buffers with pending
   /// device work are free, their events are asked again every millisecond.
-  /// Errors: Busy ("pool 'cam0': no buffer free after waiting 100 ms: 4 of max_buffers 4 in use; ..."),
+  /// Errors: Busy ("pool 'cam0': no buffer free after waiting 100 ms: 4 of max_buffers 4 in use; ...";
+  /// sys_errno ETIMEDOUT, or EAGAIN for a timeout of 0),
   /// InvalidArgument (negative timeout), FailedPrecondition (moved-from pool), a new buffer's allocation
   /// error (the pool named), the write map's error with zero_on_reuse.
   [[nodiscard]] Result<TensorDyn> acquire(std::chrono::milliseconds timeout);

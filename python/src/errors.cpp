@@ -99,9 +99,11 @@ void bind_errors(py::module_& m) {
 }
 
 void raise(const et::Error& error) {
-  // A timeout that passed (ipc's: Busy with ETIMEDOUT) is Python's TimeoutError, as socket's is; a
-  // zero timeout's EAGAIN stays a BusyError, a BlockingIOError.
-  if (error.code() == et::ErrorCode::Busy && error.sys_errno() == ETIMEDOUT) raise_as(PyExc_TimeoutError, error);
+  // A timeout that passed on a queue (a pool, a socket, a channel: Busy with ETIMEDOUT) is
+  // edgetensor.TimeoutError as well, a built-in TimeoutError as socket's is: one class for every wait
+  // that ran out. A zero timeout's EAGAIN stays a BusyError, a BlockingIOError.
+  if (error.code() == et::ErrorCode::Busy && error.sys_errno() == ETIMEDOUT)
+    raise_as(g_by_code[static_cast<std::size_t>(et::ErrorCode::Timeout)], error);
   auto index = static_cast<std::size_t>(error.code());
   PyObject* cls = index < g_by_code.size() && g_by_code[index] != nullptr ? g_by_code[index] : g_error;
   raise_as(cls, error);

@@ -47,7 +47,7 @@ void bind_pool(py::module_& m) {
       .def_readonly("acquired", &et::PoolStats::acquired, "Successful acquisitions.")
       .def_readonly("waits", &et::PoolStats::waits, "Acquisitions that found no buffer at first and waited.")
       .def_readonly("timeouts", &et::PoolStats::timeouts,
-                    "Acquisitions that failed with BusyError (timed out, or try_acquire found none).")
+                    "Acquisitions that failed: timed out (TimeoutError), or none free at once (BusyError).")
       .def("__repr__", [](const et::PoolStats& s) {
         return "PoolStats(allocated=" + std::to_string(s.allocated) + ", free=" + std::to_string(s.free) +
                ", in_use=" + std::to_string(s.in_use) + ", peak_in_use=" + std::to_string(s.peak_in_use) +
@@ -111,8 +111,9 @@ void bind_pool(py::module_& m) {
           "A buffer: a free one (the one returned last first), else a new one while fewer than max_buffers "
           "exist, else the first to come back within `timeout` seconds (0: do not wait; None: no limit). Waits "
           "with the GIL released, so other threads can drop the holders that return a buffer; a signal "
-          "(Ctrl-C) is handled only when the call returns: give a timeout. BusyError (a BlockingIOError) when "
-          "none comes back in time, naming the pool, max_buffers and the wait; a new buffer's allocation error.")
+          "(Ctrl-C) is handled only when the call returns: give a timeout. TimeoutError (edgetensor's, a built-in "
+          "TimeoutError) when none comes back in time, BusyError (a BlockingIOError) for a timeout of 0, each "
+          "naming the pool, max_buffers and the wait; a new buffer's allocation error.")
       .def(
           "try_acquire", [](et::Pool& p) { return released([&] { return p.try_acquire(); }); },
           "acquire() without waiting: a free or new buffer, or BusyError at once.")

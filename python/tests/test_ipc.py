@@ -200,7 +200,7 @@ def test_receive_timeouts_follow_the_socket_and_the_keyword():
     with p, q:
         q.settimeout(0.2)  # socket's own timeout: TimeoutError when it passes, as q.recv would
         start = time.monotonic()
-        with pytest.raises(TimeoutError, match="timed out after 0.2 s"):
+        with pytest.raises(et.TimeoutError, match="timed out after 0.2 s"):
             et.ipc.receive(q)
         assert 0.15 <= time.monotonic() - start < 5
         q.settimeout(0.0)  # non-blocking: BlockingIOError (BusyError) at once

@@ -65,7 +65,8 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
         (void)!::read(wake_.get(), &count, sizeof count);  // EFD_NONBLOCK: resets the counter
       }
       if (!ready->socket && !ready->wake && !ready->writable && until == deadline)
-        return fail(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()));
+        return fail(Error(ErrorCode::Busy, text::format("{}: no frame within {} ms", label_, timeout.count()),
+                          timeout.count() == 0 ? EAGAIN : ETIMEDOUT));
       continue;
     }
     // A sender that died with our messages unread (the hello, releases) leaves ECONNRESET, reported once

@@ -9,6 +9,7 @@
 #include <edgetensor/pool.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <condition_variable>
 #include <cstring>
@@ -82,7 +83,8 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       }
       if (!may_wait || now >= deadline) {
         ++timeouts_;
-        return fail(busy_error_locked(may_wait, std::chrono::duration_cast<std::chrono::milliseconds>(now - *start)));
+        return fail(busy_error_locked(may_wait, timeout.count() > 0,
+                                      std::chrono::duration_cast<std::chrono::milliseconds>(now - *start)));
       }
       if (!waited) {
         ++waits_;
@@ -238,7 +240,8 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     return t;
   }
 
-  Error busy_error_locked(bool waited, std::chrono::milliseconds elapsed) const {
+  // `waited`: acquire (not try_acquire); `timed`: its timeout was above 0, so ETIMEDOUT (else EAGAIN).
+  Error busy_error_locked(bool waited, bool timed, std::chrono::milliseconds elapsed) const {
     const std::size_t pending = static_cast<std::size_t>(std::count_if(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; }));
     std::string how = waited ? text::format("after waiting {} ms", elapsed.count()) : "(try_acquire does not wait)";
     std::string device = pending == 0 ? std::string()
@@ -248,7 +251,8 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     return Error(ErrorCode::Busy,
                  text::format("pool '{}': no buffer free {}: {} of max_buffers {} in use{}; drop the pool's tensors "
                              "(with their views and maps) sooner, or raise max_buffers",
-                             name_, how, in_use_, max_, device));
+                             name_, how, in_use_, max_, device),
+                 timed ? ETIMEDOUT : EAGAIN);
   }
 
   const std::string name_;

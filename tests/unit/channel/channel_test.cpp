@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -286,9 +287,13 @@ TEST(Channel, ReceiveTimesOutWithBusyAndStaysOpen) {
   auto ends = make_ends();
   ASSERT_TRUE(ends);
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_ERROR(ends->receiver.receive(30ms), ErrorCode::Busy, "no frame within 30 ms");
+  auto waited = ends->receiver.receive(30ms);
+  EXPECT_ERROR(waited, ErrorCode::Busy, "no frame within 30 ms");
+  EXPECT_EQ(waited.error().sys_errno(), ETIMEDOUT) << "a wait that ran out (Python: TimeoutError)";
   EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
-  EXPECT_ERROR(ends->receiver.receive(0ms), ErrorCode::Busy, "no frame within 0 ms");
+  auto polled = ends->receiver.receive(0ms);
+  EXPECT_ERROR(polled, ErrorCode::Busy, "no frame within 0 ms");
+  EXPECT_EQ(polled.error().sys_errno(), EAGAIN);
   EXPECT_ERROR(ends->receiver.receive(-1ms), ErrorCode::InvalidArgument, "negative");
   ASSERT_OK(ends->receiver.status());
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -181,6 +182,7 @@ TEST(Pool, ExhaustionWaitsForTheTimeoutThenNamesPoolMaxAndWait) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms) << "it waited the whole timeout";
   EXPECT_ERROR(c, ErrorCode::Busy, "pool 'cam1': no buffer free after waiting ");
   EXPECT_ERROR(c, ErrorCode::Busy, "2 of max_buffers 2 in use");
+  EXPECT_EQ(c.error().sys_errno(), ETIMEDOUT) << "a wait that ran out (Python: TimeoutError)";
   PoolStats s = pool->stats();
   EXPECT_EQ(s.waits, 1u);
   EXPECT_EQ(s.timeouts, 1u);
@@ -188,6 +190,7 @@ TEST(Pool, ExhaustionWaitsForTheTimeoutThenNamesPoolMaxAndWait) {
 
   auto d = pool->try_acquire();
   EXPECT_ERROR(d, ErrorCode::Busy, "pool 'cam1': no buffer free (try_acquire does not wait): 2 of max_buffers 2 in use");
+  EXPECT_EQ(d.error().sys_errno(), EAGAIN);
   EXPECT_EQ(pool->stats().waits, 1u) << "try_acquire never waits";
   EXPECT_EQ(pool->stats().timeouts, 2u);
   *a = TensorDyn();

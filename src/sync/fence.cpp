@@ -122,27 +122,37 @@ std::string FenceStatus::to_string() const {
   return text::format("{} of {} fence{} pending: {}", pending, fences.size(), fences.size() == 1 ? "" : "s", out);
 }
 
+namespace {
+
+// Ok when `fd` is a sync_file; otherwise the error names `who`, the fd (the caller's own) and what it is.
+Result<void> check_sync_file(int fd, std::string_view who) {
+  sync_file_info info{};  // num_fences 0: the kernel fills in the count and the name only
+  if (sys::ioctl(fd, SYNC_IOC_FILE_INFO, &info) == 0) return {};
+  const int e = errno;
+  if (e != ENOTTY && e != EINVAL)
+    return fail(Error::from_errno(e, text::format("{}: SYNC_IOC_FILE_INFO on fd {}", who, fd)));
+  const std::string is = detail::fd_description(fd);
+  return fail(Error(ErrorCode::InvalidArgument,
+                    text::format("{}: fd {}{} is not a sync_file (SYNC_IOC_FILE_INFO: {}); fences come from drivers "
+                                 "(export_fence, a GPU, a codec)",
+                                 who, fd, is.empty() ? "" : " (" + is + ")", errno_name(e)),
+                    e));
+}
+
+}  // namespace
+
 Result<Fence> Fence::adopt(UniqueFd fd) {
   if (!fd) return fail(ErrorCode::InvalidArgument, "Fence::adopt: no fd (-1); a signalled fence is Fence()");
-  sync_file_info info{};  // num_fences 0: the kernel fills in the count and the name only
-  if (sys::ioctl(fd.get(), SYNC_IOC_FILE_INFO, &info) != 0) {
-    const int e = errno;
-    if (e != ENOTTY && e != EINVAL)
-      return fail(Error::from_errno(e, text::format("Fence::adopt: SYNC_IOC_FILE_INFO on fd {}", fd.get())));
-    const std::string is = detail::fd_description(fd.get());
-    return fail(Error(ErrorCode::InvalidArgument,
-                      text::format("Fence::adopt: fd {}{} is not a sync_file (SYNC_IOC_FILE_INFO: {}); fences come "
-                                   "from drivers (export_fence, a GPU, a codec)",
-                                   fd.get(), is.empty() ? "" : " (" + is + ")", errno_name(e)),
-                      e));
-  }
+  ET_TRY(check_sync_file(fd.get(), "Fence::adopt"));
   return Fence(std::move(fd));
 }
 
 Result<Fence> Fence::duplicate(int borrowed_fd) {
   if (borrowed_fd == -1) return Fence();
+  // Checked before the dup, so that an error names the caller's fd, not the library's copy.
+  ET_TRY(check_sync_file(borrowed_fd, "Fence::duplicate"));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
-  return adopt(std::move(fd));
+  return Fence(std::move(fd));
 }
 
 Result<Fence> Fence::merge(const Fence& a, const Fence& b, std::string_view name) {

@@ -1039,7 +1039,9 @@ static int case_fence_bad_input(void) {
   CHECK(fd >= 0);
   CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(fd, &f));
   CHECK_MESSAGE("is not a sync_file");
-  CHECK_MESSAGE("memfd:");
+  char named[48];
+  snprintf(named, sizeof named, "fd %d (/memfd:", fd); /* the caller's fd, not the library's copy */
+  CHECK_MESSAGE(named);
   CHECK(fd_is_open(fd));
   close(fd);
   CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_import_dup(fd, &f));

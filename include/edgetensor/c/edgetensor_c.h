@@ -66,7 +66,7 @@ typedef int32_t et_status;
 #define ET_ALREADY_EXISTS 4
 #define ET_PERMISSION_DENIED 5    /* EACCES/EPERM, or a write map of read-only storage */
 #define ET_OUT_OF_MEMORY 6        /* ENOMEM/ENOSPC, or an allocation that failed inside the library */
-#define ET_BUSY 7                 /* try later: EBUSY/EAGAIN, a timeout of ipc or a pool */
+#define ET_BUSY 7                 /* try later: EBUSY/EAGAIN; a queue's wait that ran out (ipc, a pool): ETIMEDOUT */
 #define ET_UNAVAILABLE 8          /* backend not built, device missing, peer gone */
 #define ET_UNSUPPORTED 9          /* this backend cannot do it (export a heap tensor) */
 #define ET_FAILED_PRECONDITION 10 /* wrong state (zero elements to share, ...) */
@@ -269,8 +269,9 @@ typedef struct et_map_options {
 /* Maps the tensor as `map_mode` (ET_MAP_READ, _WRITE or _READ_WRITE) with `options` (NULL: defaults), as
  * et_tensor_map_read and its siblings do: *out_data (writable only when map_mode has ET_MAP_WRITE) and
  * *out_size stay valid until the map's last release. Errors: ET_INVALID_ARGUMENT (NULL, map_mode not 1 to
- * 3, bad options, use_timeout not 0 or 1), ET_BUSY (the DMA-BUF's fences did not signal in time:
- * et_last_error_errno() ETIMEDOUT, EAGAIN for 0; the message names the buffer and its pending fences),
+ * 3, bad options, use_timeout not 0 or 1), ET_TIMEOUT (the DMA-BUF's fences did not signal in time:
+ * et_last_error_errno() ETIMEDOUT; for a timeout of 0, ET_BUSY with EAGAIN; the message names the buffer
+ * and its pending fences),
  * then as the map of that direction. */
 ET_C_API et_status et_tensor_map(const et_tensor* tensor, uint32_t map_mode, const et_map_options* options,
                                  et_map** out_map, void** out_data, size_t* out_size);
@@ -560,9 +561,9 @@ ET_C_API void et_fence_release(et_fence* fence);
 
 /* Waits until the fence signals, at most `timeout_ns` nanoseconds (rounded up to a whole millisecond; 0
  * only checks; negative: no bound); a signal (EINTR) does not end the wait early. A fence signalled with
- * an error counts as signalled (et_fence_get_status tells). Errors: ET_INVALID_ARGUMENT (NULL), ET_BUSY
- * (the timeout passed: et_last_error_errno() ETIMEDOUT, EAGAIN for 0; the message names the fd, the
- * timeout and the pending fences), poll's error. */
+ * an error counts as signalled (et_fence_get_status tells). Errors: ET_INVALID_ARGUMENT (NULL), ET_TIMEOUT
+ * (the timeout passed: et_last_error_errno() ETIMEDOUT; for 0, ET_BUSY with EAGAIN; the message names the
+ * fd, the timeout and the pending fences), poll's error. */
 ET_C_API et_status et_fence_wait(const et_fence* fence, int64_t timeout_ns);
 /* *out_fd: the fence's sync_file fd, still the fence's (do not close it; valid until its last release),
  * for poll(2) (POLLIN: signalled) or an API that borrows it; -1 for a signalled fence without one.
@@ -665,6 +666,7 @@ ET_C_API et_status et_pool_get_stats(const et_pool* pool, et_pool_stats* stats);
 
 /* ---- DLPack 1.x (C++ dlpack::, include/edgetensor/dlpack.h) --------------------------------------- */
 /* DLPack's DLManagedTensorVersioned, declared only: include dlpack/dlpack.h (1.0 or later) for its fields.
+ * Debian 12's libdlpack-dev is 0.6, without it: take dlpack.h 1.x from the DLPack project (a single header).
  * This header never defines it, so the two can be included in either order. */
 struct DLManagedTensorVersioned;
 

@@ -62,7 +62,7 @@ struct ListenOptions {
   std::uint32_t mode = 0600;
   /// Checked against every peer's credentials at accept.
   AllowRule allow;
-  /// Connections the kernel queues before accept (listen(2)), 1 to 4096.
+  /// Connections the kernel queues before accept (listen(2)), 1 to 2^12 (Linux's default somaxconn).
   int backlog = 16;
 };
 
@@ -141,7 +141,7 @@ enum class ReceiverPolicy : std::uint8_t {
   /// so the receiver sees a gap: ReceiverStats::frames_missing). The caller's tensor is not held, so a
   /// Pool has the buffer back when the caller drops it. Pool size for a producer that never stalls in
   /// acquire: at least max_frames_out x buffers per frame + the buffers the producer holds at once
-  /// (e.g. 1 being filled); with several receivers, the sum of their limits + those (docs/CHANNEL.md).
+  /// (e.g. 1 being filled); with several receivers, the sum of their limits + those (docs/CHANNEL.md, "Receiver policy").
   Drop = 1,
 };
 

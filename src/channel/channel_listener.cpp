@@ -105,8 +105,10 @@ Result<Listener> Listener::create(const std::string& path, const ListenOptions& 
   const std::string who = text::format("channel::Listener '{}'", path);
   if ((options.mode & ~0777u) != 0)
     return fail(ErrorCode::InvalidArgument, text::format("{}: mode 0{:o} has bits past 0777", who, options.mode));
-  if (options.backlog < 1 || options.backlog > 4096)
-    return fail(ErrorCode::InvalidArgument, text::format("{}: backlog {} is outside 1..4096", who, options.backlog));
+  constexpr int kMaxBacklog = 1 << 12;  // Linux's default net.core.somaxconn: the kernel caps larger ones
+  if (options.backlog < 1 || options.backlog > kMaxBacklog)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: backlog {} is outside 1..{}", who, options.backlog, kMaxBacklog));
   ET_TRY_ASSIGN(const Address a, make_address(path, who));
   ET_TRY_ASSIGN(UniqueFd fd, seqpacket_socket(who, SOCK_NONBLOCK));  // accept4 never blocks: accept polls
   auto bind_it = [&] { return ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno; };

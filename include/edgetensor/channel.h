@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -43,6 +44,107 @@ inline constexpr std::size_t kMaxQueuedReleases = std::size_t{1} << 20;
 /// (pass one end to a child process across fork, or with ipc::send_fds). Errors: from_errno of socketpair.
 [[nodiscard]] ET_API Result<std::pair<UniqueFd, UniqueFd>> socket_pair();
 
+/// What a named socket lets connect (Listener): a peer passes when its credentials (SO_PEERCRED, read at
+/// accept) match any rule. Peers refused are closed unread.
+struct AllowRule {
+  /// A peer whose uid is this process's effective uid.
+  bool same_uid = true;
+  /// Peers with any of these uids (e.g. 0 for root).
+  std::vector<std::uint32_t> uids;
+  /// Peers whose primary gid (as SO_PEERCRED reports it) is one of these.
+  std::vector<std::uint32_t> gids;
+};
+
+struct ListenOptions {
+  /// Permission bits of the socket file (connect(2) needs write permission on it): owner only by
+  /// default; e.g. 0660 with AllowRule::gids for a group. Set before the socket listens, so no peer
+  /// connects under a wider mode. Only bits 0777 (InvalidArgument otherwise). Unused for an abstract name.
+  std::uint32_t mode = 0600;
+  /// Checked against every peer's credentials at accept.
+  AllowRule allow;
+  /// Connections the kernel queues before accept (listen(2)), 1 to 2^12 (Linux's default somaxconn).
+  int backlog = 16;
+};
+
+/// A peer's credentials as the kernel gave them at connect (SO_PEERCRED).
+struct PeerCredentials {
+  std::int32_t pid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
+struct ListenerStats {
+  std::uint64_t accepted = 0;   ///< Peers accepted (allowed).
+  std::uint64_t refused = 0;    ///< Peers refused by the allow rule (each closed and logged).
+  std::uint64_t gone = 0;       ///< Peers that hung up before accept took them (skipped).
+  std::optional<PeerCredentials> last_refused;  ///< The latest refused peer.
+};
+
+/// A named AF_UNIX SOCK_SEQPACKET socket (CLOEXEC) that producers accept channel peers on while they run
+/// (docs/CHANNEL.md, "Named sockets"). Move-only; a moved-from Listener answers FailedPrecondition. Its
+/// calls may come from any thread (accept is serialised inside).
+class ET_API Listener {
+ public:
+  /// Binds `path` and listens. A path starting with '@' is an abstract name (no file, no mode: only the
+  /// allow rule guards it; it goes when the socket closes). A socket file left by a dead listener (a
+  /// connect finds nobody: ECONNREFUSED) is unlinked and bound again; a path that is not a socket is
+  /// never unlinked. Errors: InvalidArgument (empty path or a NUL in it; a path longer than sun_path
+  /// allows, naming both lengths; mode past 0777; backlog out of range), AlreadyExists (a live listener
+  /// has the path or name, or the path is not a socket: both named), from_errno of socket, bind, chmod, listen.
+  [[nodiscard]] static Result<Listener> create(const std::string& path, const ListenOptions& options = {});
+
+  Listener(Listener&& other) noexcept;
+  Listener& operator=(Listener&& other) noexcept;
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  /// Closes the socket; unlinks the socket file if the path still names the file it bound (never
+  /// another file put there since).
+  ~Listener();
+
+  /// The next allowed peer's connected socket (owned by the caller: hand it to Sender::create or
+  /// Receiver::create), waiting at most `timeout` (0: only one already waiting; milliseconds::max(): no
+  /// limit). A refused peer is closed, logged (LogLevel::Warning, naming its pid, uid, gid and the
+  /// path) and counted in stats(); accept goes on waiting for the next one. A peer that hung up first is
+  /// skipped. Errors: Busy (no allowed peer within the timeout), InvalidArgument (negative timeout),
+  /// FailedPrecondition (moved-from), from_errno of accept4 or poll.
+  [[nodiscard]] Result<UniqueFd> accept(std::chrono::milliseconds timeout);
+  /// The listening socket (borrowed; valid while the Listener lives; O_NONBLOCK): poll it for POLLIN, then
+  /// accept(0ms). -1 for a moved-from Listener.
+  int fd() const noexcept;
+  /// The path given to create ('@' first for an abstract name).
+  const std::string& path() const noexcept;
+  ListenerStats stats() const;
+
+ private:
+  struct State;
+  explicit Listener(std::unique_ptr<State> state) noexcept;
+  std::unique_ptr<State> state_;
+};
+
+/// Connects to a Listener's `path` ('@' first: an abstract name); returns the connected socket (owned,
+/// CLOEXEC) for Sender::create or Receiver::create. Waits at most `timeout` while the listener's queue
+/// is full. Errors: InvalidArgument (path as Listener::create), NotFound (no such file), Unavailable
+/// (nobody listens: ECONNREFUSED, a stale socket file), PermissionDenied (the file's mode), Busy (the
+/// queue stayed full), from_errno of socket or connect.
+[[nodiscard]] ET_API Result<UniqueFd> connect(const std::string& path,
+                                             std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+
+/// How a Sender serves a receiver that holds SenderOptions::max_frames_out frames (delivered or on
+/// their way, not released) or every announced buffer. Set per receiver: one Sender has one receiver
+/// today; when one producer serves several (fan-out, a later release), each receiver gets its own
+/// policy, limit and counters, and a dropped frame is dropped for that receiver only.
+enum class ReceiverPolicy : std::uint8_t {
+  /// Back-pressure: send() waits for a release, at most send_timeout, then Busy.
+  Block = 0,
+  /// send() never waits: a frame that finds the receiver at its limit, every announced buffer out or
+  /// the socket full is not sent to it (SenderStats::frames_dropped counts it; its sequence is used,
+  /// so the receiver sees a gap: ReceiverStats::frames_missing). The caller's tensor is not held, so a
+  /// Pool has the buffer back when the caller drops it. Pool size for a producer that never stalls in
+  /// acquire: at least max_frames_out x buffers per frame + the buffers the producer holds at once
+  /// (e.g. 1 being filled); with several receivers, the sum of their limits + those (docs/CHANNEL.md, "Receiver policy").
+  Drop = 1,
+};
+
 struct SenderOptions {
   /// Names the channel in errors.
   std::string name;
@@ -54,6 +156,11 @@ struct SenderOptions {
   /// frees one) and then for room in the socket (a receiver that stopped reading): then Busy. 0 does
   /// not wait; milliseconds::max() waits without limit.
   std::chrono::milliseconds send_timeout{1000};
+  /// What a send does when the receiver is at its limit (ReceiverPolicy).
+  ReceiverPolicy policy = ReceiverPolicy::Block;
+  /// Frames the receiver may hold (sent and not released) before `policy` applies, 0 to
+  /// kMaxQueuedReleases; 0: no limit but the buffer table (every announced buffer out).
+  std::size_t max_frames_out = 0;
 };
 
 /// Per-frame values; each unset one is chosen at send.
@@ -83,6 +190,8 @@ struct SenderStats {
   /// than the set of buffers sent (e.g. a Pool larger than max_buffers). Each costs an fd, an import
   /// and a mapping at the receiver; the first one is logged once (LogLevel::Warning).
   std::uint64_t reannounces = 0;
+  /// Frames not sent under ReceiverPolicy::Drop (the receiver at its limit, the table or the socket full).
+  std::uint64_t frames_dropped = 0;
 };
 
 /// The sending end. Move-only; a moved-from Sender answers FailedPrecondition.
@@ -90,8 +199,8 @@ class ET_API Sender {
  public:
   /// Takes `socket` (owned; closed when the Sender goes), sends its hello without waiting (skipped when
   /// the receiver is gone or the socket is full) and starts the release reader thread.
-  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET, naming what it is; ENOTSOCK; max_buffers
-  /// out of range; negative send_timeout), from_errno of sending the hello (but EAGAIN, EPIPE,
+  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET, naming what it is; ENOTSOCK; max_buffers,
+  /// policy or max_frames_out out of range; negative send_timeout), from_errno of sending the hello (but EAGAIN, EPIPE,
   /// ECONNRESET), Internal (the thread could not start).
   [[nodiscard]] static Result<Sender> create(UniqueFd socket, const SenderOptions& options = {});
 
@@ -108,9 +217,11 @@ class ET_API Sender {
   /// Errors: FailedPrecondition (empty handle; zero elements; channel closed; the stream ended),
   /// Unsupported (heap or PBO memory; unsealed shared memory, as ipc::send), InvalidArgument (sequence
   /// not increasing; a negative duration_ns; pts_ns INT64_MIN),
-  /// Busy (every announced buffer still had a frame out, or the socket stayed full, for send_timeout:
-  /// send() waits that long for a release to free a table slot, then for room in the socket), Unavailable (the
-  /// receiver is gone), from_errno of sendmsg (the channel closes).
+  /// Busy (ReceiverPolicy::Block: the receiver held max_frames_out frames, every announced buffer had a
+  /// frame out, or the socket stayed full, for send_timeout: send() waits that long for a release, then
+  /// for room in the socket), Unavailable (the receiver is gone), from_errno of sendmsg (the channel
+  /// closes). Under ReceiverPolicy::Drop those waits are drops instead: the sequence is returned, the
+  /// frame not sent (SenderStats::frames_dropped).
   [[nodiscard]] Result<std::uint64_t> send(const TensorDyn& tensor, const SendOptions& options = {});
   /// Sends `frame` (1 to 4 buffers, each announced as needed) as one frame; keeps each buffer until
   /// the receiver releases it. Errors: as send (an empty frame: FailedPrecondition).
@@ -182,6 +293,9 @@ struct ReceiverStats {
   std::size_t frames_out = 0;         ///< Delivered frame buffers whose holders are alive.
   std::size_t releases_queued = 0;    ///< Releases not sent yet (the socket was full; device work runs).
   std::uint64_t frames_skipped = 0;   ///< Frames receive_latest() released unseen for a newer one.
+  /// Frames missing between the sequences delivered (the sum of the gaps): frames the sender dropped
+  /// for this receiver (ReceiverPolicy::Drop) when the sender numbers them itself (SendOptions::sequence unset).
+  std::uint64_t frames_missing = 0;
   bool end_of_stream = false;         ///< The end of stream arrived.
 };
 

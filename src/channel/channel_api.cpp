@@ -40,6 +40,12 @@ Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
   if (options.send_timeout.count() < 0)
     return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who,
                                                         options.send_timeout.count()));
+  if (options.policy != ReceiverPolicy::Block && options.policy != ReceiverPolicy::Drop)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: policy {} is not ReceiverPolicy::Block (0) or Drop (1)", who,
+                                                        static_cast<int>(options.policy)));
+  if (options.max_frames_out > kMaxQueuedReleases)
+    return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
+                                                        options.max_frames_out, kMaxQueuedReleases));
   ET_TRY(detail::require_channel_socket(socket.get(), who));
   ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Sender, options.max_buffers, who));
   auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);

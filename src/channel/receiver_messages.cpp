@@ -188,6 +188,7 @@ Result<std::shared_ptr<Storage>> ChannelReceiver::hand_out(std::uint32_t id, std
 
 void ChannelReceiver::delivered(std::uint64_t sequence) {
   std::lock_guard lock(mutex_);
+  if (last_sequence_) stats_.frames_missing += sequence - *last_sequence_ - 1;  // increasing: check_sequence
   last_sequence_ = sequence;
   ++stats_.frames_received;
 }

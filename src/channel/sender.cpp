@@ -101,8 +101,10 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     for (std::size_t k = from; k < buffers.size(); ++k)
       if (announce[k]) table_.erase(ids[k]);
   };
-  // One deadline for the whole send: room in the buffer table, then room in the socket.
-  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
+  // One deadline for the whole send: room in the buffer table, then room in the socket. Drop never waits.
+  const bool drop = options_.policy == channel::ReceiverPolicy::Drop;
+  const auto timeout = drop ? std::chrono::milliseconds(0) : options_.send_timeout;
+  const Wait wait{deadline_after(timeout), timeout, nullptr};
   const auto deadline = wait.deadline;
   {
     std::unique_lock lock(mutex_);
@@ -115,6 +117,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       return fail(ErrorCode::InvalidArgument,
                   text::format("{}: sequence {} after {}: sequences must increase", label_, sequence, *last_sequence_));
     auto assign_ids = [&]() -> Result<void> {
+      if (at_frame_limit_locked())
+        return fail(ErrorCode::Busy, text::format("{}: the receiver holds {} frames (SenderOptions::max_frames_out {})",
+                                                  label_, frames_out_.size(), options_.max_frames_out));
       retire.clear();
       for (std::size_t b = 0; b < buffers.size(); ++b) {
         auto id = buffer_id_locked(buffers[b], std::span(ids.data(), b), retire, announce[b]);
@@ -133,6 +138,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       auto assigned = assign_ids();
       if (assigned) break;
       if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
+      if (drop) return dropped_locked(sequence);
       const bool timed_out = deadline == ChannelClock::time_point::max()
                                  ? (drained_.wait(lock), false)
                                  : drained_.wait_until(lock, deadline) == std::cv_status::timeout;
@@ -158,6 +164,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     if (auto r = send_within(socket_.get(), encode_retire(part), {}, wait, label_); !r) {
       if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
       forget_new(0);  // the retires not sent stay announced
+      if (drop) return dropped(sequence);
       return fail(std::move(r).error());
     }
     std::lock_guard lock(mutex_);
@@ -170,6 +177,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     if (auto r = send_within(socket_.get(), msg, {fds[b]}, wait, label_); !r) {
       if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
       forget_new(b);  // buffers announced before this one stay announced
+      if (drop) return dropped(sequence);
       return fail(std::move(r).error());
     }
     std::lock_guard lock(mutex_);
@@ -185,20 +193,23 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     const auto now = ChannelClock::now();
     for (std::size_t b = 0; b < buffers.size(); ++b) {
       out_.emplace(OutKey{ids[b], sequence}, Out{ids[b], sequence, buffers[b], now});
+      count_out_locked(sequence);
       if (auto it = table_.find(ids[b]); it != table_.end()) ++it->second.out;
     }
   }
   if (auto r = send_within(socket_.get(), msg, {}, wait, label_); !r) {
     if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
-    std::vector<TensorDyn> dropped;  // not sent: nothing to wait for (dropped after the lock)
+    std::vector<TensorDyn> unsent;  // not sent: nothing to wait for (dropped after the lock)
     std::lock_guard lock(mutex_);
     for (std::size_t b = 0; b < buffers.size(); ++b) {
       auto it = out_.find(OutKey{ids[b], sequence});
       if (it == out_.end()) continue;
       if (auto a = table_.find(ids[b]); a != table_.end()) --a->second.out;
-      dropped.push_back(std::move(it->second.held));
+      count_released_locked(sequence);
+      unsent.push_back(std::move(it->second.held));
       out_.erase(it);
     }
+    if (drop) return dropped_locked(sequence);
     return fail(std::move(r).error());
   }
   std::lock_guard lock(mutex_);
@@ -256,6 +267,7 @@ Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
       if (auto a = table_.find(e.buffer_id); a != table_.end()) --a->second.out;
       dropped.push_back(std::move(it->second.held));
       out_.erase(it);
+      count_released_locked(e.sequence);
       ++stats_.releases;
     }
     ++dropping_;

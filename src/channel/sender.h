@@ -153,6 +153,25 @@ class ChannelSender {
   };
   using OutTable = std::unordered_map<OutKey, Out, OutKeyHash>;
 
+  // Frames out (for SenderOptions::max_frames_out): frame buffers of each sequence not released. Under mutex_.
+  void count_out_locked(std::uint64_t sequence) { ++frames_out_[sequence]; }
+  void count_released_locked(std::uint64_t sequence) noexcept {
+    if (auto it = frames_out_.find(sequence); it != frames_out_.end() && --it->second == 0) frames_out_.erase(it);
+  }
+  // ReceiverPolicy::Drop: the frame is not sent; its sequence is used (the receiver sees a gap).
+  std::uint64_t dropped_locked(std::uint64_t sequence) noexcept {
+    last_sequence_ = sequence;
+    ++stats_.frames_dropped;
+    return sequence;
+  }
+  std::uint64_t dropped(std::uint64_t sequence) noexcept {
+    std::lock_guard lock(mutex_);
+    return dropped_locked(sequence);
+  }
+  bool at_frame_limit_locked() const noexcept {
+    return options_.max_frames_out != 0 && frames_out_.size() >= options_.max_frames_out;
+  }
+
   static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
 
   Error closed_error_locked() const {
@@ -176,6 +195,7 @@ class ChannelSender {
       }
       released_by_close_ = released_by_close_ || !out_.empty();
       dropped.swap(out_);
+      frames_out_.clear();
       table_.clear();
       ++dropping_;
     }
@@ -210,6 +230,7 @@ class ChannelSender {
   // Guarded by mutex_:
   std::unordered_map<std::uint32_t, Announced> table_;  // by buffer id
   OutTable out_;
+  std::unordered_map<std::uint64_t, std::uint32_t> frames_out_;  // sequence -> its buffers out (count_out_locked)
   // Keys of buffers retired while alive (evicted): announcing one again is churn (SenderStats::reannounces).
   std::unordered_set<std::uint64_t> evicted_alive_;
   bool churn_warned_ = false;

@@ -6,9 +6,11 @@
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/sys_testing.h"
@@ -75,6 +77,18 @@ class ScopedFaultHook {
 
 /// Fails the n-th (1-based) call of `call` with `err`.
 edgetensor::sys::FaultHook fail_nth(edgetensor::sys::Call call, int n, int err);
+
+/// Polls `done` every millisecond until it is true (returns true) or `limit` passed (returns false):
+/// for what another thread does, such as a sender's reader thread reading a release.
+template <class F>
+bool eventually(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(2000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 /// Captures the library's log lines for the scope of this object (restores the previous callback).
 class ScopedLogCapture {

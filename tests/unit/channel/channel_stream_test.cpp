@@ -20,6 +20,7 @@
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
+using et_test::eventually;
 
 namespace {
 
@@ -44,16 +45,6 @@ Result<Pool> shm_pool(const char* name, std::size_t buffers) {
   return Pool::create({16, 16}, DType::U8, {.name = name, .max_buffers = buffers, .allocate = {.memory = MemoryKind::Shm}});
 }
 
-// Waits up to 2 s for `done`.
-template <class F>
-bool eventually(F done) {
-  const auto deadline = std::chrono::steady_clock::now() + 2s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 TEST(ChannelStream, PresentationTimeDurationAndFlagsTravel) {
   auto ends = make_ends();

@@ -149,8 +149,9 @@ Result<Fence> Fence::adopt(UniqueFd fd) {
 
 Result<Fence> Fence::duplicate(int borrowed_fd) {
   if (borrowed_fd == -1) return Fence();
-  // Checked before the dup, so that an error names the caller's fd, not the library's copy.
-  ET_TRY(check_sync_file(borrowed_fd, "Fence::duplicate"));
+  // Checked before the dup, so that an error names the caller's fd, not the library's copy (a negative
+  // fd other than -1 is the dup's own error: "not a valid fd").
+  if (borrowed_fd >= 0) ET_TRY(check_sync_file(borrowed_fd, "Fence::duplicate"));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
   return Fence(std::move(fd));
 }

@@ -1,6 +1,6 @@
 # The install route of README ("Install with cmake --install build"), as a user takes it: installs
 # BUILD_DIR into a fresh prefix under WORK_DIR, then builds install_consumer/main.cpp against it with
-# find_package(edgetensor 0.4) (shared and static) and with pkg-config, and install_consumer/main.c (the C
+# find_package(edgetensor 0.6) (shared and static) and with pkg-config, and install_consumer/main.c (the C
 # API) with find_package's edgetensor::edgetensor-c and pkg-config edgetensor-c; runs each program.
 # Inputs: BUILD_DIR, WORK_DIR, SOURCE_DIR (this directory's install_consumer), CXX, CC, GENERATOR.
 file(REMOVE_RECURSE ${WORK_DIR})

@@ -124,18 +124,19 @@ std::string FenceStatus::to_string() const {
 
 namespace {
 
-// Ok when `fd` is a sync_file; otherwise the error names `who`, the fd (the caller's own) and what it is.
-Result<void> check_sync_file(int fd, std::string_view who) {
+// Ok when `fd` is a sync_file; otherwise the error names `who`, `named_fd` (the caller's own fd, of which
+// `fd` may be the library's dup) and what it is.
+Result<void> check_sync_file(int fd, std::string_view who, int named_fd) {
   sync_file_info info{};  // num_fences 0: the kernel fills in the count and the name only
   if (sys::ioctl(fd, SYNC_IOC_FILE_INFO, &info) == 0) return {};
   const int e = errno;
   if (e != ENOTTY && e != EINVAL)
-    return fail(Error::from_errno(e, text::format("{}: SYNC_IOC_FILE_INFO on fd {}", who, fd)));
+    return fail(Error::from_errno(e, text::format("{}: SYNC_IOC_FILE_INFO on fd {}", who, named_fd)));
   const std::string is = detail::fd_description(fd);
   return fail(Error(ErrorCode::InvalidArgument,
                     text::format("{}: fd {}{} is not a sync_file (SYNC_IOC_FILE_INFO: {}); fences come from drivers "
                                  "(export_fence, a GPU, a codec)",
-                                 who, fd, is.empty() ? "" : " (" + is + ")", errno_name(e)),
+                                 who, named_fd, is.empty() ? "" : " (" + is + ")", errno_name(e)),
                     e));
 }
 
@@ -143,16 +144,15 @@ Result<void> check_sync_file(int fd, std::string_view who) {
 
 Result<Fence> Fence::adopt(UniqueFd fd) {
   if (!fd) return fail(ErrorCode::InvalidArgument, "Fence::adopt: no fd (-1); a signalled fence is Fence()");
-  ET_TRY(check_sync_file(fd.get(), "Fence::adopt"));
+  ET_TRY(check_sync_file(fd.get(), "Fence::adopt", fd.get()));
   return Fence(std::move(fd));
 }
 
 Result<Fence> Fence::duplicate(int borrowed_fd) {
   if (borrowed_fd == -1) return Fence();
-  // Checked before the dup, so that an error names the caller's fd, not the library's copy (a negative
-  // fd other than -1 is the dup's own error: "not a valid fd").
-  if (borrowed_fd >= 0) ET_TRY(check_sync_file(borrowed_fd, "Fence::duplicate"));
+  // The dup refuses a negative or closed fd (EBADF, named); a refusal of the copy names the caller's fd.
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
+  ET_TRY(check_sync_file(fd.get(), "Fence::duplicate", borrowed_fd));
   return Fence(std::move(fd));
 }
 

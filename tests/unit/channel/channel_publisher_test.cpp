@@ -244,7 +244,10 @@ TEST(ChannelPublisher, ALateJoinerIsAnnouncedWhatItNeeds) {
   }
   EXPECT_EQ(late->stats().frames_received, 10u);
   EXPECT_EQ(late->stats().frames_missing, 0u) << "no gap before a late joiner's first frame";
-  EXPECT_EQ(late->stats().announces, 3u) << "each pool buffer announced to it once";
+  // The pool's 3 buffers (fewer when releases come back before the next acquire): each announced once.
+  EXPECT_GE(late->stats().announces, 1u);
+  EXPECT_LE(late->stats().announces, 3u) << "each pool buffer announced to it once";
+  for (const auto& info : p->receivers()) EXPECT_EQ(info.stats.reannounces, 0u);
 }
 
 // EOS reaches every receiver (one holding frames too: no stall in drain), and a receiver that joins

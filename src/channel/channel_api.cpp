@@ -29,8 +29,7 @@ static Result<void> send_hello(int socket_fd, ChannelRole role, std::size_t max_
   return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
 }
 
-Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
-                                                           const std::string& who) {
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who) {
   using channel::kMaxChannelBuffers;
   using channel::kMaxQueuedReleases;
   using channel::ReceiverPolicy;
@@ -46,6 +45,12 @@ Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, cons
   if (options.max_frames_out > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
                                                         options.max_frames_out, kMaxQueuedReleases));
+  return {};
+}
+
+Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
+                                                           const std::string& who) {
+  ET_TRY(check_sender_options(options, who));
   ET_TRY(require_channel_socket(socket.get(), who));
   ET_TRY(send_hello(socket.get(), ChannelRole::Sender, options.max_buffers, who));
   auto state = std::make_shared<ChannelSender>(std::move(socket), options);

@@ -255,6 +255,8 @@ class ChannelSender {
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };
 
+// SenderOptions in range (channel.h). Errors: InvalidArgument naming the field, its value and the range.
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who);
 // Sender::create's checks and start, shared with channel::Publisher (channel_api.cpp). `who` names the
 // caller in errors.
 Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,

@@ -426,8 +426,10 @@ std::vector<ReceiverInfo> Publisher::receivers() const {
     std::lock_guard lock(state_->mutex);
     snapshot = state_->receivers;
   }
-  for (const auto& e : snapshot)
-    out.push_back(ReceiverInfo{e.id, e.peer, e.options.policy, e.options.max_frames_out, e.sender->stats()});
+  for (const auto& e : snapshot) {
+    const auto [policy, limit] = e.sender->policy();
+    out.push_back(ReceiverInfo{e.id, e.peer, policy, limit, e.sender->stats()});
+  }
   return out;
 }
 

@@ -273,7 +273,7 @@ struct ReceiverOptions {
   /// naming the count and this bound). Each costs 16 B here.
   std::size_t max_queued_releases = 4096;
   /// Asks the sender to serve this receiver under this policy with `max_frames_out` (its hello carries
-  /// them, docs/WIRE.md "Hello"): e.g. Drop for a latest-frame consumer of a live stream. The sender
+  /// them, docs/WIRE.md "Messages"): e.g. Drop for a latest-frame consumer of a live stream. The sender
   /// applies it unless SenderOptions::receiver_may_choose is false (a Publisher: PublisherOptions::receiver's),
   /// from its next frame once the hello has arrived. Unset: the sender's choice.
   std::optional<ReceiverPolicy> policy;

@@ -31,7 +31,7 @@ enum class ChannelMessage : std::uint8_t {
 inline constexpr std::uint8_t kLastChannelMessage = 7;
 
 /// Hello capability bit 1, in a receiver's hello: it asks to be served under the policy in `reserved`
-/// (0 Block, 1 Drop) with the frame limit in reserved2[0] (ReceiverOptions::policy, docs/WIRE.md "Hello").
+/// (0 Block, 1 Drop) with the frame limit in reserved2[0] (ReceiverOptions::policy, docs/WIRE.md "Messages", Hello).
 /// A sender that does not know the bit ignores both fields, as it ignores every reserved field.
 inline constexpr std::uint32_t kCapabilityPolicyRequest = 1u << 1;
 

@@ -353,6 +353,13 @@ class ET_API Receiver {
   /// other than EAGAIN (the channel closes).
   [[nodiscard]] Result<void> flush();
 
+  /// The channel's socket, to wait on with poll, select or epoll (POLLIN: a message, or the channel's
+  /// end), then receive(0ms); borrowed: the Receiver keeps it open until it goes (never read, write or
+  /// close it). A message may be the sender's hello, an announce or a retire, so receive(0ms) can still
+  /// answer Busy; releases queued while the sender's socket was full go at the next call (or flush()).
+  /// -1 for a moved-from Receiver.
+  int fd() const noexcept;
+
   ReceiverStats stats() const;
   /// Why the channel closed; no error while it is open.
   [[nodiscard]] Result<void> status() const;

@@ -234,6 +234,8 @@ Result<void> Receiver::flush() {
   return state_->flush();
 }
 
+int Receiver::fd() const noexcept { return state_ ? state_->socket_fd() : -1; }
+
 ReceiverStats Receiver::stats() const { return state_ ? state_->stats() : ReceiverStats{}; }
 
 Result<void> Receiver::status() const {

@@ -71,6 +71,19 @@ Unexpected sender_moved_from(const char* call) {
   return fail(ErrorCode::FailedPrecondition, text::format("channel::Sender::{}: the sender was moved from", call));
 }
 
+// SendOptions::acquire_fences spread over `buffers` buffers: none, one for all, or one each.
+Result<std::array<const sync::Fence*, kMaxPlanes>> spread_fences(const SendOptions& options, std::size_t buffers) {
+  std::array<const sync::Fence*, kMaxPlanes> out{};
+  const std::size_t n = options.acquire_fences.size();
+  if (n == 0) return out;
+  if (n != 1 && n != buffers)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("channel::Sender::send: {} acquire fences for a frame of {} buffer{}: give none, one for "
+                             "every buffer, or one per buffer", n, buffers, buffers == 1 ? "" : "s"));
+  for (std::size_t b = 0; b < buffers; ++b) out[b] = &options.acquire_fences[n == 1 ? 0 : b];
+  return out;
+}
+
 Result<void> check_timing(const SendOptions& options) {
   if (options.duration_ns && *options.duration_ns < 0)
     return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
@@ -96,14 +109,17 @@ Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& o
   if (!state_) return sender_moved_from("send");
   ET_TRY(check_sendable(tensor));
   ET_TRY(check_timing(options));
+  ET_TRY_ASSIGN(const auto fences, spread_fences(options, 1));
   const auto embedded = edgetensor::detail::encode_tensor(tensor);
-  return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options);
+  return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options,
+                      std::span(fences.data(), 1));
 }
 
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
   if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
   ET_TRY(check_timing(options));
+  ET_TRY_ASSIGN(const auto fences, spread_fences(options, frame.buffer_count()));
   std::array<TensorDyn, kMaxPlanes> buffers;
   std::array<MemoryKind, kMaxPlanes> kinds{};
   for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
@@ -113,7 +129,7 @@ Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& 
   const auto header = edgetensor::detail::encode_frame_header(frame, std::span(kinds.data(), frame.buffer_count()));
   const auto embedded = edgetensor::detail::encode_frame_message(header);
   return state_->send(std::span(buffers.data(), frame.buffer_count()), embedded,
-                      edgetensor::detail::ChannelMessage::Frame, options);
+                      edgetensor::detail::ChannelMessage::Frame, options, std::span(fences.data(), frame.buffer_count()));
 }
 
 Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
@@ -188,6 +204,23 @@ Result<Delivery> Receiver::receive_latest(std::chrono::milliseconds timeout) {
     return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive_latest: timeout {} ms is negative",
                                                         timeout.count()));
   return state_->receive_latest(timeout);
+}
+
+Result<void> Receiver::add_release_fence(const TensorDyn& tensor, sync::Fence fence) {
+  if (!state_) return receiver_moved_from("add_release_fence");
+  return state_->add_release_fence(tensor, std::move(fence));
+}
+
+Result<void> Receiver::add_release_fence(const Frame& frame, sync::Fence fence) {
+  if (!state_) return receiver_moved_from("add_release_fence");
+  if (frame.is_empty())
+    return fail(ErrorCode::InvalidArgument, "channel::Receiver::add_release_fence: the frame is empty");
+  for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
+    ET_TRY_ASSIGN(const TensorDyn buffer, frame.buffer(b));
+    ET_TRY_ASSIGN(sync::Fence copy, fence.dup());
+    ET_TRY(state_->add_release_fence(buffer, std::move(copy)));
+  }
+  return {};
 }
 
 Result<void> Receiver::flush() {

@@ -66,8 +66,10 @@ class ChannelSender {
     close(Error(ErrorCode::FailedPrecondition, "the sender was destroyed"), false);
   }
 
+  /// `fences`: per buffer, its acquire fence or null (channel_api.cpp spreads SendOptions::acquire_fences).
   Result<std::uint64_t> send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
-                             ChannelMessage type, const channel::SendOptions& options);
+                             ChannelMessage type, const channel::SendOptions& options,
+                             std::span<const sync::Fence* const> fences);
 
   Result<void> end_stream();
 
@@ -214,8 +216,11 @@ class ChannelSender {
   }
 
   void read_releases() noexcept;
-  Result<void> handle_message(std::span<const std::byte> bytes);
-  Result<void> handle_release(std::span<const std::byte> bytes);
+  Result<void> handle_message(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  Result<void> handle_release(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  // Fences of a send: the bits of the buffers whose fence goes with the frame; a receiver without the
+  // capability gets none, its fences waited on here until `deadline`.
+  Result<std::uint8_t> fence_mask_for(std::span<const sync::Fence* const> fences, ChannelClock::time_point deadline);
   Result<std::uint32_t> buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
                                          std::vector<std::uint32_t>& retire, bool& announce);
 
@@ -238,6 +243,7 @@ class ChannelSender {
   std::size_t table_limit_ = options_.max_buffers;  // buffers announced at once (size_table_locked)
   std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
   std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
+  bool peer_fences_ = false;                        // the receiver's hello carries kCapabilityFences
   bool ended_ = false;                              // end_stream() sent
   std::uint64_t use_clock_ = 0;
   std::optional<std::uint64_t> last_sequence_;

@@ -276,7 +276,11 @@ TEST_F(ChannelFence, ReleaseFenceHoldsThePoolsBufferBackUntilSignalled) {
   EXPECT_EQ(ends->sender.stats().release_fences, 1u);
   EXPECT_EQ(ends->receiver.stats().release_fences_sent, 1u);
   EXPECT_EQ(pool->stats().device_pending, 1u) << "back in the pool, fenced";
-  EXPECT_ERROR(ends->sender.acquire(*pool, 50ms), ErrorCode::Busy, "pool 'held'");
+  EXPECT_ERROR(ends->sender.acquire(*pool, 50ms), ErrorCode::Busy,
+               "pool 'held': no buffer free after waiting");
+  EXPECT_ERROR(ends->sender.acquire(*pool, 0ms), ErrorCode::Busy,
+               "1 more back but waiting for device work recorded on it (cuda::CudaMap::record, or a channel release "
+               "fence)");
   {
     std::lock_guard lock(mutex_);
     ASSERT_EQ(::write(writers_.at(fence_inode), "x", 1), 1);  // the consumer's device is done

@@ -6,6 +6,7 @@
 
 #include <edgetensor/error.h>
 #include <edgetensor/export.h>
+#include <edgetensor/fence.h>
 #include <edgetensor/frame.h>
 #include <edgetensor/ipc.h>
 #include <edgetensor/pool.h>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,12 +35,17 @@ namespace channel {
 
 /// Version of the channel's messages; either end refuses any other, naming both versions, and closes
 /// the channel (docs/WIRE.md, "Versions"). Version 2 carries the hellos, per-frame presentation time,
-/// duration and flags, and the end of stream.
+/// duration and flags, and the end of stream; fences with frames and releases are a capability both
+/// hellos carry (docs/WIRE.md, "Capabilities"), not another version.
 inline constexpr std::uint16_t kChannelVersion = 2;
 /// Most buffers one channel may keep announced (SenderOptions / ReceiverOptions::max_buffers).
 inline constexpr std::size_t kMaxChannelBuffers = 1024;
 /// Most releases a Receiver may queue (ReceiverOptions::max_queued_releases), 16 B each.
 inline constexpr std::size_t kMaxQueuedReleases = std::size_t{1} << 20;
+/// The longest the last holder of a pooled buffer waits for a release fence still pending when the
+/// buffer's memory is freed (a Pool destroyed first); past it the memory is leaked, never freed while the
+/// consumer's device reads it (docs/SYNC.md, "Teardown"). A Pool's acquire waits within its own timeout.
+inline constexpr std::chrono::milliseconds kReleaseFenceTeardownTimeout{5000};
 
 /// A connected AF_UNIX SOCK_SEQPACKET pair (CLOEXEC), one end for a Sender and one for a Receiver
 /// (pass one end to a child process across fork, or with ipc::send_fds). Errors: from_errno of socketpair.
@@ -181,6 +188,13 @@ struct SendOptions {
   std::optional<std::int64_t> duration_ns;
   /// The caller's per-frame flags (e.g. GstBufferFlags), carried unchanged; the channel reads none.
   std::uint32_t flags = 0;
+  /// Acquire fences (borrowed for the call; the receiver gets its own copy of each fd): device work that
+  /// writes the frame (a GPU, a codec, a camera) and that the receiver's maps wait for. None (empty), one
+  /// for every buffer, or one per buffer in the Frame's buffer order (a tensor has 1); a signalled Fence()
+  /// sends nothing for its buffer. Sent only when the receiver's hello carries the fence capability (a send
+  /// waits for that hello, at most send_timeout); to a receiver without it the send waits on the fences
+  /// instead (at most send_timeout: Timeout) and sends the frame without them (docs/CHANNEL.md, "Fences").
+  std::span<const sync::Fence> acquire_fences;
 };
 
 struct SenderStats {
@@ -196,6 +210,10 @@ struct SenderStats {
   std::uint64_t reannounces = 0;
   /// Frames not sent under ReceiverPolicy::Drop (the receiver at its limit, the table or the socket full).
   std::uint64_t frames_dropped = 0;
+  std::uint64_t acquire_fences_sent = 0;   ///< Acquire fence fds sent with frames.
+  /// Acquire fences waited on here because the receiver's hello lacks the fence capability.
+  std::uint64_t acquire_fences_waited = 0;
+  std::uint64_t release_fences = 0;        ///< Release fences received with releases.
 };
 
 /// The sending end. Move-only; a moved-from Sender answers FailedPrecondition.
@@ -217,10 +235,14 @@ class ET_API Sender {
   ~Sender();
 
   /// Sends `tensor` as one frame (announcing its buffer first if the receiver does not hold it) and
-  /// keeps a copy of it until the receiver releases the frame. Returns the frame's sequence.
+  /// keeps a copy of it until the receiver releases the frame. Returns the frame's sequence. A release
+  /// that carries a release fence gives a Pool's buffer back fenced: the pool hands it out again only
+  /// once the fence has signalled (docs/CHANNEL.md, "Fences").
   /// Errors: FailedPrecondition (empty handle; zero elements; channel closed; the stream ended),
   /// Unsupported (heap or PBO memory; unsealed shared memory, as ipc::send), InvalidArgument (sequence
-  /// not increasing; a negative duration_ns; pts_ns INT64_MIN),
+  /// not increasing; a negative duration_ns; pts_ns INT64_MIN; acquire_fences neither empty, 1 nor one
+  /// per buffer), Timeout (a receiver without the fence capability: an acquire fence did not signal
+  /// within send_timeout; nothing was sent),
   /// Busy (ReceiverPolicy::Block: the receiver held max_frames_out frames, every announced buffer had a
   /// frame out, or the socket stayed full, for send_timeout: send() waits that long for a release, then
   /// for room in the socket), Unavailable (the receiver is gone), from_errno of sendmsg (the channel
@@ -293,6 +315,12 @@ struct Delivery {
   bool end_of_stream = false;
   TensorDyn tensor;                         ///< Empty handle for a Frame and for the end of stream.
   Frame frame;                              ///< Empty for a tensor and for the end of stream.
+  /// The sender's acquire fences: empty when none came, else one per buffer (index b: the Frame's buffer
+  /// b; 0 for a tensor), null for a buffer without one. Every CPU map and cuda::map of the buffer waits
+  /// for it (MapOptions::timeout: Timeout), so a consumer that only maps needs nothing; one that hands the
+  /// buffer to its own device API hands it the fence instead (fd() borrowed, or dup() for an API that
+  /// takes ownership). Shared with the buffer's maps; valid as long as this pointer.
+  std::vector<std::shared_ptr<const sync::Fence>> acquire_fences;
 };
 
 struct ReceiverStats {
@@ -308,6 +336,8 @@ struct ReceiverStats {
   /// for this receiver (ReceiverPolicy::Drop) when the sender numbers them itself (SendOptions::sequence unset).
   std::uint64_t frames_missing = 0;
   bool end_of_stream = false;         ///< The end of stream arrived.
+  std::uint64_t acquire_fences = 0;   ///< Acquire fences received with frames.
+  std::uint64_t release_fences_sent = 0;  ///< Release fence fds sent with releases.
 };
 
 /// The receiving end. Move-only; a moved-from Receiver answers FailedPrecondition.
@@ -335,8 +365,9 @@ class ET_API Receiver {
   /// once, on every later call (not an error; queued releases are still sent).
   /// Errors: Busy (no frame within the timeout: the channel stays open; sys_errno ETIMEDOUT, EAGAIN for 0), Unavailable (the sender closed
   /// the channel or died), FailedPrecondition (closed earlier), InvalidArgument (malformed message,
-  /// naming the field, its value and the limit; unknown buffer id; duplicate announce; a fence; an fd
-  /// refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
+  /// naming the field, its value and the limit; unknown buffer id; duplicate announce; fences without the
+  /// capability, a fence_count not matching fence_mask or the fds, a fence fd that is not a sync_file;
+  /// an fd refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
   /// max_buffers or limits.max_buffer_bytes; max_queued_releases releases queued), from_errno of recvmsg/poll. All but Busy close the channel,
   /// except InvalidArgument for a negative `timeout` (refused before anything is read: it stays open).
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
@@ -347,6 +378,18 @@ class ET_API Receiver {
   /// of stream found while draining is kept for the next call; an error met while draining (the channel
   /// closed) is returned by the next call, this one returns the newest frame. Errors: as receive().
   [[nodiscard]] Result<Delivery> receive_latest(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+
+  /// Attaches `fence` to the release of `tensor`'s frame buffer (any copy, view or plane of a delivered
+  /// tensor, or a Frame's buffer): the consumer's device still reads the buffer, so the sender's Pool
+  /// hands it out again only once the fence has signalled (docs/CHANNEL.md, "Fences"). The release still
+  /// goes when the last holder is gone, with the fence; a second fence is merged with the first. A
+  /// signalled Fence() does nothing. Errors: InvalidArgument (a tensor this receiver did not deliver; an
+  /// end of stream's empty tensor), Unsupported (the sender's hello lacks the fence capability: wait on the
+  /// fence before dropping the tensor instead), FailedPrecondition (moved-from; the channel closed),
+  /// Fence::merge's.
+  [[nodiscard]] Result<void> add_release_fence(const TensorDyn& tensor, sync::Fence fence);
+  /// add_release_fence for every buffer of `frame` (a dup of `fence` each). Errors: as above.
+  [[nodiscard]] Result<void> add_release_fence(const Frame& frame, sync::Fence fence);
 
   /// Sends the releases queued because the socket was full, and those held back for device work that
   /// has completed since, without waiting. Errors: the channel's closing error; from_errno of sendmsg

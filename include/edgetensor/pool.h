@@ -80,7 +80,8 @@ struct PoolStats {
   std::size_t allocated = 0;
   /// Back in the pool (including those still waiting for device work).
   std::size_t free = 0;
-  /// Of `free`: buffers whose recorded device work had not completed when last asked.
+  /// Of `free`: buffers whose device work (a CudaMap::record event, a channel release fence) had not
+  /// completed when last asked.
   std::size_t device_pending = 0;
   /// Handed out and not yet back (a holder is alive).
   std::size_t in_use = 0;

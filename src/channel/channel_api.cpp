@@ -23,7 +23,7 @@ namespace detail {
 // its frames and closed: the reads tell) or a socket with no room skips it; other errors fail.
 static Result<void> send_hello(int socket_fd, ChannelRole role, std::size_t max_buffers, const std::string& who,
                                std::optional<PolicyRequest> request = std::nullopt) {
-  const auto hello = encode_hello(role, static_cast<std::uint32_t>(max_buffers), request);
+  const auto hello = encode_hello(role, static_cast<std::uint32_t>(max_buffers), kOwnCapabilities, request);
   const int e = send_now(socket_fd, hello);
   if (e == 0 || e == EAGAIN || e == ENOBUFS || e == EPIPE || e == ECONNRESET || e == ENOTCONN) return {};
   return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
@@ -68,6 +68,20 @@ Result<void> check_timing(const channel::SendOptions& options) {
                                             "pts_ns unset instead");
   return {};
 }
+
+// SendOptions::acquire_fences spread over `buffers` buffers: none, one for all, or one each.
+Result<std::array<const sync::Fence*, kMaxPlanes>> spread_fences(const channel::SendOptions& options, std::size_t buffers) {
+  std::array<const sync::Fence*, kMaxPlanes> out{};
+  const std::size_t n = options.acquire_fences.size();
+  if (n == 0) return out;
+  if (n != 1 && n != buffers)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("channel::Sender::send: {} acquire fences for a frame of {} buffer{}: give none, one for "
+                             "every buffer, or one per buffer", n, buffers, buffers == 1 ? "" : "s"));
+  for (std::size_t b = 0; b < buffers; ++b) out[b] = &options.acquire_fences[n == 1 ? 0 : b];
+  return out;
+}
+
 }  // namespace
 
 // The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
@@ -79,6 +93,7 @@ Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::Se
                              text::join(tensor.shape(), ", ")));
   ET_TRY(check_timing(options));
   OutgoingFrame out;
+  ET_TRY_ASSIGN(out.fences, spread_fences(options, 1));
   out.buffers[0] = tensor;
   out.count = 1;
   out.embedded = encode_tensor(tensor);
@@ -92,6 +107,7 @@ Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOpti
   OutgoingFrame out;
   std::array<MemoryKind, kMaxPlanes> kinds{};
   out.count = frame.buffer_count();
+  ET_TRY_ASSIGN(out.fences, spread_fences(options, out.count));
   for (std::size_t b = 0; b < out.count; ++b) {
     ET_TRY_ASSIGN(out.buffers[b], frame.buffer(b));
     kinds[b] = out.buffers[b].memory();
@@ -135,13 +151,13 @@ Unexpected sender_moved_from(const char* call) {
 Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return sender_moved_from("send");
   ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_tensor(tensor, options));
-  return state_->send(out.span(), out.embedded, out.type, options);
+  return state_->send(out.span(), out.embedded, out.type, options, out.fence_span());
 }
 
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
   ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_frame(frame, options));
-  return state_->send(out.span(), out.embedded, out.type, options);
+  return state_->send(out.span(), out.embedded, out.type, options, out.fence_span());
 }
 
 Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
@@ -227,6 +243,23 @@ Result<Delivery> Receiver::receive_latest(std::chrono::milliseconds timeout) {
     return fail(ErrorCode::InvalidArgument, text::format("channel::Receiver::receive_latest: timeout {} ms is negative",
                                                         timeout.count()));
   return state_->receive_latest(timeout);
+}
+
+Result<void> Receiver::add_release_fence(const TensorDyn& tensor, sync::Fence fence) {
+  if (!state_) return receiver_moved_from("add_release_fence");
+  return state_->add_release_fence(tensor, std::move(fence));
+}
+
+Result<void> Receiver::add_release_fence(const Frame& frame, sync::Fence fence) {
+  if (!state_) return receiver_moved_from("add_release_fence");
+  if (frame.is_empty())
+    return fail(ErrorCode::InvalidArgument, "channel::Receiver::add_release_fence: the frame is empty");
+  for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
+    ET_TRY_ASSIGN(const TensorDyn buffer, frame.buffer(b));
+    ET_TRY_ASSIGN(sync::Fence copy, fence.dup());
+    ET_TRY(state_->add_release_fence(buffer, std::move(copy)));
+  }
+  return {};
 }
 
 Result<void> Receiver::flush() {

@@ -55,8 +55,8 @@ std::int64_t monotonic_ns() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept {
-  const ssize_t n = sendmsg_fds(socket_fd, bytes, {}, MSG_DONTWAIT | MSG_NOSIGNAL);
+int send_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds) noexcept {
+  const ssize_t n = sendmsg_fds(socket_fd, bytes, fds, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
   return static_cast<std::size_t>(n) == bytes.size() ? 0 : EMSGSIZE;
 }

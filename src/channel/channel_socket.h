@@ -28,9 +28,9 @@ Result<void> require_channel_socket(int socket_fd, std::string_view who);
 /// CLOCK_MONOTONIC now, in ns (clock_gettime(2)).
 std::int64_t monotonic_ns() noexcept;
 
-/// Sends `bytes` (no fd) without waiting and without allocating: 0 when sent, else the errno (EAGAIN:
-/// no room now). For releases sent from a deleter.
-int send_now(int socket_fd, std::span<const std::byte> bytes) noexcept;
+/// Sends `bytes` and `fds` (borrowed) without waiting and without allocating: 0 when sent, else the
+/// errno (EAGAIN: no room now). For releases sent from a deleter.
+int send_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds = {}) noexcept;
 
 /// What wait_input saw.
 struct Ready {

@@ -2,6 +2,7 @@
 // Encoding and validation of the frame channel's messages (channel_wire.h; docs/WIRE.md).
 #include "channel/channel_wire.h"
 
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -68,9 +69,11 @@ std::vector<std::byte> encode_announce(std::uint32_t buffer_id, MemoryKind memor
 
 std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence, std::int64_t timestamp_ns,
                                     std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded,
-                                    const FrameTiming& timing) {
+                                    const FrameTiming& timing, std::uint8_t fence_mask) {
   FrameHeader h;
   h.prefix = prefix_of(type, static_cast<std::uint16_t>(buffer_ids.size()));
+  h.prefix.fence_count = static_cast<std::uint8_t>(std::popcount(fence_mask));
+  h.fence_mask = fence_mask;
   h.sequence = sequence;
   h.timestamp_ns = timestamp_ns;
   h.pts_ns = timing.pts_ns;
@@ -84,7 +87,9 @@ std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence,
 
 std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std::byte> out) noexcept {
   const std::size_t n = std::min(entries.size(), kMaxReleaseEntries);
-  const ChannelPrefix p = prefix_of(ChannelMessage::Release, static_cast<std::uint16_t>(n));
+  ChannelPrefix p = prefix_of(ChannelMessage::Release, static_cast<std::uint16_t>(n));
+  for (std::size_t i = 0; i < n; ++i)
+    if (entries[i].flags & kReleaseFenced) ++p.fence_count;
   const std::size_t bytes = sizeof p + n * sizeof(ReleaseEntry);
   if (n == 0 || out.size() < bytes) return 0;
   std::memcpy(out.data(), &p, sizeof p);
@@ -92,10 +97,12 @@ std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std:
   return bytes;
 }
 
-std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers, std::optional<PolicyRequest> request) {
+std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers, std::uint32_t capabilities,
+                                    std::optional<PolicyRequest> request) {
   HelloHeader h;
   h.prefix = prefix_of(ChannelMessage::Hello, 0);
   h.role = static_cast<std::uint32_t>(role);
+  h.capabilities = capabilities;
   h.max_buffers = max_buffers;
   if (request) {
     h.capabilities |= kCapabilityPolicyRequest;
@@ -144,9 +151,12 @@ Result<ChannelPrefix> decode_prefix(std::span<const std::byte> bytes) {
   if (bytes.size() < want)
     return bad(text::format("{} B received, a {} header has {} B", bytes.size(), type_name(p.type), want));
   if (p.reserved != 0) return bad(text::format("reserved prefix field {}: must be 0", p.reserved));
-  if (p.fence_count != 0)
-    return bad(text::format("{} with fence_count {}: no fence capability was agreed in the hellos (this release "
-                            "carries no fences)", type_name(p.type), p.fence_count));
+  const auto type = static_cast<ChannelMessage>(p.type);
+  const bool carries_fences = type == ChannelMessage::TensorFrame || type == ChannelMessage::Frame ||
+                              type == ChannelMessage::Release;
+  if (p.fence_count != 0 && !carries_fences)
+    return bad(text::format("{} with fence_count {}: only frames and releases carry fences", type_name(p.type),
+                            p.fence_count));
   return p;
 }
 
@@ -170,7 +180,7 @@ Result<Announce> decode_announce(std::span<const std::byte> bytes) {
   return Announce{h.buffer_id, kind, h.buffer_bytes};
 }
 
-Result<FrameMessage> decode_frame(std::span<const std::byte> bytes) {
+Result<FrameMessage> decode_frame(std::span<const std::byte> bytes, bool fences) {
   ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
   const auto type = static_cast<ChannelMessage>(p.type);
   if (type != ChannelMessage::TensorFrame && type != ChannelMessage::Frame)
@@ -187,9 +197,18 @@ Result<FrameMessage> decode_frame(std::span<const std::byte> bytes) {
   m.timing = {h.pts_ns, h.duration_ns, h.flags};
   if (h.duration_ns < 0 && h.duration_ns != kNoTime)
     return bad(text::format("{} sequence {}: duration_ns {} is negative", type_name(p.type), h.sequence, h.duration_ns));
-  if (h.fence_mask != 0)
-    return bad(text::format("{} sequence {}: fence_mask {:#x}: no fence capability was agreed in the hellos",
-                            type_name(p.type), h.sequence, h.fence_mask));
+  if (!fences && (p.fence_count != 0 || h.fence_mask != 0))
+    return bad(text::format("{} sequence {} with fence_count {}, fence_mask {:#x}: no fence capability was agreed in "
+                            "the hellos (the sender's hello must carry it, docs/WIRE.md \"Capabilities\")",
+                            type_name(p.type), h.sequence, p.fence_count, h.fence_mask));
+  if ((h.fence_mask >> p.count) != 0)
+    return bad(text::format("{} sequence {}: fence_mask {:#x} has a bit past its {} buffer{}", type_name(p.type),
+                            h.sequence, h.fence_mask, p.count, p.count == 1 ? "" : "s"));
+  if (p.fence_count != std::popcount(h.fence_mask))
+    return bad(text::format("{} sequence {}: fence_count {} does not match fence_mask {:#x} ({} fence{})",
+                            type_name(p.type), h.sequence, p.fence_count, h.fence_mask, std::popcount(h.fence_mask),
+                            std::popcount(h.fence_mask) == 1 ? "" : "s"));
+  m.fence_mask = h.fence_mask;
   if (h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 || h.reserved2 != 0)
     return bad(text::format("{} sequence {}: reserved fields must be 0", type_name(p.type), h.sequence));
   m.buffer_count = p.count;
@@ -210,7 +229,7 @@ Result<FrameMessage> decode_frame(std::span<const std::byte> bytes) {
   return m;
 }
 
-Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes) {
+Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes, bool fences) {
   ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
   if (p.type != static_cast<std::uint8_t>(ChannelMessage::Release))
     return bad(text::format("a {} where a release was expected", type_name(p.type)));
@@ -221,15 +240,27 @@ Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> byte
     return bad(text::format("release of {} entries in {} B, it has exactly {} B", p.count, bytes.size(), want));
   std::vector<ReleaseEntry> entries(p.count);
   std::memcpy(entries.data(), bytes.data() + sizeof(ChannelPrefix), p.count * sizeof(ReleaseEntry));
+  std::size_t fenced = 0;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const ReleaseEntry& e = entries[i];
     if (e.buffer_id == 0) return bad(text::format("release entry {}: buffer id 0", i));
-    if (e.flags != 0)
+    if (e.flags != 0 && !fences)
       return bad(text::format("release entry {} (buffer {} sequence {}) with flags {:#x}: no fence capability was "
-                              "agreed in the hellos", i, e.buffer_id, e.sequence, e.flags));
+                              "agreed in the hellos (the receiver's hello must carry it)", i, e.buffer_id, e.sequence,
+                              e.flags));
+    if ((e.flags & ~kReleaseFenced) != 0)
+      return bad(text::format("release entry {} (buffer {} sequence {}) with flags {:#x}: only bit 0 (a release "
+                              "fence) is defined", i, e.buffer_id, e.sequence, e.flags));
     if (e.reserved[0] != 0 || e.reserved[1] != 0 || e.reserved[2] != 0)
       return bad(text::format("release entry {}: reserved bytes must be 0", i));
+    if (e.flags & kReleaseFenced) ++fenced;
   }
+  if (p.fence_count != 0 && !fences)
+    return bad(text::format("release with fence_count {}: no fence capability was agreed in the hellos (the "
+                            "receiver's hello must carry it)", p.fence_count));
+  if (p.fence_count != fenced)
+    return bad(text::format("release with fence_count {} but {} entr{} flagged with a fence", p.fence_count, fenced,
+                            fenced == 1 ? "y" : "ies"));
   return entries;
 }
 

@@ -30,6 +30,14 @@ enum class ChannelMessage : std::uint8_t {
 };
 inline constexpr std::uint8_t kLastChannelMessage = 7;
 
+/// Hello capability bits (docs/WIRE.md, "Capabilities"): an end uses one only when both hellos carry it.
+/// Fences: frames may carry acquire fences (fence_mask) and releases release fences (flags bit 0), each a
+/// sync_file fd attached after the message's own fds (fence_count in the prefix).
+inline constexpr std::uint32_t kCapabilityFences = 1u << 0;
+/// What this release advertises.
+inline constexpr std::uint32_t kOwnCapabilities = kCapabilityFences;
+/// ReleaseEntry::flags bit 0: a release fence for this entry is attached.
+inline constexpr std::uint8_t kReleaseFenced = 1u << 0;
 /// Hello capability bit 1, in a receiver's hello: it asks to be served under the policy in `reserved`
 /// (0 Block, 1 Drop) with the frame limit in reserved2[0] (ReceiverOptions::policy, docs/WIRE.md "Messages", Hello).
 /// A sender that does not know the bit ignores both fields, as it ignores every reserved field.
@@ -44,7 +52,7 @@ struct ChannelPrefix {
   std::uint16_t version = channel::kChannelVersion;
   std::uint16_t header_bytes = 0;  // the type's fixed header, this prefix included
   std::uint8_t type = 0;           // ChannelMessage
-  std::uint8_t fence_count = 0;    // fence fds attached (0: no fence capability is defined yet)
+  std::uint8_t fence_count = 0;    // fence fds attached after the message's own (frames, releases; kCapabilityFences)
   std::uint16_t count = 0;         // announce 1; frame: buffers; release: entries; retire: ids; hello, end 0
   std::uint32_t reserved = 0;
 };
@@ -66,7 +74,7 @@ static_assert(sizeof(AnnounceHeader) == 32 && offsetof(AnnounceHeader, buffer_id
 
 // A frame (TensorFrame or Frame): this header, then the embedded tensor message (version 2) or frame
 // message (version 1) of src/ipc; no fd. Reserved fields are 0 unless a capability both hellos carry
-// defines them (fences, fan-out: docs/WIRE.md "Growing version 2").
+// defines them (fences: docs/WIRE.md "Capabilities"; fan-out: "Growing version 2").
 struct FrameHeader {
   ChannelPrefix prefix;
   std::uint64_t sequence = 0;
@@ -74,7 +82,7 @@ struct FrameHeader {
   std::int64_t pts_ns = kNoTime;       // presentation time; kNoTime: none
   std::int64_t duration_ns = kNoTime;  // >= 0, or kNoTime: none
   std::uint32_t flags = 0;             // the caller's, carried unchanged
-  std::uint8_t fence_mask = 0;         // bit b: buffer b's acquire fence attached (reserved: 0)
+  std::uint8_t fence_mask = 0;         // bit b: buffer b's acquire fence attached (kCapabilityFences)
   std::uint8_t reserved[3] = {};
   std::uint64_t reserved2 = 0;         // reserved for fan-out: 0
   std::uint32_t buffer_ids[kMaxPlanes] = {};  // the first prefix.count used; the rest 0
@@ -89,7 +97,7 @@ static_assert(alignof(FrameHeader) == 8, "channel header alignment differs on th
 // Release and retire: the prefix, then prefix.count entries.
 struct ReleaseEntry {
   std::uint32_t buffer_id = 0;
-  std::uint8_t flags = 0;  // bit 0: a fence fd for this entry is attached (reserved: 0)
+  std::uint8_t flags = 0;  // kReleaseFenced: a fence fd for this entry is attached (kCapabilityFences)
   std::uint8_t reserved[3] = {};
   std::uint64_t sequence = 0;
 };
@@ -100,7 +108,7 @@ enum class ChannelRole : std::uint32_t { Sender = 1, Receiver = 2 };
 struct HelloHeader {
   ChannelPrefix prefix;
   std::uint32_t role = 0;          // ChannelRole
-  std::uint32_t capabilities = 0;  // none defined in this release; unknown bits are ignored
+  std::uint32_t capabilities = 0;  // kCapability* bits; unknown bits are ignored
   std::uint32_t max_buffers = 0;   // the end's max_buffers (1..kMaxChannelBuffers)
   std::uint32_t reserved = 0;      // ignored (a later release may fill it)
   std::uint64_t reserved2[2] = {}; // ignored
@@ -121,9 +129,9 @@ inline constexpr std::size_t kMaxRetireIds = 64;       // per retire message
 inline constexpr std::size_t kMaxReleaseMessageBytes = sizeof(ChannelPrefix) + kMaxReleaseEntries * sizeof(ReleaseEntry);
 /// The largest message a receiver reads: a tensor frame with the largest tensor message.
 inline constexpr std::size_t kMaxChannelMessageBytes = sizeof(FrameHeader) + kMaxWireMessageBytes;
-/// Most fds a channel message may carry: an announce's buffer, and room for a fence (refused: no
-/// fence capability is defined yet).
-inline constexpr std::size_t kMaxChannelFds = 2;
+/// Most fds a channel message may carry: an announce's buffer (1), a frame's acquire fences (one per
+/// buffer, up to 4), a release's fences (senders put at most this many in one release message).
+inline constexpr std::size_t kMaxChannelFds = kMaxPlanes;
 
 std::vector<std::byte> encode_announce(std::uint32_t buffer_id, MemoryKind memory, std::uint64_t buffer_bytes);
 /// A frame message: the header (count = buffer_ids.size()) and the embedded message.
@@ -133,26 +141,30 @@ struct FrameTiming {
   std::int64_t duration_ns = kNoTime;
   std::uint32_t flags = 0;
 };
+/// `fence_mask`: buffers whose acquire fence goes with it (fence_count = its bits).
 std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence, std::int64_t timestamp_ns,
                                     std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded,
-                                    const FrameTiming& timing = {});
-/// A hello: `role`, `max_buffers`, no capabilities.
+                                    const FrameTiming& timing = {}, std::uint8_t fence_mask = 0);
 /// A receiver's policy request (kCapabilityPolicyRequest).
 struct PolicyRequest {
   channel::ReceiverPolicy policy = channel::ReceiverPolicy::Block;
   std::uint64_t max_frames_out = 0;
 };
+/// A hello: `role`, `max_buffers`, `capabilities`, and a receiver's policy request (which adds
+/// kCapabilityPolicyRequest).
 std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers,
+                                    std::uint32_t capabilities = kOwnCapabilities,
                                     std::optional<PolicyRequest> request = std::nullopt);
 std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent);
 /// A release message of 1 to kMaxReleaseEntries entries into `out` (room for kMaxReleaseMessageBytes);
-/// returns its length. Never allocates (a release is sent from a deleter).
+/// returns its length; fence_count counts the entries flagged kReleaseFenced. Never allocates (a release
+/// is sent from a deleter).
 std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std::byte> out) noexcept;
 std::vector<std::byte> encode_retire(std::span<const std::uint32_t> buffer_ids);
 
 /// Reads the prefix and checks what every message must be: at least 16 B, the magic (the other byte
 /// order, a tensor or frame message of ipc::send named), the version, a known type and its header_bytes,
-/// reserved 0. Errors: InvalidArgument.
+/// reserved 0, fence_count 0 but for frames and releases. Errors: InvalidArgument.
 Result<ChannelPrefix> decode_prefix(std::span<const std::byte> bytes);
 
 struct Announce {
@@ -169,18 +181,21 @@ struct FrameMessage {
   std::uint64_t sequence = 0;
   std::int64_t timestamp_ns = 0;
   FrameTiming timing;
+  std::uint8_t fence_mask = 0;  // buffers whose acquire fence is attached, in buffer order
   std::size_t buffer_count = 0;
   std::array<std::uint32_t, kMaxPlanes> buffer_ids{};
   std::span<const std::byte> embedded;  // the tensor or frame message (in the caller's bytes)
 };
-/// A frame's channel header: no fence, count 1 (tensor) or 1..4 (frame), non-zero distinct ids, unused
-/// ids 0, duration kNoTime or >= 0, fence_mask and reserved 0, at least 80 B. The embedded message is left to decode_tensor_message / decode_frame_message.
-/// Errors: InvalidArgument.
-Result<FrameMessage> decode_frame(std::span<const std::byte> bytes);
+/// A frame's channel header: count 1 (tensor) or 1..4 (frame), non-zero distinct ids, unused ids 0,
+/// duration kNoTime or >= 0, reserved 0, at least 80 B; fence_mask only with `fences` (both hellos carry
+/// kCapabilityFences), no bit past count, fence_count its bits. The embedded message is left to
+/// decode_tensor_message / decode_frame_message. Errors: InvalidArgument.
+Result<FrameMessage> decode_frame(std::span<const std::byte> bytes, bool fences = false);
 
-/// A release: count 1..kMaxReleaseEntries, exactly 16 + 16 x count B, flags and reserved 0 (no
-/// fence capability), non-zero ids. Errors: InvalidArgument.
-Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes);
+/// A release: count 1..kMaxReleaseEntries, exactly 16 + 16 x count B, reserved 0, non-zero ids; flags
+/// kReleaseFenced only with `fences` (both hellos carry kCapabilityFences), no other bit, fence_count the
+/// entries flagged. Errors: InvalidArgument.
+Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes, bool fences = false);
 /// A retire: count 1..kMaxRetireIds, exactly 16 + 4 x count B, non-zero ids. Errors: InvalidArgument.
 Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> bytes);
 

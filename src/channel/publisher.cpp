@@ -218,7 +218,7 @@ struct Publisher::State {
     std::vector<std::uint64_t> closed;
     for (const auto& [id, sender] : targets) {
       const std::uint64_t dropped_before = sender->stats().frames_dropped;
-      auto r = sender->send(out.span(), out.embedded, out.type, o);
+      auto r = sender->send(out.span(), out.embedded, out.type, o, out.fence_span());
       if (r) {
         if (sender->stats().frames_dropped != dropped_before) {
           ++result.dropped;

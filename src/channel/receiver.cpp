@@ -152,13 +152,15 @@ void ChannelReceiver::count_released_locked(std::uint32_t buffer_id) noexcept {
   if (auto it = table_.find(buffer_id); it != table_.end() && it->second.out > 0) --it->second.out;
 }
 
-void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence,
-                               const std::shared_ptr<Storage>& home) noexcept {
+void Releaser::operator()(Storage*) noexcept { receiver->released(buffer_id, sequence, home, fence.release()); }
+
+void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence, const std::shared_ptr<Storage>& home,
+                               UniqueFd fence) noexcept {
   std::lock_guard lock(mutex_);
   try {
     // Both never allocate: capacity reserved at hand-out.
     if (!closed_ && !home->device_work_complete()) {
-      device_wait_.push_back({buffer_id, sequence, home});  // still out until the work completes
+      device_wait_.push_back({buffer_id, sequence, home, std::move(fence)});  // still out until the work completes
       if (wake_) {  // a receive() waiting in another thread starts asking every millisecond
         const std::uint64_t one = 1;
         (void)!::write(wake_.get(), &one, sizeof one);
@@ -167,7 +169,8 @@ void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence,
     }
     count_released_locked(buffer_id);
     if (closed_) return;
-    pending_.push_back({buffer_id, 0, {}, sequence});
+    const std::uint8_t flags = fence ? kReleaseFenced : 0;
+    pending_.push_back({{buffer_id, flags, {}, sequence}, std::move(fence)});
   } catch (...) {
     // Unreachable; were it not, a lost release would hold the sender's buffer forever: close instead
     // (the sender then drops every reference it holds).
@@ -177,6 +180,30 @@ void ChannelReceiver::released(std::uint32_t buffer_id, std::uint64_t sequence,
     return;
   }
   flush_locked();
+}
+
+Result<void> ChannelReceiver::add_release_fence(const TensorDyn& tensor, sync::Fence fence) {
+  const std::shared_ptr<Storage>& storage = storage_of(tensor);
+  Releaser* releaser = storage ? std::get_deleter<Releaser>(storage) : nullptr;
+  if (releaser == nullptr || releaser->receiver.get() != this)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: add_release_fence: the tensor is not a frame buffer this receiver delivered (a "
+                             "Delivery's tensor, a Frame buffer, or a copy, view or plane of one)", label_));
+  std::lock_guard lock(mutex_);
+  if (closed_) return fail(closed_error_locked());
+  if (fence.is_signalled_without_fd()) return {};
+  if (!peer_fences_)
+    return fail(ErrorCode::Unsupported,
+                text::format("{}: the sender's hello does not carry the fence capability, so a release cannot carry a "
+                             "fence; wait on it (sync::Fence::wait) before dropping buffer {} of sequence {}",
+                             label_, releaser->buffer_id, releaser->sequence));
+  if (releaser->fence.is_signalled_without_fd()) {
+    releaser->fence = std::move(fence);
+    return {};
+  }
+  ET_TRY_ASSIGN(sync::Fence both, sync::Fence::merge(releaser->fence, fence, "edgetensor-release"));
+  releaser->fence = std::move(both);
+  return {};
 }
 
 void ChannelReceiver::close(Error why, bool peer_closed) {
@@ -207,17 +234,30 @@ void ChannelReceiver::flush_locked() noexcept {
       continue;
     }
     count_released_locked(it->buffer_id);
-    pending_.push_back({it->buffer_id, 0, {}, it->sequence});  // capacity: pending + frames out
+    const std::uint8_t flags = it->fence ? kReleaseFenced : 0;
+    pending_.push_back({{it->buffer_id, flags, {}, it->sequence}, std::move(it->fence)});  // capacity: pending + out
     it = device_wait_.erase(it);
   }
   while (!pending_.empty() && !closed_ && socket_) {
+    // Up to 64 entries, and up to kMaxChannelFds release fences, to a message (what the sender reads).
+    std::array<ReleaseEntry, kMaxReleaseEntries> entries;
+    std::array<int, kMaxChannelFds> fds;
+    std::size_t n = 0;
+    std::size_t fences = 0;
+    for (; n < pending_.size() && n < kMaxReleaseEntries; ++n) {
+      if (pending_[n].fence) {
+        if (fences == kMaxChannelFds) break;
+        fds[fences++] = pending_[n].fence.get();
+      }
+      entries[n] = pending_[n].entry;
+    }
     std::array<std::byte, kMaxReleaseMessageBytes> msg;
-    const std::size_t n = std::min(pending_.size(), kMaxReleaseEntries);
-    const std::size_t bytes = encode_release(std::span(pending_.data(), n), msg);
-    const int err = send_now(socket_.get(), std::span(msg.data(), bytes));
+    const std::size_t bytes = encode_release(std::span(entries.data(), n), msg);
+    const int err = send_now(socket_.get(), std::span(msg.data(), bytes), ArrayRef<int>(fds.data(), fences));
     if (err == 0) {
-      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));  // closes our fence fds
       stats_.releases_sent += n;
+      stats_.release_fences_sent += fences;
       continue;
     }
     if (err == EAGAIN || err == ENOBUFS) {

@@ -10,7 +10,10 @@
 
 #include <edgetensor/channel.h>
 
+#include <edgetensor/fence.h>
+
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,6 +39,21 @@ void reserve_room(std::vector<T>& v, std::size_t n) {
   if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
 }
 
+class ChannelReceiver;
+
+/// Deleter of the reference a delivered tensor holds: releases the frame's buffer when its last holder
+/// is gone (any thread). Keeps the import's storage alive as long as that holder, also past a retire or
+/// the receiver itself. add_release_fence finds it with std::get_deleter and sets `fence` (under the
+/// receiver's mutex_; the deleter runs after every holder, so it reads it alone).
+struct Releaser {
+  std::shared_ptr<ChannelReceiver> receiver;
+  std::shared_ptr<Storage> home;
+  std::uint32_t buffer_id;
+  std::uint64_t sequence;
+  sync::Fence fence;  // the consumer's release fence (signalled: none)
+  void operator()(Storage*) noexcept;
+};
+
 class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
  public:
   ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::ReceiverOptions& options);
@@ -51,7 +69,11 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   void stop() noexcept;
   /// The last holder of frame `sequence`'s buffer `buffer_id` (import storage `home`) is gone (any
   /// thread). Device work recorded on it that is still running holds the release back until it completes.
-  void released(std::uint32_t buffer_id, std::uint64_t sequence, const std::shared_ptr<Storage>& home) noexcept;
+  /// `fence` (-1: none) goes with the release.
+  void released(std::uint32_t buffer_id, std::uint64_t sequence, const std::shared_ptr<Storage>& home,
+                UniqueFd fence) noexcept;
+  /// Receiver::add_release_fence for one delivered buffer.
+  Result<void> add_release_fence(const TensorDyn& tensor, sync::Fence fence);
 
  private:
   struct Import {
@@ -68,6 +90,12 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
     std::uint32_t buffer_id;
     std::uint64_t sequence;
     std::shared_ptr<Storage> home;  // a second reference: the table keeps the import (out > 0: no retire)
+    UniqueFd fence;                 // the release fence that goes with it (-1: none)
+  };
+  // A release waiting to be sent, with its release fence (-1: none).
+  struct Pending {
+    ReleaseEntry entry;
+    UniqueFd fence;
   };
 
   // receiver_messages.cpp: one message each; a returned error closes the channel.
@@ -76,8 +104,15 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<void> on_retire(std::span<const std::byte> bytes);
   Result<void> on_hello(std::span<const std::byte> bytes);
   Result<channel::Delivery> on_end_of_stream(std::span<const std::byte> bytes);
-  Result<channel::Delivery> on_tensor_frame(const FrameMessage& m);
-  Result<channel::Delivery> on_frame(const FrameMessage& m);
+  Result<channel::Delivery> on_tensor_frame(const FrameMessage& m, std::vector<UniqueFd>& fds);
+  Result<channel::Delivery> on_frame(const FrameMessage& m, std::vector<UniqueFd>& fds);
+  /// The frame's acquire fences, one per buffer (null: none), each fd checked to be a sync_file.
+  Result<std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes>> acquire_fences(const FrameMessage& m,
+                                                                                   std::vector<UniqueFd>& fds);
+  /// Attaches the fences to the buffers' storages (their maps wait) and to the Delivery.
+  void attach_fences(channel::Delivery& d, const FrameMessage& m,
+                     const std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes>& fences,
+                     std::span<const std::shared_ptr<Storage>> homes);
   Result<void> check_sequence(const FrameMessage& m) const;
   /// The storage of import `id` for frame `sequence`, held by a new reference whose deleter releases
   /// it; counts it out. Errors: OutOfMemory.
@@ -103,13 +138,14 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   UniqueFd wake_;  // eventfd: a release that found the socket full wakes a waiting receive()
   const int socket_fd_;  // socket_'s fd, read without the lock (declared after socket_: set from it)
   Table table_;
-  std::vector<ReleaseEntry> pending_;  // capacity >= pending + frames out: a release never allocates
+  std::vector<Pending> pending_;  // capacity >= pending + frames out: a release never allocates
   std::vector<DeviceWait> device_wait_;  // counted in frames out; capacity >= frames out, as pending_
   std::optional<std::uint64_t> last_sequence_;
   channel::ReceiverStats stats_;
   bool closed_ = false;
   bool peer_closed_ = false;
   bool peer_hello_ = false;                // the sender's hello arrived
+  bool peer_fences_ = false;               // the sender's hello carries kCapabilityFences
   std::optional<std::uint64_t> ended_;    // the end of stream arrived: the frames the sender sent
   int close_errno_ = 0;               // a release's sendmsg failed with it (no text built there)
   std::optional<Error> close_error_;  // why, when the closing call could build it

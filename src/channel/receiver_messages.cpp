@@ -20,15 +20,20 @@ inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 namespace {
 
-// Deleter of the reference a delivered tensor holds: releases the frame's buffer when its last holder
-// is gone (any thread). Keeps the import's storage alive as long as that holder, also past a retire or
-// the receiver itself.
-struct Releaser {
-  std::shared_ptr<ChannelReceiver> receiver;
-  std::shared_ptr<Storage> home;
-  std::uint32_t buffer_id;
-  std::uint64_t sequence;
-  void operator()(Storage*) noexcept { receiver->released(buffer_id, sequence, home); }
+// A frame's acquire fence on its buffer's storage: maps wait for it (Storage::await_access_fences).
+class AcquireFence final : public AccessFence {
+ public:
+  AcquireFence(std::shared_ptr<const sync::Fence> fence, std::string what)
+      : fence_(std::move(fence)), what_(std::move(what)) {}
+  Result<void> wait(std::chrono::milliseconds timeout) const override {
+    auto r = fence_->wait(timeout);
+    if (r) return {};
+    return fail(Error(r.error().code(), text::format("{}: {}", what_, r.error().message()), r.error().sys_errno()));
+  }
+
+ private:
+  std::shared_ptr<const sync::Fence> fence_;
+  std::string what_;  // "the acquire fence of channel 'cam0' frame sequence 3 (buffer 0)"
 };
 
 Unexpected bad(std::string what) { return fail(ErrorCode::InvalidArgument, std::move(what)); }
@@ -51,6 +56,20 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
     ET_TRY(on_announce(bytes, fds));
     return std::nullopt;
   }
+  if (type == ChannelMessage::TensorFrame || type == ChannelMessage::Frame) {
+    bool agreed = false;
+    {
+      std::lock_guard lock(mutex_);
+      agreed = peer_fences_;
+    }
+    ET_TRY_ASSIGN(const FrameMessage m, decode_frame(bytes, agreed));
+    if (fds.size() != p.fence_count)
+      return bad(text::format("malformed channel message: {} sequence {} with fence_count {} carried {} fd{}",
+                              frame_kind(m), m.sequence, p.fence_count, fds.size(), fds.size() == 1 ? "" : "s"));
+    ET_TRY(check_sequence(m));
+    if (type == ChannelMessage::TensorFrame) return on_tensor_frame(m, fds);
+    return on_frame(m, fds);
+  }
   if (!fds.empty())
     return bad(text::format("malformed channel message: {} fd{} arrived with a message of type {}; only an announce "
                             "carries one", fds.size(), fds.size() == 1 ? "" : "s", p.type));
@@ -63,12 +82,7 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
       return std::nullopt;
     case ChannelMessage::EndOfStream: return on_end_of_stream(bytes);
     case ChannelMessage::TensorFrame:
-    case ChannelMessage::Frame: {
-      ET_TRY_ASSIGN(const FrameMessage m, decode_frame(bytes));
-      ET_TRY(check_sequence(m));
-      if (type == ChannelMessage::TensorFrame) return on_tensor_frame(m);
-      return on_frame(m);
-    }
+    case ChannelMessage::Frame: break;  // above
     case ChannelMessage::Release:
       return bad("malformed channel message: a release arrived at the receiver; releases go from the receiver to the "
                  "sender");
@@ -134,8 +148,40 @@ Result<void> ChannelReceiver::on_hello(std::span<const std::byte> bytes) {
   if (h.role != ChannelRole::Sender) return bad("a hello from another receiver: both ends of the channel are receivers");
   std::lock_guard lock(mutex_);
   if (peer_hello_) return bad("a second hello from the sender");
-  peer_hello_ = true;  // no capability is defined yet: nothing else to keep
+  peer_hello_ = true;
+  peer_fences_ = (h.capabilities & kCapabilityFences) != 0;
   return {};
+}
+
+Result<std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes>> ChannelReceiver::acquire_fences(
+    const FrameMessage& m, std::vector<UniqueFd>& fds) {
+  std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes> out;
+  std::size_t next = 0;  // decode_frame and handle checked: one fd per bit, in buffer order
+  for (std::size_t b = 0; b < m.buffer_count && next < fds.size(); ++b) {
+    if (!(m.fence_mask & (1u << b))) continue;
+    auto f = sync::Fence::adopt(std::move(fds[next++]));
+    if (!f)
+      return bad(text::format("malformed channel message: the acquire fence of {} sequence {} buffer {}: {}",
+                              frame_kind(m), m.sequence, b, f.error().message()));
+    out[b] = std::make_shared<const sync::Fence>(std::move(*f));
+  }
+  return out;
+}
+
+void ChannelReceiver::attach_fences(channel::Delivery& d, const FrameMessage& m,
+                                    const std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes>& fences,
+                                    std::span<const std::shared_ptr<Storage>> homes) {
+  if (m.fence_mask == 0) return;
+  d.acquire_fences.assign(fences.begin(), fences.begin() + static_cast<std::ptrdiff_t>(m.buffer_count));
+  std::uint64_t n = 0;
+  for (std::size_t b = 0; b < m.buffer_count; ++b) {
+    if (!fences[b]) continue;
+    homes[b]->add_access_fence(std::make_shared<const AcquireFence>(
+        fences[b], text::format("the acquire fence of {} {} sequence {} (buffer {})", label_, frame_kind(m), m.sequence, b)));
+    ++n;
+  }
+  std::lock_guard lock(mutex_);
+  stats_.acquire_fences += n;
 }
 
 Result<channel::Delivery> ChannelReceiver::on_end_of_stream(std::span<const std::byte> bytes) {
@@ -180,7 +226,7 @@ Result<std::shared_ptr<Storage>> ChannelReceiver::hand_out(std::uint32_t id, std
   }
   Storage* raw = home.get();
   try {
-    return std::shared_ptr<Storage>(raw, Releaser{shared_from_this(), std::move(home), id, sequence});
+    return std::shared_ptr<Storage>(raw, Releaser{shared_from_this(), std::move(home), id, sequence, {}});
   } catch (const std::bad_alloc&) {  // the deleter ran already: released
     return fail(ErrorCode::OutOfMemory, text::format("out of memory delivering buffer {}", id));
   }
@@ -193,7 +239,8 @@ void ChannelReceiver::delivered(std::uint64_t sequence) {
   ++stats_.frames_received;
 }
 
-Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m) {
+Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m, std::vector<UniqueFd>& fds) {
+  ET_TRY_ASSIGN(const auto fences, acquire_fences(m, fds));
   ET_TRY_ASSIGN(TensorMessage tm, decode_tensor_message(m.embedded));
   const WireHeader& h = tm.header;
   const std::uint32_t id = m.buffer_ids[0];
@@ -222,17 +269,20 @@ Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m
                                    ArrayRef<std::int64_t>(h.strides, h.rank), static_cast<std::size_t>(h.offset_bytes),
                                    TensorAccess::named(h.name), what));
   ET_TRY(apply_tensor_metadata(tensor, tm));
+  const std::shared_ptr<Storage> fenced = storage_of(tensor);
   ET_TRY_ASSIGN(auto out, hand_out(id, m.sequence));
   channel::Delivery d;
   d.sequence = m.sequence;
   d.timestamp_ns = m.timestamp_ns;
   set_timing(d, m.timing);
+  attach_fences(d, m, fences, std::span(&fenced, 1));
   d.tensor = TensorAccess::with_storage(std::move(tensor), std::move(out));
   delivered(m.sequence);
   return d;
 }
 
-Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
+Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m, std::vector<UniqueFd>& fds) {
+  ET_TRY_ASSIGN(const auto fences, acquire_fences(m, fds));
   ET_TRY_ASSIGN(const FrameWireHeader h, decode_frame_message(m.embedded));
   if (m.buffer_count != h.buffer_count)
     return bad(text::format("frame sequence {} names {} buffers, its frame message has buffer_count {}", m.sequence,
@@ -284,6 +334,7 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m) {
   d.sequence = m.sequence;
   d.timestamp_ns = m.timestamp_ns;
   set_timing(d, m.timing);
+  attach_fences(d, m, fences, std::span<const std::shared_ptr<Storage>>(homes.data(), h.buffer_count));
   d.frame = FrameAccess::make(layout, wire_colorimetry(h.colorimetry), std::span<const TensorDyn>(buffers.data(), h.buffer_count),
                               std::span<const std::uint8_t>(h.plane_buffer, h.plane_count));
   delivered(m.sequence);

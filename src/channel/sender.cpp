@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -80,8 +82,77 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
   return id;
 }
 
+namespace {
+
+// A release fence kept on a pooled buffer's storage: the pool hands the buffer out again only once it has
+// signalled (Storage::device_work_complete), and the storage's teardown waits for it, bounded.
+class ReleaseFence final : public DeviceFence {
+ public:
+  explicit ReleaseFence(sync::Fence fence) noexcept : fence_(std::move(fence)) {}
+  bool complete() noexcept override {
+    auto r = fence_.is_signalled();
+    if (r) return *r;
+    log(LogLevel::Warning, "channel release fence (sync_file fd {}): {}; taken as signalled", fence_.fd(),
+        r.error().to_string());
+    return true;
+  }
+  std::chrono::milliseconds teardown_timeout() const noexcept override { return channel::kReleaseFenceTeardownTimeout; }
+
+ private:
+  sync::Fence fence_;
+};
+
+// What is left of `deadline` for a fence wait; milliseconds::max() (no bound) for one that never expires.
+std::chrono::milliseconds left_until(ChannelClock::time_point deadline) {
+  if (deadline == ChannelClock::time_point::max()) return std::chrono::milliseconds::max();
+  const auto now = ChannelClock::now();
+  return now >= deadline ? std::chrono::milliseconds(0) : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+}
+
+}  // namespace
+
+Result<std::uint8_t> ChannelSender::fence_mask_for(std::span<const sync::Fence* const> fences,
+                                                   ChannelClock::time_point deadline) {
+  std::uint8_t mask = 0;
+  for (std::size_t b = 0; b < fences.size(); ++b)
+    if (fences[b] && !fences[b]->is_signalled_without_fd()) mask = static_cast<std::uint8_t>(mask | (1u << b));
+  if (mask == 0) return mask;
+  {
+    // The receiver's hello says whether it takes fences; a send that comes first waits for it.
+    std::unique_lock lock(mutex_);
+    auto hello = [&] { return peer_max_buffers_ != 0 || closed_.has_value(); };
+    if (deadline == ChannelClock::time_point::max()) {
+      drained_.wait(lock, hello);
+    } else {
+      drained_.wait_until(lock, deadline, hello);
+    }
+    if (closed_) return fail(closed_error_locked());
+    if (peer_fences_) return mask;
+  }
+  // A receiver without the capability (an older one, or no hello in time) gets the frame once its writers
+  // are done: the fence is kept, only later.
+  std::uint64_t waited = 0;
+  for (std::size_t b = 0; b < fences.size(); ++b) {
+    if (!(mask & (1u << b))) continue;
+    if (auto r = fences[b]->wait(left_until(deadline)); !r) {
+      // The hello's wait may have used the whole send_timeout: the fence's 0 ms check is still a timeout.
+      const bool timed_out = r.error().code() == ErrorCode::Busy && options_.send_timeout.count() > 0;
+      return fail(Error(timed_out ? ErrorCode::Timeout : r.error().code(),
+                        text::format("{}: the receiver's hello does not carry the fence capability, so the send waits "
+                                     "for the acquire fence of buffer {} itself (SenderOptions::send_timeout, {} ms): {}",
+                                     label_, b, options_.send_timeout.count(), r.error().message()),
+                        timed_out ? ETIMEDOUT : r.error().sys_errno()));
+    }
+    ++waited;
+  }
+  std::lock_guard lock(mutex_);
+  stats_.acquire_fences_waited += waited;
+  return std::uint8_t{0};
+}
+
 Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
-                                          ChannelMessage type, const channel::SendOptions& options) {
+                                          ChannelMessage type, const channel::SendOptions& options,
+                                          std::span<const sync::Fence* const> fences) {
   std::lock_guard send_lock(send_mutex_);
   if (buffers.size() > options_.max_buffers)
     return fail(ErrorCode::InvalidArgument,
@@ -91,6 +162,13 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   for (std::size_t b = 0; b < buffers.size(); ++b) {
     ET_TRY_ASSIGN(fds[b], sendable_fd(buffers[b], buffers.size() == 1 ? label_ : text::format("{}: buffer {}", label_, b)));
   }
+  // Fences first: a receiver without the capability makes the send wait on them (send_timeout, whatever
+  // the policy: this wait is the producer's device, not the receiver), before anything goes out.
+  ET_TRY_ASSIGN(const std::uint8_t fence_mask, fence_mask_for(fences, deadline_after(options_.send_timeout)));
+  std::array<int, kMaxPlanes> fence_fds{};
+  std::size_t fence_count = 0;
+  for (std::size_t b = 0; b < buffers.size(); ++b)
+    if (fence_mask & (1u << b)) fence_fds[fence_count++] = fences[b]->fd();
   std::array<std::uint32_t, kMaxPlanes> ids{};
   std::array<bool, kMaxPlanes> announce{};
   std::vector<std::uint32_t> retire;
@@ -185,7 +263,8 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   }
   const std::int64_t timestamp = options.timestamp_ns.value_or(monotonic_ns());
   const FrameTiming timing{options.pts_ns.value_or(kNoTime), options.duration_ns.value_or(kNoTime), options.flags};
-  const auto msg = encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded, timing);
+  const auto msg =
+      encode_frame(type, sequence, timestamp, std::span(ids.data(), buffers.size()), embedded, timing, fence_mask);
   {
     // Held before the frame leaves: its release may arrive before send_within returns.
     std::lock_guard lock(mutex_);
@@ -197,7 +276,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (auto it = table_.find(ids[b]); it != table_.end()) ++it->second.out;
     }
   }
-  if (auto r = send_within(socket_.get(), msg, {}, wait, label_); !r) {
+  if (auto r = send_within(socket_.get(), msg, ArrayRef<int>(fence_fds.data(), fence_count), wait, label_); !r) {
     if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
     std::vector<TensorDyn> unsent;  // not sent: nothing to wait for (dropped after the lock)
     std::lock_guard lock(mutex_);
@@ -215,6 +294,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   std::lock_guard lock(mutex_);
   last_sequence_ = sequence;
   ++stats_.frames_sent;
+  stats_.acquire_fences_sent += fence_count;
   return sequence;
 }
 
@@ -239,43 +319,89 @@ Result<void> ChannelSender::end_stream() {
   return {};
 }
 
-Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes) {
+Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds) {
   ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
-  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello)) return handle_release(bytes);
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello)) return handle_release(bytes, fds);
+  if (!fds.empty())
+    return fail(ErrorCode::InvalidArgument,
+                text::format("malformed channel message: {} fd{} arrived with the receiver's hello, which carries none",
+                             fds.size(), fds.size() == 1 ? "" : "s"));
   ET_TRY_ASSIGN(const Hello h, decode_hello(bytes));
   if (h.role != ChannelRole::Receiver)
     return fail(ErrorCode::InvalidArgument, "a hello from another sender: both ends of the channel are senders");
   std::lock_guard lock(mutex_);
   if (peer_max_buffers_ != 0) return fail(ErrorCode::InvalidArgument, "a second hello from the receiver");
   peer_max_buffers_ = h.max_buffers;
+  peer_fences_ = (h.capabilities & kCapabilityFences) != 0;
   size_table_locked();
   if (h.request && options_.receiver_may_choose) {
     policy_ = h.request->policy;
     max_frames_out_ = static_cast<std::size_t>(h.request->max_frames_out);
   }
+  drained_.notify_all();  // a send with fences waits for the hello
   return {};
 }
 
-Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes) {
-  ET_TRY_ASSIGN(auto entries, decode_release(bytes));
-  std::vector<TensorDyn> dropped;
-  dropped.reserve(entries.size());
+Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds) {
+  bool agreed = false;
   {
     std::lock_guard lock(mutex_);
-    for (const ReleaseEntry& e : entries) {
+    agreed = peer_fences_;
+  }
+  ET_TRY_ASSIGN(auto entries, decode_release(bytes, agreed));
+  // Every fence is checked before anything is released: a refused message changes nothing.
+  std::vector<std::optional<sync::Fence>> fences(entries.size());
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!(entries[i].flags & kReleaseFenced)) continue;
+    if (next == fds.size()) break;
+    auto f = sync::Fence::adopt(std::move(fds[next++]));
+    if (!f)
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("malformed channel message: the release fence of buffer {} sequence {} (entry {}): {}",
+                               entries[i].buffer_id, entries[i].sequence, i, f.error().message()));
+    fences[i] = std::move(*f);
+  }
+  std::size_t flagged = 0;
+  for (const ReleaseEntry& e : entries) flagged += (e.flags & kReleaseFenced) ? 1 : 0;
+  if (fds.size() != flagged)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("malformed channel message: a release with {} fenced entr{} carried {} fd{}", flagged,
+                             flagged == 1 ? "y" : "ies", fds.size(), fds.size() == 1 ? "" : "s"));
+  std::vector<TensorDyn> dropped;
+  dropped.reserve(entries.size());
+  std::vector<std::pair<std::shared_ptr<Storage>, sync::Fence>> fenced;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const ReleaseEntry& e = entries[i];
       auto it = out_.find(OutKey{e.buffer_id, e.sequence});
       if (it == out_.end())
         return fail(ErrorCode::InvalidArgument,
                     text::format("the receiver released buffer {} of sequence {}, which is not out (never sent in "
                                  "that frame, or released already)", e.buffer_id, e.sequence));
       if (auto a = table_.find(e.buffer_id); a != table_.end()) --a->second.out;
+      // Only a pool reuses the buffer for the producer; elsewhere the receiver's import keeps its memory.
+      if (fences[i] && storage_of(it->second.held)->pooled())
+        fenced.emplace_back(storage_of(it->second.held), std::move(*fences[i]));
       dropped.push_back(std::move(it->second.held));
       out_.erase(it);
       count_released_locked(e.sequence);
       ++stats_.releases;
     }
+    stats_.release_fences += flagged;
     ++dropping_;
   }
+  // Fenced before the reference goes: the pool takes the buffer back fenced and waits before reuse.
+  for (auto& [storage, fence] : fenced) {
+    try {
+      storage->keep_fence(std::make_unique<ReleaseFence>(std::move(fence)));
+    } catch (const std::bad_alloc&) {  // swallowed, so logged: the buffer comes back unfenced
+      log(LogLevel::Warning, "{}: out of memory keeping a release fence; the pool may hand the buffer out while the "
+                             "receiver's device reads it", label_);
+    }
+  }
+  fenced.clear();
   dropped.clear();  // outside the lock: pooled buffers go back to their pools
   std::lock_guard lock(mutex_);
   --dropping_;
@@ -300,13 +426,8 @@ void ChannelSender::read_releases() noexcept {
           return;
         }
         handled = fail(std::move(msg).error());
-      } else if (!msg->fds.empty()) {
-        handled = fail(ErrorCode::InvalidArgument,
-                       text::format("malformed channel message: {} fd{} arrived with a message from the receiver, which "
-                                    "sends none (no fence capability was agreed); closed", msg->fds.size(),
-                                    msg->fds.size() == 1 ? "" : "s"));
       } else {
-        handled = handle_message(std::span(buf.data(), msg->size_bytes));
+        handled = handle_message(std::span(buf.data(), msg->size_bytes), msg->fds);
       }
     } else {
       handled = fail(std::move(ready).error());

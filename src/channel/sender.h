@@ -67,8 +67,10 @@ class ChannelSender {
     close(Error(ErrorCode::FailedPrecondition, "the sender was destroyed"), false);
   }
 
+  /// `fences`: per buffer, its acquire fence or null (channel_api.cpp spreads SendOptions::acquire_fences).
   Result<std::uint64_t> send(std::span<const TensorDyn> buffers, std::span<const std::byte> embedded,
-                             ChannelMessage type, const channel::SendOptions& options);
+                             ChannelMessage type, const channel::SendOptions& options,
+                             std::span<const sync::Fence* const> fences);
 
   Result<void> end_stream();
 
@@ -225,8 +227,11 @@ class ChannelSender {
   }
 
   void read_releases() noexcept;
-  Result<void> handle_message(std::span<const std::byte> bytes);
-  Result<void> handle_release(std::span<const std::byte> bytes);
+  Result<void> handle_message(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  Result<void> handle_release(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
+  // Fences of a send: the bits of the buffers whose fence goes with the frame; a receiver without the
+  // capability gets none, its fences waited on here until `deadline`.
+  Result<std::uint8_t> fence_mask_for(std::span<const sync::Fence* const> fences, ChannelClock::time_point deadline);
   Result<std::uint32_t> buffer_id_locked(const TensorDyn& buffer, std::span<const std::uint32_t> frame_ids,
                                          std::vector<std::uint32_t>& retire, bool& announce);
 
@@ -249,6 +254,7 @@ class ChannelSender {
   std::size_t table_limit_ = options_.max_buffers;  // buffers announced at once (size_table_locked)
   std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
   std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
+  bool peer_fences_ = false;                        // the receiver's hello carries kCapabilityFences
   bool ended_ = false;                              // end_stream() sent
   channel::ReceiverPolicy policy_ = options_.policy; // in force: options_, or the receiver's granted request
   std::size_t max_frames_out_ = options_.max_frames_out;
@@ -274,7 +280,9 @@ struct OutgoingFrame {
   std::size_t count = 0;
   std::vector<std::byte> embedded;
   ChannelMessage type = ChannelMessage::TensorFrame;
+  std::array<const sync::Fence*, kMaxPlanes> fences{};  // SendOptions::acquire_fences per buffer (borrowed)
   std::span<const TensorDyn> span() const noexcept { return std::span(buffers.data(), count); }
+  std::span<const sync::Fence* const> fence_span() const noexcept { return std::span(fences.data(), count); }
 };
 // The checks every send makes before it looks at a socket, then the encoding (channel_api.cpp).
 // Errors: FailedPrecondition (empty handle, zero elements, an empty frame), InvalidArgument (a negative

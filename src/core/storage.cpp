@@ -138,6 +138,17 @@ Result<std::byte*> Storage::acquire_cpu(MapMode mode, std::chrono::milliseconds 
     return fail(ErrorCode::PermissionDenied,
                 text::format("write map refused: {} storage ({}) is read-only", memory_kind_name(kind()),
                             backing_->detail()));
+  if (has_access_fences_.load(std::memory_order_acquire)) {
+    const auto start = std::chrono::steady_clock::now();
+    ET_TRY(await_access_fences(wait_timeout, static_cast<unsigned>(mode) & static_cast<unsigned>(MapMode::Write)
+                                                 ? "write map"
+                                                 : "read map"));
+    // One bound for the map: the DMA-BUF's own wait below gets what is left of it.
+    if (wait_timeout.count() > 0 && wait_timeout != std::chrono::milliseconds::max())
+      wait_timeout = std::max(std::chrono::milliseconds(0),
+                              wait_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - start));
+  }
   if (!bracket_) {
     // Persistent mapping, no hooks: after the first map, a map is one atomic load and one add.
     ET_TRY_ASSIGN(std::byte* base, cpu_address());
@@ -222,6 +233,43 @@ bool Storage::device_work_complete() noexcept {
   std::erase_if(fences_, [](const std::unique_ptr<DeviceFence>& f) { return f->complete(); });
   has_fences_.store(!fences_.empty(), std::memory_order_release);
   return fences_.empty();
+}
+
+void Storage::add_access_fence(std::shared_ptr<const AccessFence> fence) {
+  std::lock_guard lock(device_mutex_);
+  access_fences_.push_back(std::move(fence));
+  has_access_fences_.store(true, std::memory_order_release);
+}
+
+Result<void> Storage::await_access_fences(std::chrono::milliseconds timeout, std::string_view what) {
+  if (!has_access_fences_.load(std::memory_order_acquire)) return {};
+  std::vector<std::shared_ptr<const AccessFence>> fences;
+  {
+    std::lock_guard lock(device_mutex_);
+    fences = access_fences_;
+  }
+  // One bound for all of them: each waits for what is left of it. Waited outside the lock.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const bool bounded = timeout.count() >= 0 &&
+                       timeout < std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - start);
+  for (const auto& f : fences) {
+    std::chrono::milliseconds left = timeout;
+    if (bounded)
+      left = std::max(std::chrono::milliseconds(0),
+                      timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
+    if (auto r = f->wait(left); !r)
+      return fail(Error(r.error().code(),
+                        text::format("{} of {} ({}, {} B): {}", what, memory_kind_name(kind()), backing_->detail(),
+                                     buffer_bytes(), r.error().message()),
+                        r.error().sys_errno()));
+  }
+  std::lock_guard lock(device_mutex_);
+  std::erase_if(access_fences_, [&](const std::shared_ptr<const AccessFence>& f) {
+    return std::find(fences.begin(), fences.end(), f) != fences.end();
+  });
+  has_access_fences_.store(!access_fences_.empty(), std::memory_order_release);
+  return {};
 }
 
 }  // namespace detail

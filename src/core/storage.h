@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgetensor {
@@ -110,6 +111,16 @@ class DeviceFence {
   virtual std::chrono::milliseconds teardown_timeout() const noexcept = 0;
 };
 
+/// Work a device does on the buffer before anyone may touch it (a channel frame's acquire fence): every
+/// CPU map and device map of the storage waits for it, bounded, until it has signalled once.
+class AccessFence {
+ public:
+  virtual ~AccessFence() = default;
+  /// Waits until it signals, at most `timeout` (0: only checks; negative: no bound). Errors: Timeout
+  /// (Busy for a timeout of 0), naming the fence; from_errno of the wait.
+  virtual Result<void> wait(std::chrono::milliseconds timeout) const = 0;
+};
+
 class Storage {
  public:
   explicit Storage(std::unique_ptr<Backing> backing);
@@ -159,6 +170,13 @@ class Storage {
   void keep_fence(std::unique_ptr<DeviceFence> fence);
   /// Asks every kept fence, drops the complete ones; true when none is left. Thread-safe, never blocks.
   bool device_work_complete() noexcept;
+  /// Adds `fence` to the fences every later map waits for (acquire_cpu, a device map). Thread-safe.
+  void add_access_fence(std::shared_ptr<const AccessFence> fence);
+  /// Waits for every access fence, at most `timeout` for all together (0: only checks; negative: no
+  /// bound), and forgets those that signalled; without fences one atomic load. Not under the map lock:
+  /// a map waiting here holds no other map up. `what` names the access ("read map"). Errors: the
+  /// fence's Timeout or Busy, naming `what` and the buffer. Thread-safe.
+  Result<void> await_access_fences(std::chrono::milliseconds timeout, std::string_view what);
 
  private:
   std::uint64_t id_;  // written only by the constructor and renew_id (exclusive owner)
@@ -177,6 +195,8 @@ class Storage {
   std::unique_ptr<DeviceHandle> device_;  // guarded by device_mutex_
   std::vector<std::unique_ptr<DeviceFence>> fences_;  // guarded by device_mutex_; destroyed before device_
   std::atomic<bool> has_fences_{false};  // !fences_.empty(), read without the lock
+  std::vector<std::shared_ptr<const AccessFence>> access_fences_;  // guarded by device_mutex_
+  std::atomic<bool> has_access_fences_{false};  // !access_fences_.empty(), read without the lock
 
   bool await_fences_locked() noexcept;  // the destructor's bounded wait; false when the bound passed
   void abandon_locked() noexcept;       // keeps device_ and backing_ for the process's life

@@ -155,6 +155,8 @@ Result<CudaMap> map_storage(const std::shared_ptr<Storage>& storage, std::size_t
   if (extent_bytes == 0)
     return fail(ErrorCode::FailedPrecondition, "cuda::map: the tensor has no bytes (a zero-size dimension)");
   ET_TRY_ASSIGN(const CudaRuntimeApi* api, usable("cuda::map"));
+  // A channel frame's acquire fence: the device reads only after the producer's device is done.
+  ET_TRY(storage->await_access_fences(kDefaultMapTimeout, "cuda::map"));
   ET_TRY_ASSIGN(int device, resolve_device(*api, options.device));
   CudaStream stream = options.stream ? options.stream->native_handle() : nullptr;
   if (options.stream && !stream) return fail(ErrorCode::InvalidArgument, "cuda::map: MapOptions::stream is a moved-from Stream");

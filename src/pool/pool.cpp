@@ -246,7 +246,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     std::string how = waited ? text::format("after waiting {} ms", elapsed.count()) : "(try_acquire does not wait)";
     std::string device = pending == 0 ? std::string()
                                       : text::format(", {} more back but waiting for device work recorded on {} "
-                                                     "(cuda::CudaMap::record)",
+                                                     "(cuda::CudaMap::record, or a channel release fence)",
                                                      pending, pending == 1 ? "it" : "them");
     return Error(ErrorCode::Busy,
                  text::format("pool '{}': no buffer free {}: {} of max_buffers {} in use{}; drop the pool's tensors "

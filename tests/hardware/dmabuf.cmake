@@ -10,10 +10,11 @@ if(ET_WITH_DMABUF)
   gtest_discover_tests(edgetensor_dmabuf_hw_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS hardware)
   # Explicit sync on a real kernel (fence_test.cpp): the heap's stub fences, and vgem's real ones where
   # the vgem module is loaded (ET_FENCE_REQUIRE_VGEM=1, set by the kernel lane, fails without it); the
-  # same through the C API (fence_capi_test.cpp, libedgetensor-c.so), in the same binary so the lane's
-  # one vgem boot runs both.
+  # same through the C API (fence_capi_test.cpp, libedgetensor-c.so) and fences on the frame channel
+  # (fence_channel_test.cpp), in the same binary so the lane's one vgem boot runs them all.
   add_executable(edgetensor_fence_hw_tests ${CMAKE_CURRENT_LIST_DIR}/fence_test.cpp
-                                           ${CMAKE_CURRENT_LIST_DIR}/fence_capi_test.cpp)
+                                           ${CMAKE_CURRENT_LIST_DIR}/fence_capi_test.cpp
+                                           ${CMAKE_CURRENT_LIST_DIR}/fence_channel_test.cpp)
   target_link_libraries(edgetensor_fence_hw_tests PRIVATE et_test_support edgetensor::edgetensor-c GTest::gtest_main)
   # The C++ cases' static testing library keeps its symbols to itself: exported, they would take the
   # place of libedgetensor.so's under libedgetensor-c.so (one half-shared copy). So the C cases run on

@@ -116,7 +116,10 @@ TEST(ChannelMalformed, PrefixIsChecked) {
   refused({{m, {}}}, ErrorCode::InvalidArgument, "reserved prefix field 9");
   m = tensor_frame(1, 0);
   poke<std::uint8_t>(m, 9, 1);
-  refused({{m, {}}}, ErrorCode::InvalidArgument, "fence_count 1: no fence capability was agreed");
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "with fence_count 1, fence_mask 0x0: no fence capability was agreed");
+  m = announce_bytes(1);
+  poke<std::uint8_t>(m, 9, 1);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "announce with fence_count 1: only frames and releases carry fences");
   // The receiver reads one byte past the largest message: such a message is read whole and refused by
   // its length; anything longer is cut (MSG_TRUNC).
   refused({{std::vector<std::byte>(detail::kMaxChannelMessageBytes + 2), {}}}, ErrorCode::OutOfRange, "MSG_TRUNC");
@@ -141,8 +144,10 @@ TEST(ChannelMalformed, AnnounceIsChecked) {
   refused({{announce_bytes(1, 0), {f.a.get()}}}, ErrorCode::InvalidArgument, "announce of buffer 1 with 0 bytes");
   refused({{announce_bytes(1), {}}}, ErrorCode::InvalidArgument, "announce of buffer 1 with 0 fds; it carries exactly 1");
   refused({{announce_bytes(1), {f.a.get(), f.b.get()}}}, ErrorCode::InvalidArgument, "with 2 fds");
-  const int three[] = {f.a.get(), f.b.get(), f.a.get()};
-  refused({{announce_bytes(1), {three, three + 3}}}, ErrorCode::OutOfRange, "3 fds received, more than the 2 allowed");
+  const int five[] = {f.a.get(), f.b.get(), f.a.get(), f.b.get(), f.a.get()};
+  refused({{announce_bytes(1), {five, five + 3}}}, ErrorCode::InvalidArgument, "with 3 fds");
+  // kMaxChannelFds: an announce's 1, or a frame's 4 acquire fences.
+  refused({{announce_bytes(1), {five, five + 5}}}, ErrorCode::OutOfRange, "5 fds received, more than the 4 allowed");
 }
 
 TEST(ChannelMalformed, AnnouncedFdIsCheckedAsIpcReceiveChecksIt) {
@@ -175,7 +180,7 @@ TEST(ChannelMalformed, TensorFrameIsChecked) {
   refused({{tensor_frame(7, 0), {}}}, ErrorCode::InvalidArgument,
           "tensor frame sequence 0 names buffer 7, which was never announced");
   refused({announce, {tensor_frame(1, 0), {f.b.get()}}}, ErrorCode::InvalidArgument,
-          "1 fd arrived with a message of type 2; only an announce carries one");
+          "tensor frame sequence 0 with fence_count 0 carried 1 fd");
   auto m = tensor_frame(1, 0);
   poke<std::uint16_t>(m, 10, 2);
   poke<std::uint32_t>(m, 68, 2);
@@ -299,6 +304,41 @@ TEST(ChannelMalformed, HelloAndEndOfStreamAreChecked) {
   refused({{end, {}}}, ErrorCode::InvalidArgument, "end of stream count 2: must be 0");
 }
 
+// Fences with the capability agreed (the raw sender's hello carries it): the count, the mask and the fds
+// must agree, each fd must be a sync_file; without the capability any fence bit is refused.
+TEST(ChannelMalformed, AcquireFencesAreChecked) {
+  Memfds f;
+  const Msg hello{detail::encode_hello(detail::ChannelRole::Sender, 32), {}};
+  const Msg announce{announce_bytes(1), {f.a.get()}};
+  auto fenced = [](std::uint8_t mask, std::uint8_t count) {
+    auto m = tensor_frame(1, 0);
+    poke<std::uint8_t>(m, 52, mask);
+    poke<std::uint8_t>(m, 9, count);
+    return m;
+  };
+  // An fd that is not a sync_file (a memfd), closed with the message.
+  refused({hello, announce, {fenced(1, 1), {f.b.get()}}}, ErrorCode::InvalidArgument,
+          "the acquire fence of tensor frame sequence 0 buffer 0: Fence::adopt: fd ");
+  refused({hello, announce, {fenced(1, 1), {f.b.get()}}}, ErrorCode::InvalidArgument, "is not a sync_file");
+  refused({hello, announce, {fenced(0, 1), {f.b.get()}}}, ErrorCode::InvalidArgument,
+          "tensor frame sequence 0: fence_count 1 does not match fence_mask 0x0 (0 fences)");
+  refused({hello, announce, {fenced(1, 0), {}}}, ErrorCode::InvalidArgument,
+          "tensor frame sequence 0: fence_count 0 does not match fence_mask 0x1 (1 fence)");
+  refused({hello, announce, {fenced(1, 1), {}}}, ErrorCode::InvalidArgument,
+          "tensor frame sequence 0 with fence_count 1 carried 0 fds");
+  refused({hello, announce, {fenced(2, 1), {f.b.get()}}}, ErrorCode::InvalidArgument,
+          "tensor frame sequence 0: fence_mask 0x2 has a bit past its 1 buffer");
+  // Without the capability: no hello, or a hello without the bit.
+  refused({announce, {fenced(1, 1), {f.b.get()}}}, ErrorCode::InvalidArgument,
+          "tensor frame sequence 0 with fence_count 1, fence_mask 0x1: no fence capability was agreed in the hellos");
+  refused({{detail::encode_hello(detail::ChannelRole::Sender, 32, 0), {}}, announce, {fenced(1, 1), {f.b.get()}}},
+          ErrorCode::InvalidArgument, "no fence capability was agreed in the hellos");
+  auto m = detail::encode_retire(std::vector<std::uint32_t>{1});
+  poke<std::uint8_t>(m, 9, 1);
+  refused({hello, announce, {m, {f.b.get()}}}, ErrorCode::InvalidArgument,
+          "retire with fence_count 1: only frames and releases carry fences");
+}
+
 TEST(ChannelMalformed, RetiredBufferIsUnknownAfterwards) {
   Memfds f;
   const std::uint32_t one[] = {1};
@@ -310,7 +350,8 @@ TEST(ChannelMalformed, RetiredBufferIsUnknownAfterwards) {
 
 // A Sender on one end with one frame out (buffer 1, sequence 0); `reply` comes back from the raw end.
 // The sender must close (its next send names `needle`) and drop the frame; the raw end reads the end.
-void sender_refuses(const std::vector<std::byte>& reply, std::vector<int> fds, const std::string& needle) {
+void sender_refuses(const std::vector<std::byte>& reply, std::vector<int> fds, const std::string& needle,
+                    bool hello = false) {
   const int fds_before = et_test::open_fd_count();
   {
     Pair p;
@@ -319,6 +360,7 @@ void sender_refuses(const std::vector<std::byte>& reply, std::vector<int> fds, c
     auto t = TensorDyn::allocate({64}, DType::U8, et_test::mem(MemoryKind::Shm));
     ASSERT_OK(t);
     ASSERT_OK(sender->send(*t));
+    if (hello) ASSERT_OK(ipc::send_fds(p.b.get(), detail::encode_hello(detail::ChannelRole::Receiver, 32)));
     ASSERT_OK(ipc::send_fds(p.b.get(), reply, ArrayRef<int>(fds.data(), fds.size())));
     const auto deadline = std::chrono::steady_clock::now() + 2s;
     while (sender->status() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
@@ -358,7 +400,7 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   poke<std::uint16_t>(m, 10, 0);
   sender_refuses(m, {}, "release of 0 entries: 1..64");
   UniqueFd memfd = sealed_memfd(kBytes);
-  sender_refuses(release_of(1, 0), {memfd.get()}, "1 fd arrived with a message from the receiver");
+  sender_refuses(release_of(1, 0), {memfd.get()}, "a release with 0 fenced entries carried 1 fd");
   sender_refuses(announce_bytes(1), {}, "a announce where a release was expected");
   sender_refuses(std::vector<std::byte>(3), {}, "3 B received");
   // A version-1 receiver's release (edgetensor 0.4, 0.5) is refused, naming both versions.
@@ -368,13 +410,31 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   sender_refuses(detail::encode_hello(detail::ChannelRole::Sender, 4), {}, "both ends of the channel are senders");
   // A receiver's policy request (hello capability bit 1) out of range.
   auto hello = detail::encode_hello(detail::ChannelRole::Receiver, 4,
-                                    detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
+                                    detail::kOwnCapabilities, detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
   poke<std::uint32_t>(hello, 28, 5);
   sender_refuses(hello, {}, "hello policy 5: 0 (block) or 1 (drop)");
-  hello = detail::encode_hello(detail::ChannelRole::Receiver, 4, detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
+  hello = detail::encode_hello(detail::ChannelRole::Receiver, 4, detail::kOwnCapabilities, detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
   poke<std::uint64_t>(hello, 32, (std::uint64_t{1} << 20) + 1);
   sender_refuses(hello, {}, "hello max_frames_out 1048577: 0..1048576");
   sender_refuses(detail::encode_end_of_stream(0), {}, "a end of stream where a release was expected");
+}
+
+// Release fences with the capability agreed (the raw receiver's hello carries it).
+TEST(ChannelMalformed, SenderChecksReleaseFences) {
+  UniqueFd memfd = sealed_memfd(kBytes);
+  sender_refuses(release_of(1, 0, 1), {memfd.get()},
+                 "the release fence of buffer 1 sequence 0 (entry 0): Fence::adopt: fd ", true);
+  sender_refuses(release_of(1, 0, 1), {memfd.get()}, "is not a sync_file", true);
+  sender_refuses(release_of(1, 0, 1), {}, "a release with 1 fenced entry carried 0 fds", true);
+  auto m = release_of(1, 0);
+  poke<std::uint8_t>(m, 9, 1);
+  sender_refuses(m, {memfd.get()}, "release with fence_count 1 but 0 entries flagged with a fence", true);
+  sender_refuses(release_of(1, 0, 2), {}, "with flags 0x2: only bit 0 (a release fence) is defined", true);
+  m = release_of(1, 0);
+  poke<std::uint8_t>(m, 9, 1);
+  sender_refuses(m, {memfd.get()}, "release with fence_count 1: no fence capability was agreed", false);
+  sender_refuses(detail::encode_hello(detail::ChannelRole::Receiver, 32), {memfd.get()},
+                 "1 fd arrived with the receiver's hello, which carries none", false);
 }
 
 }  // namespace

@@ -233,7 +233,7 @@ class ET_API Sender {
 
   /// Waits until the receiver has released every frame sent and the references held for them are
   /// dropped (a Pool has those buffers back), at most `timeout`. Errors: Busy (frames still out, naming
-  /// how many), the channel's closing error when the channel closed with frames out (they were dropped,
+  /// how many; sys_errno ETIMEDOUT, EAGAIN for 0), the channel's closing error when the channel closed with frames out (they were dropped,
   /// not released).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
 
@@ -345,6 +345,12 @@ class ET_API Receiver {
   ReceiverStats stats() const;
   /// Why the channel closed; no error while it is open.
   [[nodiscard]] Result<void> status() const;
+  /// The channel's socket (borrowed; valid while the Receiver lives; -1 for a moved-from one), for an
+  /// event loop: POLLIN (a message, or the sender gone) means receive(0ms) has something to read, though
+  /// perhaps no frame (an announce: Busy). Releases queued because the socket was full
+  /// (stats().releases_queued) go out at the next receive() or flush(): poll POLLOUT while there are any.
+  /// Read and write it only through this Receiver.
+  int fd() const noexcept;
 
  private:
   explicit Receiver(std::shared_ptr<edgetensor::detail::ChannelReceiver> state) noexcept;

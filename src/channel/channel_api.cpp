@@ -202,6 +202,8 @@ Result<void> Receiver::status() const {
   return state_->status();
 }
 
+int Receiver::fd() const noexcept { return state_ ? state_->fd() : -1; }
+
 }  // namespace channel
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -45,6 +45,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<void> flush();
   channel::ReceiverStats stats() const;
   Result<void> status() const;
+  /// The socket; no lock: socket_ changes only in stop(), which runs in the owner's destructor.
+  int fd() const noexcept { return socket_.get(); }
   /// The owner is going: shuts the socket down and closes it, closes every import.
   void stop() noexcept;
   /// The last holder of frame `sequence`'s buffer `buffer_id` (import storage `home`) is gone (any

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -86,10 +87,11 @@ class ChannelSender {
     for (const auto& [key, o] : out_)
       if (oldest == nullptr || o.sequence < oldest->sequence) oldest = &o;
     const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::now() - oldest->sent_at);
-    return fail(ErrorCode::Busy,
-                text::format("{}; {}: {} frame buffer{} sent and not released by the receiver (oldest: sequence {}, "
-                             "{} ms ago)", t.error().message(), label_, out_.size(), out_.size() == 1 ? "" : "s",
-                             oldest->sequence, age.count()));
+    return fail(Error(ErrorCode::Busy,
+                      text::format("{}; {}: {} frame buffer{} sent and not released by the receiver (oldest: sequence "
+                                   "{}, {} ms ago)", t.error().message(), label_, out_.size(),
+                                   out_.size() == 1 ? "" : "s", oldest->sequence, age.count()),
+                      t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
   }
 
   Result<void> drain(std::chrono::milliseconds timeout) {
@@ -105,8 +107,10 @@ class ChannelSender {
     // Frames released by the closing (not by the receiver) make it an error; released ones before do not.
     if (closed_ && released_by_close_) return fail(closed_error_locked());
     if (!out_.empty() || dropping_ != 0)
-      return fail(ErrorCode::Busy, text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
-                                               out_.size() == 1 ? "" : "s", timeout.count()));
+      return fail(Error(ErrorCode::Busy,
+                        text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
+                                     out_.size() == 1 ? "" : "s", timeout.count()),
+                        timeout.count() == 0 ? EAGAIN : ETIMEDOUT));
     return {};
   }
 

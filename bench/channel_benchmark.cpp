@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bench.h"
@@ -71,19 +72,23 @@ bool fork_peer(Peer& peer, UniqueFd& mine, UniqueFd& theirs, Body body) {
   return true;
 }
 
+// A forked receiver on `theirs` that drops every frame at once (the release goes back) until the channel ends.
+bool fork_draining_receiver(Peer& peer, UniqueFd& mine, UniqueFd& theirs) {
+  return fork_peer(peer, mine, theirs, [](UniqueFd fd) {
+    auto receiver = channel::Receiver::create(std::move(fd));
+    if (!receiver) return 1;
+    for (;;) {
+      auto d = receiver->receive();
+      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
+    }
+  });
+}
+
 void channel_handoff(benchmark::State& state, FrameSize f) {
   auto sp = channel::socket_pair();
   if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
   Peer peer;
-  const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
-    auto receiver = channel::Receiver::create(std::move(fd));
-    if (!receiver) return 1;
-    for (;;) {
-      auto d = receiver->receive();  // dropped at once: the release goes back
-      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
-    }
-  });
-  if (!forked) return state.SkipWithError("fork failed");
+  if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
   PoolOptions o;
   o.name = "bench";
   o.min_buffers = 1;
@@ -231,11 +236,82 @@ void channel_release_many(benchmark::State& state, bool newest_first) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kOut);
 }
 
+
+// The channel's fixed cost per frame: a one-buffer pool's small tensor (4 KiB) acquired, sent, received by
+// a forked peer and dropped (the release), the next acquire waiting for it: send + receive + release,
+// wall. Baseline: a raw SEQPACKET round trip of the same shape (an 80 B message, a 16 B reply) between
+// the same two processes. Nothing is filled or read: the row is the per-frame overhead alone.
+void channel_fixed_cost(benchmark::State& state) {
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  Peer peer;
+  if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
+  auto pool = Pool::create({4096}, DType::U8, {.name = "fixed", .min_buffers = 1, .max_buffers = 1,
+                                               .allocate = {.memory = MemoryKind::Shm}});
+  auto sender = channel::Sender::create(std::move(sp->first));
+  if (!pool || !sender) return state.SkipWithError("pool or sender");
+  for (auto _ : state) {
+    auto t = sender->acquire(*pool, 5s);
+    if (!t || !sender->send(*t)) return state.SkipWithError("acquire or send failed");
+  }
+  (void)sender->drain(5s);
+}
+
+void baseline_seqpacket_round_trip(benchmark::State& state) {
+  auto sp = channel::socket_pair();
+  if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+  Peer peer;
+  const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
+    std::byte msg[80];
+    const std::byte reply[16] = {};
+    for (;;) {
+      if (::recv(fd.get(), msg, sizeof msg, 0) <= 0) return 0;
+      if (::send(fd.get(), reply, sizeof reply, MSG_NOSIGNAL) != sizeof reply) return 0;
+    }
+  });
+  if (!forked) return state.SkipWithError("fork failed");
+  const std::byte msg[80] = {};
+  std::byte reply[16];
+  for (auto _ : state) {
+    if (::send(sp->first.get(), msg, sizeof msg, MSG_NOSIGNAL) != sizeof msg) return state.SkipWithError("send failed");
+    if (::recv(sp->first.get(), reply, sizeof reply, 0) != sizeof reply) return state.SkipWithError("no reply");
+  }
+}
+
+// The producer's cost per frame serving `receivers` forked receivers through one Publisher (each
+// receives and drops at once): acquire from a pool and send, nothing filled. Process CPU time: the
+// publisher's release threads are part of its cost; the receivers' processes are not counted.
+void publisher_cost(benchmark::State& state, int receivers) {
+  std::vector<Peer> peers(static_cast<std::size_t>(receivers));
+  auto p = channel::Publisher::create({.name = "bench"});
+  if (!p) return state.SkipWithError(p.error().to_string().c_str());
+  for (auto& peer : peers) {
+    auto sp = channel::socket_pair();
+    if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
+    if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
+    if (!p->add_receiver(std::move(sp->first))) return state.SkipWithError("add_receiver failed");
+  }
+  auto pool = Pool::create({4096}, DType::U8, {.name = "fan-out", .min_buffers = 4, .max_buffers = 4,
+                                               .allocate = {.memory = MemoryKind::Shm}});
+  if (!pool) return state.SkipWithError(pool.error().to_string().c_str());
+  for (auto _ : state) {
+    auto t = p->acquire(*pool, 5s);
+    if (!t) return state.SkipWithError(t.error().to_string().c_str());
+    auto sent = p->send(*t);
+    if (!sent || sent->delivered != static_cast<std::size_t>(receivers)) return state.SkipWithError("send failed");
+  }
+  (void)p->drain(5s);
+}
+
 }  // namespace
 
 void register_channel_benchmarks() {
   benchmark::RegisterBenchmark("baseline/channel-release-1024-in-order", channel_release_many, false);
   benchmark::RegisterBenchmark("channel/release-1024-newest-first", channel_release_many, true);
+  benchmark::RegisterBenchmark("baseline/seqpacket-round-trip", baseline_seqpacket_round_trip)->UseRealTime();
+  benchmark::RegisterBenchmark("channel/fixed-cost", channel_fixed_cost)->UseRealTime();
+  benchmark::RegisterBenchmark("channel/publisher-1-receiver", publisher_cost, 1)->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("channel/publisher-3-receivers", publisher_cost, 3)->MeasureProcessCPUTime();
   for (const FrameSize& f : kFrames) {
     const std::string s = f.name;
     benchmark::RegisterBenchmark(("baseline/socket-copy/" + s).c_str(), baseline_socket_copy, f)->UseRealTime();
@@ -259,7 +335,13 @@ std::vector<Target> channel_size_free_targets() {
   // Constant-time release lookup (issue: "or show with a bench row at 1024 frames out"): the same
   // cost in both orders, ratio 1 within noise.
   return {{"channel: 1024 frames out released newest first", "baseline/channel-release-1024-in-order",
-           "channel/release-1024-newest-first", 0.0}};
+           "channel/release-1024-newest-first", 0.0},
+          // Issue 25: the channel's cost per frame at most 1.5x a raw round trip (ratio >= 1/1.5).
+          {"channel send+receive+release vs raw round trip", "baseline/seqpacket-round-trip", "channel/fixed-cost",
+           1.0 / 1.5, true},
+          // Issue 25: the producer with three receivers at most 3.5x one receiver (ratio >= 1/3.5).
+          {"publisher: 3 receivers vs 1 (producer cpu)", "channel/publisher-1-receiver",
+           "channel/publisher-3-receivers", 1.0 / 3.5}};
 }
 
 }  // namespace et_bench

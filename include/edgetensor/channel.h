@@ -130,9 +130,9 @@ class ET_API Listener {
                                              std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
 
 /// How a Sender serves a receiver that holds SenderOptions::max_frames_out frames (delivered or on
-/// their way, not released) or every announced buffer. Set per receiver: one Sender has one receiver
-/// today; when one producer serves several (fan-out, a later release), each receiver gets its own
-/// policy, limit and counters, and a dropped frame is dropped for that receiver only.
+/// their way, not released) or every announced buffer. Set per receiver: a Sender has one receiver, and
+/// a Publisher gives each of its receivers its own policy, limit and counters (a dropped frame is
+/// dropped for that receiver only).
 enum class ReceiverPolicy : std::uint8_t {
   /// Back-pressure: send() waits for a release, at most send_timeout, then Busy.
   Block = 0,
@@ -161,6 +161,10 @@ struct SenderOptions {
   /// Frames the receiver may hold (sent and not released) before `policy` applies, 0 to
   /// kMaxQueuedReleases; 0: no limit but the buffer table (every announced buffer out).
   std::size_t max_frames_out = 0;
+  /// Whether a receiver that asks for its own policy and frame limit (ReceiverOptions::policy) gets
+  /// them in place of `policy` and `max_frames_out`, from the frame after its hello arrives. false: the
+  /// sender's choice stands (the request is ignored; the receiver is not told).
+  bool receiver_may_choose = true;
 };
 
 /// Per-frame values; each unset one is chosen at send.
@@ -268,6 +272,13 @@ struct ReceiverOptions {
   /// kMaxQueuedReleases: a frame delivered with this many queued closes the channel instead (OutOfRange,
   /// naming the count and this bound). Each costs 16 B here.
   std::size_t max_queued_releases = 4096;
+  /// Asks the sender to serve this receiver under this policy with `max_frames_out` (its hello carries
+  /// them, docs/WIRE.md "Messages"): e.g. Drop for a latest-frame consumer of a live stream. The sender
+  /// applies it unless SenderOptions::receiver_may_choose is false (a Publisher: PublisherOptions::receiver's),
+  /// from its next frame once the hello has arrived. Unset: the sender's choice.
+  std::optional<ReceiverPolicy> policy;
+  /// With `policy`: the frames this receiver may hold, 0 to kMaxQueuedReleases (0: only the buffer table).
+  std::size_t max_frames_out = 0;
 };
 
 /// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame); or,
@@ -304,8 +315,8 @@ class ET_API Receiver {
  public:
   /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end) and sends its
   /// hello without waiting (skipped when the sender is gone or the socket is full).
-  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers or max_queued_releases
-  /// out of range),
+  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers, max_queued_releases,
+  /// policy or max_frames_out out of range),
   /// from_errno of eventfd or of sending the hello (but EAGAIN, EPIPE, ECONNRESET).
   [[nodiscard]] static Result<Receiver> create(UniqueFd socket, const ReceiverOptions& options = {});
 
@@ -355,6 +366,126 @@ class ET_API Receiver {
  private:
   explicit Receiver(std::shared_ptr<edgetensor::detail::ChannelReceiver> state) noexcept;
   std::shared_ptr<edgetensor::detail::ChannelReceiver> state_;
+};
+
+/// Most receivers one Publisher serves (PublisherOptions::max_receivers).
+inline constexpr std::size_t kMaxReceivers = 1024;
+
+struct PublisherOptions {
+  /// Names the channel in errors and logs.
+  std::string name;
+  /// Options of every receiver added without its own (add_receiver(socket)) and of every peer the
+  /// listener accepts: its policy, frame limit, buffer table and send timeout (SenderOptions). Its name is
+  /// replaced by "<name> receiver <id>".
+  SenderOptions receiver;
+  /// Receivers served at once, 1 to kMaxReceivers: add_receiver past it is OutOfRange, and a peer the
+  /// listener accepts past it is closed (logged, counted in PublisherStats::receivers_refused).
+  std::size_t max_receivers = 64;
+};
+
+/// What one Publisher::send did.
+struct PublishResult {
+  std::uint64_t sequence = 0;  ///< The frame's sequence, the same on every receiver.
+  std::size_t delivered = 0;   ///< Receivers the frame was sent to.
+  /// Receivers that did not get it: a ReceiverPolicy::Drop receiver at its limit, or a Block receiver
+  /// still at its limit after its send_timeout (it stays connected and sees a gap in the sequences).
+  std::size_t dropped = 0;
+  std::size_t removed = 0;     ///< Receivers found closed (gone, or failed) and removed by this send.
+};
+
+/// One receiver of a Publisher.
+struct ReceiverInfo {
+  std::uint64_t id = 0;                  ///< From add_receiver or accept, 1 first; never reused.
+  std::optional<PeerCredentials> peer;   ///< SO_PEERCRED of its socket, when the kernel gives it.
+  ReceiverPolicy policy = ReceiverPolicy::Block;  ///< In force now (the receiver's request, if granted).
+  std::size_t max_frames_out = 0;                 ///< In force now.
+  SenderStats stats;                     ///< Its sender's counters (frames_dropped: its drops).
+};
+
+struct PublisherStats {
+  std::uint64_t frames_published = 0;   ///< Sequences used by send and send_frame (0 receivers included).
+  std::uint64_t deliveries = 0;         ///< Frames sent, summed over receivers.
+  std::uint64_t drops = 0;              ///< Frames a receiver did not get, summed over receivers.
+  std::uint64_t receivers_joined = 0;   ///< Receivers added (by add_receiver or accepted).
+  std::uint64_t receivers_left = 0;     ///< Receivers removed: closed by their peer, failed, or disconnect()ed.
+  std::uint64_t receivers_refused = 0;  ///< Peers accepted past max_receivers and closed.
+  std::size_t receivers = 0;            ///< Served now.
+};
+
+/// One producer serving many receivers (fan-out; docs/CHANNEL.md, "Many receivers"). Each receiver has its
+/// own connected socket and, inside, its own Sender: its own policy, frame limit, buffer table and
+/// counters. A frame goes to every receiver, in the order they joined, with one sequence; a buffer goes
+/// back to its Pool when every receiver it was sent to has released it (or has left). A receiver that
+/// joins late is announced each buffer with its first frame that uses it. A receiver that closes or dies
+/// is removed at the next send (its frames count as released). Sends are serialised: a Block receiver at
+/// its limit holds the others back for up to its send_timeout, a Drop receiver never does. Pool size for
+/// a producer that never stalls in acquire: the sum over receivers of max_frames_out x buffers per frame
+/// + the buffers the producer holds at once. Move-only; every call may come from any thread; a moved-from
+/// Publisher answers FailedPrecondition.
+class ET_API Publisher {
+ public:
+  /// A publisher with no receivers (add them with add_receiver). Errors: InvalidArgument (max_receivers
+  /// or PublisherOptions::receiver out of range, as Sender::create names them).
+  [[nodiscard]] static Result<Publisher> create(const PublisherOptions& options = {});
+  /// A publisher that listens on `path` (Listener::create) and accepts receivers on its own thread while
+  /// it lives, each with PublisherOptions::receiver. Errors: create's, Listener::create's, Internal (the
+  /// thread could not start).
+  [[nodiscard]] static Result<Publisher> listen(const std::string& path, const ListenOptions& listen = {},
+                                                const PublisherOptions& options = {});
+
+  Publisher(Publisher&& other) noexcept;
+  Publisher& operator=(Publisher&& other) noexcept;
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+  /// Stops accepting, then closes every receiver as ~Sender does (their frames out are dropped).
+  ~Publisher();
+
+  /// Serves a receiver on `socket` (owned from here, also on error) with PublisherOptions::receiver, or
+  /// `options`; returns its id. After end_stream() the new receiver is sent the end of stream at once.
+  /// Errors: OutOfRange (max_receivers served, naming it), Sender::create's (a socket that is not a
+  /// connected AF_UNIX SOCK_SEQPACKET socket, options out of range), FailedPrecondition (moved-from).
+  [[nodiscard]] Result<std::uint64_t> add_receiver(UniqueFd socket);
+  [[nodiscard]] Result<std::uint64_t> add_receiver(UniqueFd socket, const SenderOptions& options);
+
+  /// Sends `tensor` to every receiver (Sender::send for each; options.sequence, when set, must increase
+  /// over this publisher's sequences). With no receiver the frame is checked and its sequence used:
+  /// not an error. A receiver's Busy or Drop is that receiver's drop (PublishResult::dropped); a closed
+  /// receiver is removed. Errors: the frame's own (Sender::send: FailedPrecondition for an empty handle,
+  /// zero elements or after end_stream; Unsupported memory; InvalidArgument timing or sequence).
+  [[nodiscard]] Result<PublishResult> send(const TensorDyn& tensor, const SendOptions& options = {});
+  /// Sends `frame` to every receiver, as send. Errors: as send.
+  [[nodiscard]] Result<PublishResult> send_frame(const Frame& frame, const SendOptions& options = {});
+
+  /// pool.acquire(timeout), after sizing every receiver's buffer table to the pool (Sender::acquire); on
+  /// Busy the error names the receivers holding frames (id, pid, frames out, oldest sequence and age).
+  [[nodiscard]] Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout);
+
+  /// Ends the stream on every receiver (Sender::end_stream) and on every receiver that joins later; later
+  /// sends fail. Errors: Busy (some receiver's socket stayed full: call again, it retries those only).
+  [[nodiscard]] Result<void> end_stream();
+
+  /// Waits until every receiver has released every frame (Sender::drain), at most `timeout` in all. A
+  /// receiver that leaves meanwhile counts as drained. Errors: Busy (frames still out, naming how many
+  /// and which receivers hold them).
+  [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
+
+  /// Closes receiver `id` (as ~Sender; its receive() then answers Unavailable). Its frames out count as
+  /// released: a Pool may hand their buffers to the producer again, so what that process still holds
+  /// (its mappings stay valid: the kernel cannot take them back) may be overwritten from then on. The
+  /// one way a producer takes buffers back from a receiver that does not release them; a slow receiver
+  /// is never disconnected on a timer. Errors: NotFound (no receiver `id`, naming it).
+  [[nodiscard]] Result<void> disconnect(std::uint64_t id);
+
+  /// The receivers served now, in the order they joined.
+  std::vector<ReceiverInfo> receivers() const;
+  PublisherStats stats() const;
+  /// The path given to listen(); empty otherwise.
+  const std::string& path() const noexcept;
+
+ private:
+  struct State;
+  explicit Publisher(std::shared_ptr<State> state) noexcept;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace channel

@@ -17,23 +17,22 @@
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
-namespace channel {
+namespace detail {
 
-namespace {
 // The hello goes first, without waiting. It is optional to the reader: a peer already gone (it sent
 // its frames and closed: the reads tell) or a socket with no room skips it; other errors fail.
-Result<void> send_hello(int socket_fd, edgetensor::detail::ChannelRole role, std::size_t max_buffers,
-                        const std::string& who) {
-  const auto hello = edgetensor::detail::encode_hello(role, static_cast<std::uint32_t>(max_buffers));
-  const int e = edgetensor::detail::send_now(socket_fd, hello);
+static Result<void> send_hello(int socket_fd, ChannelRole role, std::size_t max_buffers, const std::string& who,
+                               std::optional<PolicyRequest> request = std::nullopt) {
+  const auto hello = encode_hello(role, static_cast<std::uint32_t>(max_buffers), request);
+  const int e = send_now(socket_fd, hello);
   if (e == 0 || e == EAGAIN || e == ENOBUFS || e == EPIPE || e == ECONNRESET || e == ENOTCONN) return {};
   return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
 }
-}  // namespace
 
-Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
-  const std::string who = options.name.empty() ? std::string("channel::Sender")
-                                               : text::format("channel::Sender '{}'", options.name);
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who) {
+  using channel::kMaxChannelBuffers;
+  using channel::kMaxQueuedReleases;
+  using channel::ReceiverPolicy;
   if (options.max_buffers == 0 || options.max_buffers > kMaxChannelBuffers)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_buffers {} is outside 1..{}", who, options.max_buffers,
                                                         kMaxChannelBuffers));
@@ -46,10 +45,70 @@ Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
   if (options.max_frames_out > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
                                                         options.max_frames_out, kMaxQueuedReleases));
-  ET_TRY(detail::require_channel_socket(socket.get(), who));
-  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Sender, options.max_buffers, who));
-  auto state = std::make_shared<edgetensor::detail::ChannelSender>(std::move(socket), options);
+  return {};
+}
+
+Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
+                                                           const std::string& who) {
+  ET_TRY(check_sender_options(options, who));
+  ET_TRY(require_channel_socket(socket.get(), who));
+  ET_TRY(send_hello(socket.get(), ChannelRole::Sender, options.max_buffers, who));
+  auto state = std::make_shared<ChannelSender>(std::move(socket), options);
   ET_TRY(state->start());
+  return state;
+}
+
+namespace {
+Result<void> check_timing(const channel::SendOptions& options) {
+  if (options.duration_ns && *options.duration_ns < 0)
+    return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
+                                                        *options.duration_ns));
+  if (options.pts_ns && *options.pts_ns == kNoTime)
+    return fail(ErrorCode::InvalidArgument, "channel::Sender::send: pts_ns INT64_MIN is the wire's \"none\"; leave "
+                                            "pts_ns unset instead");
+  return {};
+}
+}  // namespace
+
+// The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
+Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options) {
+  if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
+  if (tensor.element_count() == 0)
+    return fail(ErrorCode::FailedPrecondition,
+                text::format("channel::Sender::send: tensor [{}] has zero elements: nothing to share",
+                             text::join(tensor.shape(), ", ")));
+  ET_TRY(check_timing(options));
+  OutgoingFrame out;
+  out.buffers[0] = tensor;
+  out.count = 1;
+  out.embedded = encode_tensor(tensor);
+  out.type = ChannelMessage::TensorFrame;
+  return out;
+}
+
+Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options) {
+  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
+  ET_TRY(check_timing(options));
+  OutgoingFrame out;
+  std::array<MemoryKind, kMaxPlanes> kinds{};
+  out.count = frame.buffer_count();
+  for (std::size_t b = 0; b < out.count; ++b) {
+    ET_TRY_ASSIGN(out.buffers[b], frame.buffer(b));
+    kinds[b] = out.buffers[b].memory();
+  }
+  out.embedded = encode_frame_message(encode_frame_header(frame, std::span(kinds.data(), out.count)));
+  out.type = ChannelMessage::Frame;
+  return out;
+}
+}  // namespace detail
+
+
+namespace channel {
+
+Result<Sender> Sender::create(UniqueFd socket, const SenderOptions& options) {
+  const std::string who = options.name.empty() ? std::string("channel::Sender")
+                                               : text::format("channel::Sender '{}'", options.name);
+  ET_TRY_ASSIGN(auto state, edgetensor::detail::make_channel_sender(std::move(socket), options, who));
   return Sender(std::move(state));
 }
 
@@ -71,49 +130,18 @@ Unexpected sender_moved_from(const char* call) {
   return fail(ErrorCode::FailedPrecondition, text::format("channel::Sender::{}: the sender was moved from", call));
 }
 
-Result<void> check_timing(const SendOptions& options) {
-  if (options.duration_ns && *options.duration_ns < 0)
-    return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
-                                                        *options.duration_ns));
-  if (options.pts_ns && *options.pts_ns == edgetensor::detail::kNoTime)
-    return fail(ErrorCode::InvalidArgument, "channel::Sender::send: pts_ns INT64_MIN is the wire's \"none\"; leave "
-                                            "pts_ns unset instead");
-  return {};
-}
-
-// The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
-Result<void> check_sendable(const TensorDyn& tensor) {
-  if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
-  if (tensor.element_count() == 0)
-    return fail(ErrorCode::FailedPrecondition,
-                text::format("channel::Sender::send: tensor [{}] has zero elements: nothing to share",
-                             text::join(tensor.shape(), ", ")));
-  return {};
-}
 }  // namespace
 
 Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return sender_moved_from("send");
-  ET_TRY(check_sendable(tensor));
-  ET_TRY(check_timing(options));
-  const auto embedded = edgetensor::detail::encode_tensor(tensor);
-  return state_->send(std::span(&tensor, 1), embedded, edgetensor::detail::ChannelMessage::TensorFrame, options);
+  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_tensor(tensor, options));
+  return state_->send(out.span(), out.embedded, out.type, options);
 }
 
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
-  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
-  ET_TRY(check_timing(options));
-  std::array<TensorDyn, kMaxPlanes> buffers;
-  std::array<MemoryKind, kMaxPlanes> kinds{};
-  for (std::size_t b = 0; b < frame.buffer_count(); ++b) {
-    ET_TRY_ASSIGN(buffers[b], frame.buffer(b));
-    kinds[b] = buffers[b].memory();
-  }
-  const auto header = edgetensor::detail::encode_frame_header(frame, std::span(kinds.data(), frame.buffer_count()));
-  const auto embedded = edgetensor::detail::encode_frame_message(header);
-  return state_->send(std::span(buffers.data(), frame.buffer_count()), embedded,
-                      edgetensor::detail::ChannelMessage::Frame, options);
+  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_frame(frame, options));
+  return state_->send(out.span(), out.embedded, out.type, options);
 }
 
 Result<TensorDyn> Sender::acquire(Pool& pool, std::chrono::milliseconds timeout) {
@@ -148,10 +176,21 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
                                                         options.max_queued_releases, kMaxQueuedReleases));
+  std::optional<edgetensor::detail::PolicyRequest> request;
+  if (options.policy) {
+    if (*options.policy != ReceiverPolicy::Block && *options.policy != ReceiverPolicy::Drop)
+      return fail(ErrorCode::InvalidArgument, text::format("{}: policy {} is not ReceiverPolicy::Block (0) or Drop (1)",
+                                                          who, static_cast<int>(*options.policy)));
+    if (options.max_frames_out > kMaxQueuedReleases)
+      return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
+                                                          options.max_frames_out, kMaxQueuedReleases));
+    request = edgetensor::detail::PolicyRequest{*options.policy, options.max_frames_out};
+  }
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
-  ET_TRY(send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who));
+  ET_TRY(edgetensor::detail::send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who,
+                                        request));
   return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
 }
 

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -72,28 +73,33 @@ class ChannelSender {
 
   Result<void> end_stream();
 
-  Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
-    {
-      // The sender knows the pool now: size the table to hold all of it (as the receiver allows).
-      std::lock_guard lock(mutex_);
-      pool_buffers_ = std::max(pool_buffers_, pool.max_buffers());
-      size_table_locked();
-    }
-    auto t = pool.acquire(timeout);
-    if (t || t.error().code() != ErrorCode::Busy) return t;
-    std::unique_lock lock(mutex_);
-    if (out_.empty()) return t;
-    const Out* oldest = nullptr;  // a scan on this error path only: the frames out are kept by key
+  // The sender knows the pool now: size the table to hold all of it (as the receiver allows).
+  void note_pool(std::size_t buffers) {
+    std::lock_guard lock(mutex_);
+    pool_buffers_ = std::max(pool_buffers_, buffers);
+    size_table_locked();
+  }
+  // What this channel holds out ("N frame buffers sent and not released by the receiver (oldest: ...)"),
+  // for a pool's Busy; nullopt when nothing is out. A scan on error paths only.
+  std::optional<std::string> holding_summary() const {
+    std::lock_guard lock(mutex_);
+    if (out_.empty()) return std::nullopt;
+    const Out* oldest = nullptr;
     for (const auto& [key, o] : out_)
       if (oldest == nullptr || o.sequence < oldest->sequence) oldest = &o;
     const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(ChannelClock::now() - oldest->sent_at);
-    return fail(Error(ErrorCode::Busy,
-                      text::format("{}; {}: {} frame buffer{} sent and not released by the receiver (oldest: sequence "
-                                   "{}, {} ms ago)", t.error().message(), label_, out_.size(),
-                                   out_.size() == 1 ? "" : "s", oldest->sequence, age.count()),
+    return text::format("{} frame buffer{} sent and not released by the receiver (oldest: sequence {}, {} ms ago)",
+                        out_.size(), out_.size() == 1 ? "" : "s", oldest->sequence, age.count());
+  }
+  Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
+    note_pool(pool.max_buffers());
+    auto t = pool.acquire(timeout);
+    if (t || t.error().code() != ErrorCode::Busy) return t;
+    auto held = holding_summary();
+    if (!held) return t;
+    return fail(Error(ErrorCode::Busy, text::format("{}; {}: {}", t.error().message(), label_, *held),
                       t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
   }
-
   Result<void> drain(std::chrono::milliseconds timeout) {
     const auto deadline = deadline_after(timeout);
     std::unique_lock lock(mutex_);
@@ -114,6 +120,11 @@ class ChannelSender {
     return {};
   }
 
+  // The policy and frame limit in force (the receiver's request, once granted).
+  std::pair<channel::ReceiverPolicy, std::size_t> policy() const {
+    std::lock_guard lock(mutex_);
+    return {policy_, max_frames_out_};
+  }
   channel::SenderStats stats() const {
     std::lock_guard lock(mutex_);
     channel::SenderStats s = stats_;
@@ -173,7 +184,7 @@ class ChannelSender {
     return dropped_locked(sequence);
   }
   bool at_frame_limit_locked() const noexcept {
-    return options_.max_frames_out != 0 && frames_out_.size() >= options_.max_frames_out;
+    return max_frames_out_ != 0 && frames_out_.size() >= max_frames_out_;
   }
 
   static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
@@ -243,6 +254,8 @@ class ChannelSender {
   std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
   std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
   bool ended_ = false;                              // end_stream() sent
+  channel::ReceiverPolicy policy_ = options_.policy; // in force: options_, or the receiver's granted request
+  std::size_t max_frames_out_ = options_.max_frames_out;
   std::uint64_t use_clock_ = 0;
   std::optional<std::uint64_t> last_sequence_;
   channel::SenderStats stats_;
@@ -252,6 +265,26 @@ class ChannelSender {
   int dropping_ = 0;  // releases whose references are being dropped outside the lock
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };
+
+// SenderOptions in range (channel.h). Errors: InvalidArgument naming the field, its value and the range.
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who);
+// Sender::create's checks and start, shared with channel::Publisher (channel_api.cpp). `who` names the
+// caller in errors.
+Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
+                                                           const std::string& who);
+// A frame as every receiver gets it: its buffers (1 to kMaxPlanes) and its embedded message.
+struct OutgoingFrame {
+  std::array<TensorDyn, kMaxPlanes> buffers;
+  std::size_t count = 0;
+  std::vector<std::byte> embedded;
+  ChannelMessage type = ChannelMessage::TensorFrame;
+  std::span<const TensorDyn> span() const noexcept { return std::span(buffers.data(), count); }
+};
+// The checks every send makes before it looks at a socket, then the encoding (channel_api.cpp).
+// Errors: FailedPrecondition (empty handle, zero elements, an empty frame), InvalidArgument (a negative
+// duration, the wire's "none" as a pts).
+Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options);
+Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options);
 
 }  // namespace detail
 }  // namespace ET_ABI_NAMESPACE

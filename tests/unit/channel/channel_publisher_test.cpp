@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+// channel::Publisher (issue 25, "many consumers"): one producer, N receivers, each with its own policy;
+// a buffer goes back to its pool only when every receiver released it; a late joiner is announced the
+// buffers it needs; a slow receiver under Drop and a dying one hold nobody back; the end of stream
+// reaches everyone, late joiners included; named sockets with accept on the publisher's thread.
+#include <edgetensor/edgetensor.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/test_support.h"
+
+using namespace edgetensor;
+using namespace std::chrono_literals;
+using et_test::eventually;
+
+namespace {
+
+// Writes `sequence & 0xff` into every byte.
+bool stamp(const TensorDyn& t, std::uint64_t sequence) {
+  auto m = t.map_write();
+  if (!m) return false;
+  std::memset(m->data(), static_cast<int>(sequence & 0xff), m->extent_bytes());
+  return true;
+}
+
+bool stamped(const TensorDyn& t, std::uint64_t sequence) {
+  auto m = t.map_read();
+  if (!m) return false;
+  for (std::size_t i = 0; i < m->extent_bytes(); ++i)
+    if (m->data()[i] != static_cast<std::byte>(sequence & 0xff)) return false;
+  return true;
+}
+
+Result<Pool> shm_pool(const char* name, std::size_t buffers) {
+  return Pool::create({64, 64}, DType::U8, {.name = name, .max_buffers = buffers, .allocate = {.memory = MemoryKind::Shm}});
+}
+
+// A receiver on a socket pair whose other end `publisher` serves with `options` (its defaults when unset).
+std::optional<channel::Receiver> join(channel::Publisher& publisher, std::optional<channel::SenderOptions> options = {},
+                                      std::uint64_t* id = nullptr) {
+  auto sp = channel::socket_pair();
+  EXPECT_TRUE(sp.has_value());
+  if (!sp) return std::nullopt;
+  auto added = options ? publisher.add_receiver(std::move(sp->first), *options) : publisher.add_receiver(std::move(sp->first));
+  EXPECT_TRUE(added.has_value()) << added.error().to_string();
+  if (!added) return std::nullopt;
+  if (id != nullptr) *id = *added;
+  auto r = channel::Receiver::create(std::move(sp->second));
+  EXPECT_TRUE(r.has_value()) << r.error().to_string();
+  if (!r) return std::nullopt;
+  return std::move(*r);
+}
+
+std::string socket_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / (std::string("et-pub-") + name + "-" + std::to_string(::getpid())))
+      .string();
+}
+
+TEST(ChannelPublisher, EveryReceiverGetsEveryFrameWithOneSequence) {
+  auto p = channel::Publisher::create({.name = "three"});
+  ASSERT_OK(p);
+  std::vector<channel::Receiver> rs;
+  for (int i = 0; i < 3; ++i) {
+    auto r = join(*p);
+    ASSERT_TRUE(r);
+    rs.push_back(std::move(*r));
+  }
+  auto pool = shm_pool("three", 4);
+  ASSERT_OK(pool);
+  for (std::uint64_t f = 0; f < 20; ++f) {
+    auto t = p->acquire(*pool, 1s);
+    ASSERT_OK(t);
+    ASSERT_TRUE(stamp(*t, f));
+    auto sent = p->send(*t, {.pts_ns = static_cast<std::int64_t>(f) * 1000});
+    ASSERT_OK(sent);
+    EXPECT_EQ(sent->sequence, f);
+    EXPECT_EQ(sent->delivered, 3u);
+    EXPECT_EQ(sent->dropped, 0u);
+    std::optional<std::int64_t> stamp_seen;
+    for (auto& r : rs) {
+      auto d = r.receive(2s);
+      ASSERT_OK(d);
+      EXPECT_EQ(d->sequence, f);
+      EXPECT_EQ(d->pts_ns, std::optional<std::int64_t>(static_cast<std::int64_t>(f) * 1000));
+      if (stamp_seen) {
+        EXPECT_EQ(d->timestamp_ns, *stamp_seen) << "one capture stamp for every receiver";
+      }
+      stamp_seen = d->timestamp_ns;
+      EXPECT_TRUE(stamped(d->tensor, f));
+    }
+  }
+  const auto st = p->stats();
+  EXPECT_EQ(st.frames_published, 20u);
+  EXPECT_EQ(st.deliveries, 60u);
+  EXPECT_EQ(st.receivers, 3u);
+  for (const auto& info : p->receivers()) EXPECT_LE(info.stats.announces, 4u) << "each pool buffer announced once";
+  ASSERT_OK(p->drain(2s));
+}
+
+// A pooled buffer comes back only when the last receiver releases it.
+TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
+  auto p = channel::Publisher::create();
+  ASSERT_OK(p);
+  std::uint64_t holder_id = 0;
+  auto a = join(*p, std::nullopt, &holder_id);
+  auto b = join(*p);
+  ASSERT_TRUE(a && b);
+  auto pool = shm_pool("last-release", 1);
+  ASSERT_OK(pool);
+  auto t = p->acquire(*pool, 1s);
+  ASSERT_OK(t);
+  ASSERT_OK(p->send(*t));
+  t = TensorDyn{};
+  auto da = a->receive(1s);
+  auto db = b->receive(1s);
+  ASSERT_OK(da);
+  ASSERT_OK(db);
+  db->tensor = TensorDyn{};  // b releases; a still holds it
+  ASSERT_OK(b->flush());
+  std::this_thread::sleep_for(50ms);
+  auto busy = p->acquire(*pool, 0ms);
+  EXPECT_ERROR(busy, ErrorCode::Busy, "receiver " + std::to_string(holder_id));
+  EXPECT_ERROR(p->drain(0ms), ErrorCode::Busy, "1 frame buffer still out");
+  da->tensor = TensorDyn{};
+  ASSERT_OK(a->flush());
+  EXPECT_TRUE(eventually([&] { return p->acquire(*pool, 0ms).has_value(); }));
+}
+
+// The issue's fan-out: a fast Block receiver, a slow Drop receiver that holds its frames, and one that
+// dies after 3 frames. The producer never stalls and the fast one misses nothing; the slow one counts
+// its drops as gaps; frames it holds are never overwritten; the dead one is removed.
+TEST(ChannelPublisher, SlowFastAndDyingReceivers) {
+  auto dying = channel::socket_pair();
+  ASSERT_OK(dying);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    dying->first.reset();
+    auto r = channel::Receiver::create(std::move(dying->second));
+    if (!r) ::_exit(2);
+    for (int i = 0; i < 3; ++i)
+      if (!r->receive(5s)) ::_exit(3);
+    ::_exit(0);  // dies holding nothing in particular: the kernel closes its end
+  }
+  dying->second.reset();
+
+  auto p = channel::Publisher::create({.name = "mixed", .receiver = {.send_timeout = 2s}});
+  ASSERT_OK(p);
+  auto fast = join(*p);
+  auto slow = join(*p, channel::SenderOptions{.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 2});
+  ASSERT_TRUE(fast && slow);
+  ASSERT_OK(p->add_receiver(std::move(dying->first)));
+  // Pool: fast holds 1 at a time, slow 2, the producer 1; the dying one may hold a few until it goes.
+  auto pool = shm_pool("mixed", 8);
+  ASSERT_OK(pool);
+
+  std::deque<channel::Delivery> slow_held;
+  std::uint64_t fast_seen = 0, slow_seen = 0, last_slow = 0;
+  constexpr std::uint64_t kFrames = 60;
+  for (std::uint64_t f = 0; f < kFrames; ++f) {
+    auto t = p->acquire(*pool, 2s);
+    ASSERT_OK(t);
+    ASSERT_TRUE(stamp(*t, f));
+    auto sent = p->send(*t);
+    ASSERT_OK(sent);
+    auto d = fast->receive(2s);
+    ASSERT_OK(d);
+    EXPECT_EQ(d->sequence, f) << "the fast receiver misses nothing";
+    EXPECT_TRUE(stamped(d->tensor, f));
+    ++fast_seen;
+    // The slow one reads what arrived, holds it, and lets a frame go only every 5 frames.
+    while (auto s = slow->receive(0ms)) {
+      ++slow_seen;
+      last_slow = s->sequence;
+      slow_held.push_back(std::move(*s));
+    }
+    if (f % 5 == 4 && !slow_held.empty()) {
+      EXPECT_TRUE(stamped(slow_held.front().tensor, slow_held.front().sequence)) << "a held frame was overwritten";
+      slow_held.pop_front();
+    }
+    for (const auto& h : slow_held) EXPECT_TRUE(stamped(h.tensor, h.sequence)) << "a held frame was overwritten";
+  }
+  const int status = et_test::wait_child_or_kill(child, 20000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ(fast_seen, kFrames);
+  EXPECT_LT(slow_seen, kFrames);
+  const auto st = p->stats();
+  EXPECT_EQ(st.receivers_left, 1u) << "the dead receiver is removed";
+  EXPECT_EQ(st.receivers, 2u);
+  bool found_slow = false;
+  for (const auto& info : p->receivers())
+    if (info.policy == channel::ReceiverPolicy::Drop) {
+      found_slow = true;
+      EXPECT_EQ(info.stats.frames_dropped, kFrames - slow_seen);
+    }
+  EXPECT_TRUE(found_slow);
+  slow_held.clear();
+  std::uint64_t last = last_slow;
+  while (auto s = slow->receive(0ms)) last = s->sequence;
+  const auto rs = slow->stats();
+  if (last != 0) {
+    EXPECT_EQ(rs.frames_missing + rs.frames_received, last + 1) << "gaps + frames = every sequence sent";
+  }
+}
+
+
+// A receiver that joins after 10 frames gets the buffers it needs announced with its first frames, and
+// counts no gap before its first one.
+TEST(ChannelPublisher, ALateJoinerIsAnnouncedWhatItNeeds) {
+  auto p = channel::Publisher::create();
+  ASSERT_OK(p);
+  auto early = join(*p);
+  ASSERT_TRUE(early);
+  auto pool = shm_pool("late", 3);
+  ASSERT_OK(pool);
+  std::optional<channel::Receiver> late;
+  for (std::uint64_t f = 0; f < 20; ++f) {
+    if (f == 10) {
+      late = join(*p);
+      ASSERT_TRUE(late);
+    }
+    auto t = p->acquire(*pool, 1s);
+    ASSERT_OK(t);
+    ASSERT_TRUE(stamp(*t, f));
+    ASSERT_OK(p->send(*t));
+    auto d = early->receive(1s);
+    ASSERT_OK(d);
+    if (late) {
+      auto l = late->receive(1s);
+      ASSERT_OK(l);
+      EXPECT_EQ(l->sequence, f);
+      EXPECT_TRUE(stamped(l->tensor, f));
+    }
+  }
+  EXPECT_EQ(late->stats().frames_received, 10u);
+  EXPECT_EQ(late->stats().frames_missing, 0u) << "no gap before a late joiner's first frame";
+  // The pool's 3 buffers (fewer when releases come back before the next acquire): each announced once.
+  EXPECT_GE(late->stats().announces, 1u);
+  EXPECT_LE(late->stats().announces, 3u) << "each pool buffer announced to it once";
+  for (const auto& info : p->receivers()) EXPECT_EQ(info.stats.reannounces, 0u);
+}
+
+// EOS reaches every receiver (one holding frames too: no stall in drain), and a receiver that joins
+// after it gets the end at once. Sends after it fail.
+TEST(ChannelPublisher, EndOfStreamReachesEveryReceiverAndLateJoiners) {
+  auto p = channel::Publisher::create();
+  ASSERT_OK(p);
+  auto a = join(*p);
+  auto b = join(*p);
+  ASSERT_TRUE(a && b);
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_OK(p->send(*t));
+  ASSERT_OK(p->send(*t));
+  ASSERT_OK(p->end_stream());
+  ASSERT_OK(p->end_stream());  // again: nothing to do
+  EXPECT_ERROR(p->send(*t), ErrorCode::FailedPrecondition, "the stream ended");
+  // a holds its first frame while it waits for the next: the end arrives instead.
+  auto held = a->receive(1s);
+  ASSERT_OK(held);
+  auto second = a->receive(1s);
+  ASSERT_OK(second);
+  auto end_a = a->receive(1s);
+  ASSERT_OK(end_a);
+  EXPECT_TRUE(end_a->end_of_stream);
+  EXPECT_EQ(end_a->sequence, 2u);
+  for (int i = 0; i < 2; ++i) ASSERT_OK(b->receive(1s));
+  auto end_b = b->receive(1s);
+  ASSERT_OK(end_b);
+  EXPECT_TRUE(end_b->end_of_stream);
+  auto late = join(*p);
+  ASSERT_TRUE(late);
+  auto end_late = late->receive(1s);
+  ASSERT_OK(end_late);
+  EXPECT_TRUE(end_late->end_of_stream);
+  EXPECT_EQ(end_late->sequence, 0u) << "it was sent no frame";
+  EXPECT_ERROR(p->drain(0ms), ErrorCode::Busy, "still out");
+  held->tensor = TensorDyn{};
+  second->tensor = TensorDyn{};
+  ASSERT_OK(a->flush());
+  ASSERT_OK(p->drain(2s));
+}
+
+TEST(ChannelPublisher, WithNoReceiverAFrameIsCheckedAndItsSequenceUsed) {
+  auto p = channel::Publisher::create();
+  ASSERT_OK(p);
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  auto sent = p->send(*t);
+  ASSERT_OK(sent);
+  EXPECT_EQ(sent->sequence, 0u);
+  EXPECT_EQ(sent->delivered, 0u);
+  auto heap = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(heap);
+  EXPECT_ERROR(p->send(*heap), ErrorCode::Unsupported, "heap");
+  EXPECT_ERROR(p->send(*t, {.sequence = 0}), ErrorCode::InvalidArgument, "sequence 0 after 0");
+  EXPECT_ERROR(p->send(TensorDyn{}), ErrorCode::FailedPrecondition, "no storage");
+  EXPECT_ERROR(p->send(*t, {.duration_ns = -5}), ErrorCode::InvalidArgument, "duration_ns -5");
+  EXPECT_ERROR(p->send_frame(Frame{}), ErrorCode::FailedPrecondition, "empty");
+  auto next = p->send(*t, {.sequence = 9});
+  ASSERT_OK(next);
+  EXPECT_EQ(next->sequence, 9u);
+  EXPECT_EQ(p->stats().frames_published, 2u);
+}
+
+TEST(ChannelPublisher, BadOptionsAndSocketsAreNamed) {
+  EXPECT_ERROR(channel::Publisher::create({.max_receivers = 0}), ErrorCode::InvalidArgument, "max_receivers 0 is outside 1..1024");
+  EXPECT_ERROR(channel::Publisher::create({.max_receivers = 1025}), ErrorCode::InvalidArgument, "max_receivers 1025");
+  EXPECT_ERROR(channel::Publisher::create({.receiver = {.max_buffers = 0}}), ErrorCode::InvalidArgument,
+               "PublisherOptions::receiver: max_buffers 0");
+  EXPECT_ERROR(channel::Publisher::create({.receiver = {.send_timeout = -1ms}}), ErrorCode::InvalidArgument, "send_timeout -1 ms");
+  auto p = channel::Publisher::create({.max_receivers = 1});
+  ASSERT_OK(p);
+  EXPECT_ERROR(p->add_receiver(UniqueFd(::eventfd(0, EFD_CLOEXEC))), ErrorCode::InvalidArgument, "add_receiver");
+  EXPECT_ERROR(p->add_receiver(UniqueFd()), ErrorCode::InvalidArgument, "add_receiver");
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  EXPECT_ERROR(p->add_receiver(std::move(sp->first), {.policy = static_cast<channel::ReceiverPolicy>(7)}),
+               ErrorCode::InvalidArgument, "policy 7");
+  auto r1 = join(*p);
+  ASSERT_TRUE(r1);
+  auto sp2 = channel::socket_pair();
+  ASSERT_OK(sp2);
+  EXPECT_ERROR(p->add_receiver(std::move(sp2->first)), ErrorCode::OutOfRange, "1 receivers served already (PublisherOptions::max_receivers 1)");
+  EXPECT_ERROR(p->disconnect(42), ErrorCode::NotFound, "no receiver 42 (ids served: 1)");
+  EXPECT_ERROR(p->drain(-1ms), ErrorCode::InvalidArgument, "negative");
+  channel::Publisher moved = std::move(*p);
+  EXPECT_ERROR(p->send(TensorDyn{}), ErrorCode::FailedPrecondition, "moved from");
+  EXPECT_ERROR(p->end_stream(), ErrorCode::FailedPrecondition, "moved from");
+  EXPECT_TRUE(p->receivers().empty());
+  EXPECT_EQ(moved.stats().receivers, 1u);
+}
+
+// disconnect(): the receiver's channel ends and its frames count as released (the pool has them back).
+TEST(ChannelPublisher, DisconnectTakesTheBuffersBack) {
+  auto p = channel::Publisher::create();
+  ASSERT_OK(p);
+  std::uint64_t id = 0;
+  auto r = join(*p, std::nullopt, &id);
+  ASSERT_TRUE(r);
+  auto pool = shm_pool("disconnect", 1);
+  ASSERT_OK(pool);
+  auto t = p->acquire(*pool, 1s);
+  ASSERT_OK(t);
+  ASSERT_OK(p->send(*t));
+  t = TensorDyn{};
+  auto held = r->receive(1s);
+  ASSERT_OK(held);
+  EXPECT_ERROR(p->acquire(*pool, 0ms), ErrorCode::Busy, "receiver 1 (pid ");
+  ASSERT_OK(p->disconnect(id));
+  EXPECT_TRUE(p->acquire(*pool, 0ms).has_value()) << "the buffer came back when the receiver was disconnected";
+  EXPECT_ERROR(r->receive(1s), ErrorCode::Unavailable, "");
+  EXPECT_EQ(p->stats().receivers_left, 1u);
+  EXPECT_TRUE(p->receivers().empty());
+}
+
+// listen(): receivers connect by path while the producer runs; each is served (its pid known); a peer
+// past max_receivers is closed and counted; a peer the allow rule refuses is never served.
+TEST(ChannelPublisher, ListenAcceptsReceiversWhileItRuns) {
+  const auto path = socket_path("listen");
+  auto p = channel::Publisher::listen(path, {}, {.name = "cam", .max_receivers = 2});
+  ASSERT_OK(p);
+  EXPECT_EQ(p->path(), path);
+  std::vector<channel::Receiver> rs;
+  for (int i = 0; i < 2; ++i) {
+    auto fd = channel::connect(path);
+    ASSERT_OK(fd);
+    auto r = channel::Receiver::create(std::move(*fd));
+    ASSERT_OK(r);
+    rs.push_back(std::move(*r));
+  }
+  ASSERT_TRUE(eventually([&] { return p->stats().receivers == 2; }));
+  for (const auto& info : p->receivers()) {
+    ASSERT_TRUE(info.peer.has_value());
+    EXPECT_EQ(info.peer->pid, ::getpid());
+  }
+  auto third = channel::connect(path);
+  ASSERT_OK(third);
+  ASSERT_TRUE(eventually([&] { return p->stats().receivers_refused == 1; }));
+  auto r3 = channel::Receiver::create(std::move(*third));
+  ASSERT_OK(r3);
+  EXPECT_ERROR(r3->receive(2s), ErrorCode::Unavailable, "");  // closed by the publisher
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  ASSERT_TRUE(stamp(*t, 5));
+  auto sent = p->send(*t);
+  ASSERT_OK(sent);
+  EXPECT_EQ(sent->delivered, 2u);
+  for (auto& r : rs) {
+    auto d = r.receive(1s);
+    ASSERT_OK(d);
+    EXPECT_TRUE(stamped(d->tensor, 5));
+  }
+  p = Result<channel::Publisher>(fail(ErrorCode::Internal, "gone"));  // destroys the publisher
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the socket file goes with the publisher";
+}
+
+TEST(ChannelPublisher, APeerTheAllowRuleRefusesIsNeverServed) {
+  const auto path = socket_path("refuse");
+  auto p = channel::Publisher::listen(path, {.allow = {.same_uid = false}});
+  ASSERT_OK(p);
+  auto fd = channel::connect(path);
+  ASSERT_OK(fd);
+  auto r = channel::Receiver::create(std::move(*fd));
+  ASSERT_OK(r);
+  EXPECT_ERROR(r->receive(2s), ErrorCode::Unavailable, "");
+  EXPECT_EQ(p->stats().receivers_joined, 0u);
+}
+
+
+// A receiver asks for its own policy in its hello (ReceiverOptions::policy): a latest-frame consumer
+// that connects by path gets Drop with its limit; a producer that says no (receiver_may_choose false)
+// keeps its own.
+TEST(ChannelPublisher, AReceiverMayAskForItsPolicy) {
+  const auto path = socket_path("ask");
+  auto p = channel::Publisher::listen(path, {}, {.receiver = {.send_timeout = 5s}});
+  ASSERT_OK(p);
+  auto fd = channel::connect(path);
+  ASSERT_OK(fd);
+  auto r = channel::Receiver::create(std::move(*fd), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
+  ASSERT_OK(r);
+  ASSERT_TRUE(eventually([&] {
+    auto rs = p->receivers();
+    return rs.size() == 1 && rs[0].policy == channel::ReceiverPolicy::Drop && rs[0].max_frames_out == 1;
+  }));
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  auto first = p->send(*t);
+  ASSERT_OK(first);
+  EXPECT_EQ(first->delivered, 1u);
+  auto second = p->send(*t);  // the receiver holds 1 (its limit): dropped at once, not a 5 s wait
+  ASSERT_OK(second);
+  EXPECT_EQ(second->dropped, 1u);
+
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  ASSERT_OK(p->add_receiver(std::move(sp->first), {.policy = channel::ReceiverPolicy::Block, .receiver_may_choose = false}));
+  auto r2 = channel::Receiver::create(std::move(sp->second), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
+  ASSERT_OK(r2);
+  ASSERT_OK(p->send(*t));
+  ASSERT_OK(r2->receive(1s));  // dropped at once: its release follows its hello on the socket
+  ASSERT_OK(r2->flush());
+  auto second_receiver = [&] {
+    for (const auto& info : p->receivers())
+      if (info.id == 2) return info;
+    return channel::ReceiverInfo{};
+  };
+  ASSERT_TRUE(eventually([&] { return second_receiver().stats.releases == 1; })) << "the hello has been read";
+  EXPECT_EQ(second_receiver().policy, channel::ReceiverPolicy::Block) << "the producer said no";
+
+  EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.policy = static_cast<channel::ReceiverPolicy>(3)}),
+               ErrorCode::InvalidArgument, "policy 3");
+  EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = (1u << 20) + 1}),
+               ErrorCode::InvalidArgument, "max_frames_out 1048577 is outside 0..1048576");
+}
+
+}  // namespace

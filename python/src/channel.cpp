@@ -103,6 +103,10 @@ struct Handle {
 };
 using SenderHandle = Handle<ch::Sender>;
 using ListenerHandle = Handle<ch::Listener>;
+/// A Publisher and the receiver options it was made with (add_receiver's overrides start from them).
+struct PublisherHandle : Handle<ch::Publisher> {
+  ch::SenderOptions receiver;
+};
 using ReceiverHandle = Handle<ch::Receiver>;
 
 ch::SendOptions send_options(std::optional<std::uint64_t> sequence, std::optional<std::int64_t> timestamp_ns,
@@ -128,6 +132,25 @@ ch::ReceiverPolicy to_policy(const py::handle& obj) {
   throw py::type_error("policy must be a ReceiverPolicy or 'block' / 'drop', not " +
                        py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
 }
+
+ch::SenderOptions sender_options(std::string name, std::size_t max_buffers, const py::object& send_timeout,
+                                 const py::handle& policy, std::size_t max_frames_out, bool receiver_may_choose) {
+  ch::SenderOptions o;
+  o.name = std::move(name);
+  o.max_buffers = max_buffers;
+  o.send_timeout = or_forever(to_timeout_ms(send_timeout));
+  o.policy = to_policy(policy);
+  o.max_frames_out = max_frames_out;
+  o.receiver_may_choose = receiver_may_choose;
+  return o;
+}
+
+const char* kSenderOptionsDoc =
+    "max_buffers: buffers announced at once (1..1024). send_timeout: seconds a send waits for the receiver "
+    "(None: no bound). policy: 'block' (wait, then TimeoutError) or 'drop' (never wait: the frame is not sent "
+    "to a receiver at its limit). max_frames_out: frames the receiver may hold before the policy applies (0: "
+    "the buffer table's limit). receiver_may_choose: a receiver that asks for its own policy and limit "
+    "(Receiver(policy=...)) gets them.";
 
 const char* kSendArgsDoc =
     " sequence: greater than every one sent before (None: the previous + 1, 0 first). timestamp_ns: "
@@ -294,13 +317,8 @@ void bind_sender(py::module_& m) {
       "the sender holds the buffer until the receiver releases it (a Pool has it back then). close() (or the end "
       "of a with block, or collection) shuts the channel: the receiver sees it end. Threads: any.")
       .def(py::init([](const py::handle& sock, std::string name, std::size_t max_buffers, const py::object& send_timeout,
-                       const py::handle& policy, std::size_t max_frames_out) {
-             ch::SenderOptions o;
-             o.name = name;
-             o.max_buffers = max_buffers;
-             o.send_timeout = or_forever(to_timeout_ms(send_timeout));
-             o.policy = to_policy(policy);
-             o.max_frames_out = max_frames_out;
+                       const py::handle& policy, std::size_t max_frames_out, bool receiver_may_choose) {
+             const auto o = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
              auto fd = duplicate_socket(sock, "edgetensor.channel.Sender");
              auto h = std::make_unique<SenderHandle>();
              h->object = std::make_shared<ch::Sender>(unwrap(ch::Sender::create(std::move(fd), o)));
@@ -309,11 +327,10 @@ void bind_sender(py::module_& m) {
            }),
            py::arg("sock"), py::kw_only(), py::arg("name") = "", py::arg("max_buffers") = 32,
            py::arg("send_timeout") = 1.0, py::arg("policy") = "block", py::arg("max_frames_out") = 0,
-           "name: in errors. max_buffers: buffers announced at once (1..1024). send_timeout: seconds a send waits "
-           "for the receiver (None: no bound). policy: 'block' (wait, then TimeoutError) or 'drop' (never wait: the "
-           "frame is not sent to a receiver at its limit). max_frames_out: frames the receiver may hold before "
-           "the policy applies (0: the buffer table's limit). Errors: InvalidArgumentError (not a SOCK_SEQPACKET "
-           "socket, a closed fd, an option out of range).")
+           py::arg("receiver_may_choose") = true,
+           (std::string("name: in errors. ") + kSenderOptionsDoc +
+            " Errors: InvalidArgumentError (not a SOCK_SEQPACKET socket, a closed fd, an option out of range).")
+               .c_str())
       .def(
           "send",
           [](SenderHandle& h, const et::TensorDyn& tensor, std::optional<std::uint64_t> sequence,
@@ -392,12 +409,15 @@ void bind_receiver(py::module_& m) {
       "sender. Await receive_async() in asyncio (loop.add_reader on fileno(); no thread). close() (or the end "
       "of a with block) closes the channel; frames already received stay valid. Threads: any.")
       .def(py::init([](const py::handle& sock, std::string name, std::size_t max_buffers,
-                       std::optional<std::size_t> max_buffer_bytes, std::size_t max_queued_releases) {
+                       std::optional<std::size_t> max_buffer_bytes, std::size_t max_queued_releases,
+                       const py::object& policy, std::size_t max_frames_out) {
              ch::ReceiverOptions o;
              o.name = name;
              o.max_buffers = max_buffers;
              if (max_buffer_bytes) o.limits.max_buffer_bytes = *max_buffer_bytes;
              o.max_queued_releases = max_queued_releases;
+             if (!policy.is_none()) o.policy = to_policy(policy);
+             o.max_frames_out = max_frames_out;
              auto fd = duplicate_socket(sock, "edgetensor.channel.Receiver");
              auto h = std::make_unique<ReceiverHandle>();
              h->object = std::make_shared<ch::Receiver>(unwrap(ch::Receiver::create(std::move(fd), o)));
@@ -406,9 +426,12 @@ void bind_receiver(py::module_& m) {
            }),
            py::arg("sock"), py::kw_only(), py::arg("name") = "", py::arg("max_buffers") = 32,
            py::arg("max_buffer_bytes") = py::none(), py::arg("max_queued_releases") = 4096,
+           py::arg("policy") = py::none(), py::arg("max_frames_out") = 0,
            "name: in errors. max_buffers: buffers imported at once (1..1024). max_buffer_bytes: the largest buffer "
            "accepted (default 64 GiB). max_queued_releases: releases queued while the sender does not read them. "
-           "Errors: InvalidArgumentError (not a SOCK_SEQPACKET socket, a closed fd, an option out of range).")
+           "policy, max_frames_out: ask the sender to serve this receiver so ('drop' for a latest-frame consumer "
+           "of a live stream); None: the sender's choice. Errors: InvalidArgumentError (not a SOCK_SEQPACKET "
+           "socket, a closed fd, an option out of range).")
       .def(
           "receive",
           [](ReceiverHandle& h, const py::object& timeout) {
@@ -451,6 +474,155 @@ void bind_receiver(py::module_& m) {
       });
 }
 
+void bind_publisher(py::module_& m) {
+  py::class_<ch::PublishResult>(m, "PublishResult", "What one Publisher.send did.")
+      .def_readonly("sequence", &ch::PublishResult::sequence, "The frame's sequence, the same on every receiver.")
+      .def_readonly("delivered", &ch::PublishResult::delivered, "Receivers the frame was sent to.")
+      .def_readonly("dropped", &ch::PublishResult::dropped, "Receivers that did not get it (their policy, a timeout).")
+      .def_readonly("removed", &ch::PublishResult::removed, "Receivers found gone and removed by this send.")
+      .def("__repr__", [](const ch::PublishResult& r) {
+        return "PublishResult(sequence=" + std::to_string(r.sequence) + ", delivered=" + std::to_string(r.delivered) +
+               ", dropped=" + std::to_string(r.dropped) + ", removed=" + std::to_string(r.removed) + ")";
+      });
+  py::class_<ch::ReceiverInfo>(m, "ReceiverInfo", "One receiver of a Publisher.")
+      .def_readonly("id", &ch::ReceiverInfo::id, "From add_receiver or accept, 1 first; never reused.")
+      .def_readonly("peer", &ch::ReceiverInfo::peer, "PeerCredentials, or None.")
+      .def_readonly("policy", &ch::ReceiverInfo::policy, "In force now (the receiver's request, if granted).")
+      .def_readonly("max_frames_out", &ch::ReceiverInfo::max_frames_out)
+      .def_readonly("stats", &ch::ReceiverInfo::stats, "Its SenderStats (frames_dropped: its drops).");
+  py::class_<ch::PublisherStats>(m, "PublisherStats", "A Publisher's counters.")
+      .def_readonly("frames_published", &ch::PublisherStats::frames_published)
+      .def_readonly("deliveries", &ch::PublisherStats::deliveries, "Frames sent, summed over receivers.")
+      .def_readonly("drops", &ch::PublisherStats::drops, "Frames a receiver did not get, summed over receivers.")
+      .def_readonly("receivers_joined", &ch::PublisherStats::receivers_joined)
+      .def_readonly("receivers_left", &ch::PublisherStats::receivers_left)
+      .def_readonly("receivers_refused", &ch::PublisherStats::receivers_refused)
+      .def_readonly("receivers", &ch::PublisherStats::receivers, "Served now.");
+
+  py::class_<PublisherHandle>(
+      m, "Publisher",
+      "One producer serving many receivers (docs/CHANNEL.md, 'Many receivers'): each receiver has its own "
+      "socket, policy, frame limit and counters; a buffer goes back to its Pool when every receiver it went to "
+      "has released it. With a path it listens there and accepts receivers on its own thread. close() (or the "
+      "end of a with block) closes every receiver. Threads: any.")
+      .def(py::init([](const std::optional<std::string>& path, std::string name, std::size_t max_receivers,
+                       std::size_t max_buffers, const py::object& send_timeout, const py::handle& policy,
+                       std::size_t max_frames_out, bool receiver_may_choose, std::uint32_t mode,
+                       std::optional<ch::AllowRule> allow, int backlog) {
+             ch::PublisherOptions o;
+             o.name = name;
+             o.max_receivers = max_receivers;
+             o.receiver = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
+             auto h = std::make_unique<PublisherHandle>();
+             if (path) {
+               ch::ListenOptions l;
+               l.mode = mode;
+               if (allow) l.allow = std::move(*allow);
+               l.backlog = backlog;
+               h->object = std::make_shared<ch::Publisher>(unwrap(ch::Publisher::listen(*path, l, o)));
+             } else {
+               h->object = std::make_shared<ch::Publisher>(unwrap(ch::Publisher::create(o)));
+             }
+             h->receiver = o.receiver;
+             h->name = std::move(name);
+             return h;
+           }),
+           py::arg("path") = py::none(), py::kw_only(), py::arg("name") = "", py::arg("max_receivers") = 64,
+           py::arg("max_buffers") = 32, py::arg("send_timeout") = 1.0, py::arg("policy") = "block",
+           py::arg("max_frames_out") = 0, py::arg("receiver_may_choose") = true, py::arg("mode") = 0600,
+           py::arg("allow") = py::none(), py::arg("backlog") = 16,
+           (std::string("path: listen there (as Listener: mode, allow, backlog) and accept receivers while the "
+                        "publisher lives; None: add them with add_receiver. max_receivers: served at once. The "
+                        "options of every receiver: ") + kSenderOptionsDoc)
+               .c_str())
+      .def(
+          "add_receiver",
+          [](PublisherHandle& h, const py::handle& sock, const py::object& policy,
+             std::optional<std::size_t> max_frames_out) {
+            auto p = h.get("Publisher");
+            auto fd = duplicate_socket(sock, "edgetensor.channel.Publisher.add_receiver");
+            if (policy.is_none() && !max_frames_out) return unwrap(p->add_receiver(std::move(fd)));
+            return unwrap(p->add_receiver(std::move(fd), [&] {
+              ch::SenderOptions o = h.receiver;
+              if (!policy.is_none()) o.policy = to_policy(policy);
+              if (max_frames_out) o.max_frames_out = *max_frames_out;
+              return o;
+            }()));
+          },
+          py::arg("sock"), py::kw_only(), py::arg("policy") = py::none(), py::arg("max_frames_out") = py::none(),
+          "Serves a receiver on `sock` (duplicated), with the publisher's receiver options or this policy and "
+          "frame limit; returns its id. OutOfRangeError past max_receivers.")
+      .def(
+          "send",
+          [](PublisherHandle& h, const et::TensorDyn& tensor, std::optional<std::uint64_t> sequence,
+             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
+             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+            auto p = h.get("Publisher");
+            const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
+            return released([&] { return p->send(tensor, o); });
+          },
+          py::arg("tensor"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
+          py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
+          "Sends `tensor` to every receiver (Sender.send's arguments); returns a PublishResult. A receiver's "
+          "timeout or drop is that receiver's (PublishResult.dropped), not an error; no receiver is not an error.")
+      .def(
+          "send_frame",
+          [](PublisherHandle& h, const et::Frame& frame, std::optional<std::uint64_t> sequence,
+             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
+             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+            auto p = h.get("Publisher");
+            const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
+            return released([&] { return p->send_frame(frame, o); });
+          },
+          py::arg("frame"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
+          py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
+          "Sends a Frame to every receiver, as send().")
+      .def(
+          "acquire",
+          [](PublisherHandle& h, et::Pool& pool, const py::object& timeout) {
+            auto p = h.get("Publisher");
+            const auto t = or_forever(to_timeout_ms(timeout));
+            return released([&] { return p->acquire(pool, t); });
+          },
+          py::arg("pool"), py::arg("timeout") = py::none(),
+          "pool.acquire(timeout), every receiver's buffer table sized to the pool; a timeout names the receivers "
+          "holding frames. Ctrl-C ends the wait.")
+      .def(
+          "end_stream",
+          [](PublisherHandle& h) {
+            auto p = h.get("Publisher");
+            released([&] { return p->end_stream(); });
+          },
+          "Ends the stream on every receiver and every later joiner; later sends raise FailedPreconditionError.")
+      .def(
+          "drain",
+          [](PublisherHandle& h, const py::object& timeout) {
+            auto p = h.get("Publisher");
+            sliced(to_timeout_ms(timeout), [&](milliseconds t) { return p->drain(t); }, &h.closed);
+          },
+          py::arg("timeout") = py::none(),
+          "Waits until every receiver has released every frame, at most `timeout` seconds (None: no bound); a "
+          "receiver that leaves counts as drained. TimeoutError naming who holds frames.")
+      .def(
+          "disconnect", [](PublisherHandle& h, std::uint64_t id) { unwrap(h.get("Publisher")->disconnect(id)); },
+          py::arg("id"),
+          "Closes receiver `id`; its frames count as released (the pool may reuse them: what it still holds may be "
+          "overwritten). NotFoundError for an unknown id.")
+      .def("receivers", [](const PublisherHandle& h) { return h.get("Publisher")->receivers(); },
+           "The receivers served now (ReceiverInfo), in the order they joined.")
+      .def("stats", [](const PublisherHandle& h) { return h.object ? h.object->stats() : ch::PublisherStats{}; })
+      .def_property_readonly("path", [](const PublisherHandle& h) { return h.object ? h.object->path() : std::string(); })
+      .def_property_readonly("name", [](const PublisherHandle& h) { return h.name; })
+      .def_property_readonly("closed", [](const PublisherHandle& h) { return !h.object; })
+      .def("close", &PublisherHandle::close, "Stops accepting and closes every receiver.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PublisherHandle& h, const py::args&) { h.close(); })
+      .def("__repr__", [](const PublisherHandle& h) {
+        return "<edgetensor.channel.Publisher '" + h.name + "'" +
+               (h.object ? ", " + std::to_string(h.object->stats().receivers) + " receiver(s)>" : " closed>");
+      });
+}
+
 }  // namespace
 
 void bind_channel(py::module_& channel) {
@@ -466,6 +638,7 @@ void bind_channel(py::module_& channel) {
   bind_listener(channel);
   bind_sender(channel);
   bind_receiver(channel);
+  bind_publisher(channel);
 }
 
 }  // namespace etpy

@@ -507,3 +507,122 @@ def test_bad_input_raises_clear_errors():
     with pytest.raises(et.InvalidArgumentError, match="longer|sun_path"):
         channel.Listener("/tmp/" + "x" * 200)
     b.close()
+
+
+# ---- Publisher (fan-out) -------------------------------------------------------------------------
+
+def wait_for(cond, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_publisher_serves_a_fast_and_a_dropping_receiver():
+    pub = channel.Publisher(name="cam")
+    fast_end, fast_sock = channel.socket_pair()
+    slow_end, slow_sock = channel.socket_pair()
+    fast = channel.Receiver(fast_sock, name="fast")
+    slow = channel.Receiver(slow_sock, name="slow")
+    fast_id = pub.add_receiver(fast_end)
+    slow_id = pub.add_receiver(slow_end, policy="drop", max_frames_out=1)
+    for s in (fast_end, slow_end, fast_sock, slow_sock):
+        s.close()
+    pool = shm_pool(max_buffers=3)  # 1 (the slow one's limit) + 1 being filled + 1 the fast one holds
+    held = None
+    for i in range(4):
+        t = pub.acquire(pool, timeout=2)
+        with t.map_write() as m:
+            numpy.asarray(m)[:] = i
+        res = pub.send(t, pts_ns=i)
+        del t, m
+        assert res.sequence == i and res.delivered + res.dropped == 2
+        d = fast.receive(timeout=1)
+        assert (numpy.asarray(d.tensor) == i).all() and d.pts_ns == i
+        del d
+        if held is None:
+            held = slow.receive(timeout=1)  # the slow receiver keeps its first frame
+    infos = {r.id: r for r in pub.receivers()}
+    assert infos[slow_id].policy == channel.ReceiverPolicy.DROP and infos[slow_id].stats.frames_dropped == 3
+    assert infos[fast_id].policy == channel.ReceiverPolicy.BLOCK and infos[fast_id].stats.frames_dropped == 0
+    st = pub.stats()
+    assert (st.frames_published, st.deliveries, st.drops, st.receivers) == (4, 5, 3, 2)
+    assert (numpy.asarray(held.tensor) == 0).all()  # never overwritten while held
+    pub.end_stream()
+    assert fast.receive(timeout=1).end_of_stream and slow.receive(timeout=1).end_of_stream
+    with pytest.raises(et.TimeoutError, match="still out"):
+        pub.drain(timeout=0.1)
+    del held
+    settle()
+    pub.drain(timeout=2)
+    pub.disconnect(slow_id)
+    with pytest.raises(et.NotFoundError):
+        pub.disconnect(slow_id)
+    assert [r.id for r in pub.receivers()] == [fast_id]
+    pub.close()
+    with pytest.raises(et.FailedPreconditionError, match="Publisher 'cam' is closed"):
+        pub.send(et.allocate((4,), "uint8", memory="shm"))
+
+
+def test_publisher_listens_for_late_joiners_and_grants_a_receiver_its_policy():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pub.sock")
+        with channel.Publisher(path, name="live") as pub:
+            assert pub.path == path
+            first = channel.Receiver(channel.connect(path), policy="drop", max_frames_out=2)
+            wait_for(lambda: pub.stats().receivers == 1)
+            t = et.allocate((4,), "uint8", memory="shm")
+            pub.send(t)
+            assert first.receive(timeout=1).sequence == 0
+            late = channel.Receiver(channel.connect(path))
+            wait_for(lambda: pub.stats().receivers == 2)
+            res = pub.send(t)
+            assert (res.sequence, res.delivered) == (1, 2)
+            assert first.receive(timeout=1).sequence == 1 and late.receive(timeout=1).sequence == 1
+            info = pub.receivers()[0]
+            assert info.policy == channel.ReceiverPolicy.DROP and info.max_frames_out == 2  # its own request
+            assert info.peer is not None and info.peer.pid == os.getpid()
+            pub.end_stream()
+            after = channel.Receiver(channel.connect(path))  # joins after the end: told at once
+            assert after.receive(timeout=2).end_of_stream
+            assert first.receive(timeout=1).end_of_stream
+
+
+PY_CONSUMER = textwrap.dedent("""
+    import sys, numpy
+    from edgetensor import channel
+    r = channel.Receiver(channel.connect(sys.argv[1]))
+    seen = []
+    while not (d := r.receive(timeout=10)).end_of_stream:
+        assert (numpy.asarray(d.tensor) == d.sequence + 1).all()
+        seen.append(d.sequence)
+        del d
+    print("ok", len(seen))
+""")
+
+
+def test_publisher_feeds_consumers_in_two_other_processes():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pub.sock")
+        with channel.Publisher(path, name="pub2") as pub:
+            procs = [subprocess.Popen([sys.executable, "-c", PY_CONSUMER, path], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for _ in range(2)]
+            try:
+                wait_for(lambda: pub.stats().receivers == 2, 20)
+                pool = shm_pool(max_buffers=4)
+                for i in range(6):
+                    t = pub.acquire(pool, timeout=5)
+                    with t.map_write() as m:
+                        numpy.asarray(m)[:] = i + 1
+                    assert pub.send(t).delivered == 2
+                    del t, m
+                pub.end_stream()
+                pub.drain(timeout=10)
+                results = [p.communicate(timeout=20) for p in procs]
+            finally:
+                for p in procs:
+                    p.kill()
+                    p.wait()
+            for p, (out, err) in zip(procs, results):
+                assert p.returncode == 0, err
+                assert out.strip() == "ok 6"

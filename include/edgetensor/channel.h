@@ -466,7 +466,7 @@ class ET_API Publisher {
 
   /// Waits until every receiver has released every frame (Sender::drain), at most `timeout` in all. A
   /// receiver that leaves meanwhile counts as drained. Errors: Busy (frames still out, naming how many
-  /// and which receivers hold them).
+  /// and which receivers hold them; sys_errno ETIMEDOUT, EAGAIN for 0).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
 
   /// Closes receiver `id` (as ~Sender; its receive() then answers Unavailable). Its frames out count as

@@ -259,7 +259,7 @@ class ET_API Sender {
 
   /// Waits until the receiver has released every frame sent and the references held for them are
   /// dropped (a Pool has those buffers back), at most `timeout`. Errors: Busy (frames still out, naming
-  /// how many), the channel's closing error when the channel closed with frames out (they were dropped,
+  /// how many; sys_errno ETIMEDOUT, EAGAIN for 0), the channel's closing error when the channel closed with frames out (they were dropped,
   /// not released).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
 
@@ -399,8 +399,8 @@ class ET_API Receiver {
   /// The channel's socket, to wait on with poll, select or epoll (POLLIN: a message, or the channel's
   /// end), then receive(0ms); borrowed: the Receiver keeps it open until it goes (never read, write or
   /// close it). A message may be the sender's hello, an announce or a retire, so receive(0ms) can still
-  /// answer Busy; releases queued while the sender's socket was full go at the next call (or flush()).
-  /// -1 for a moved-from Receiver.
+  /// answer Busy; releases queued while the sender's socket was full (stats().releases_queued) go at the
+  /// next call (or flush()): poll POLLOUT too while there are any. -1 for a moved-from Receiver.
   int fd() const noexcept;
 
   ReceiverStats stats() const;
@@ -510,7 +510,7 @@ class ET_API Publisher {
 
   /// Waits until every receiver has released every frame (Sender::drain), at most `timeout` in all. A
   /// receiver that leaves meanwhile counts as drained. Errors: Busy (frames still out, naming how many
-  /// and which receivers hold them).
+  /// and which receivers hold them; sys_errno ETIMEDOUT, EAGAIN for 0).
   [[nodiscard]] Result<void> drain(std::chrono::milliseconds timeout);
 
   /// Closes receiver `id` (as ~Sender; its receive() then answers Unavailable). Its frames out count as

@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -72,7 +73,15 @@ struct PoolOptions {
   /// Zero a reused buffer before handing it out again (through a write map: a DMA-BUF sync bracket, a
   /// PBO map). Off by default: a producer that writes every byte would pay for it twice.
   bool zero_on_reuse = false;
+  /// Called on the thread waiting in acquire() every kPoolWaitCheckInterval of its wait, with no lock
+  /// held (a condition-variable wait is not ended by a signal: the Python binding runs its signal
+  /// handlers here, so Ctrl-C ends the wait). An error it returns ends that acquire() with the error
+  /// (not counted in PoolStats::timeouts). Unset: nothing is called. Threads: as acquire().
+  std::function<Result<void>()> on_wait;
 };
+
+/// How often acquire() calls PoolOptions::on_wait while it waits.
+inline constexpr std::chrono::milliseconds kPoolWaitCheckInterval{50};
 
 /// A snapshot of a pool's counters (one lock; consistent with each other).
 struct PoolStats {

@@ -16,10 +16,11 @@ import sys as _sys
 
 from . import _edgetensor
 from ._edgetensor import *  # noqa: F401,F403
-from ._edgetensor import __version__, cuda, gl, ipc, shm  # noqa: F401
+from ._edgetensor import __version__, channel, cuda, gl, ipc, shm  # noqa: F401
+from . import _channel  # noqa: F401  (the awaitable receives of channel.Receiver)
 
-# `import edgetensor.ipc` (and cuda, gl, shm) finds the native submodules.
-for _name in ("ipc", "cuda", "gl", "shm"):
+# `import edgetensor.ipc` (and channel, cuda, gl, shm) finds the native submodules.
+for _name in ("ipc", "channel", "cuda", "gl", "shm"):
     _sys.modules[__name__ + "." + _name] = getattr(_edgetensor, _name)
 del _name
 

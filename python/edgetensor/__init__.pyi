@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Protocol, Sequence, SupportsIndex, Union, over
 
 import numpy
 
+from . import channel as channel
 from . import cuda as cuda
 from . import gl as gl
 from . import ipc as ipc
@@ -400,6 +401,8 @@ class Frame(metaclass=_pybind11_type):
     def plane_buffer(self, plane: int) -> int: ...
     def buffer(self, index: int) -> Tensor: ...
     def plane(self, index: int) -> Tensor: ...
+    @property
+    def planes(self) -> tuple[Tensor, ...]: ...
     colorimetry: Colorimetry
     def export_plane_fds(self) -> list[int]: ...
 

@@ -66,6 +66,15 @@ auto released(Fn&& fn, bool release = true) {
   return unwrap(std::move(*result));
 }
 
+/// Runs Python's signal handlers (takes the GIL): a wait's interruption check (ipc's on_interrupt,
+/// PoolOptions::on_wait). An exception a handler raised (Ctrl-C: KeyboardInterrupt) stays set and the
+/// check fails, which ends the wait; released() then raises that exception.
+inline et::Result<void> run_signal_handlers() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return {};
+  return et::fail(et::ErrorCode::Internal, "edgetensor: a signal handler raised");
+}
+
 // ---- convert.cpp --------------------------------------------------------------------------------
 /// A dtype from a numpy name ("float32"), our name ("f32"), a numpy.dtype, a numpy scalar type or
 /// anything numpy.dtype() accepts, or an edgetensor.DType. ValueError / TypeError naming the value.
@@ -130,6 +139,7 @@ void bind_map(py::module_& m);       // map.cpp: Map (context manager, buffer pr
 void bind_frame(py::module_& m);     // frame.cpp: Frame
 void bind_pool(py::module_& m);      // pool.cpp: Pool, PoolStats
 void bind_ipc(py::module_& ipc);     // ipc.cpp: edgetensor.ipc
+void bind_channel(py::module_& ch);  // channel.cpp: edgetensor.channel
 void bind_system(py::module_& m);    // system.cpp: edgetensor.shm, edgetensor.cuda, edgetensor.gl, versions
 /// dlpack.cpp: Tensor.__dlpack__, Tensor.__dlpack_device__, edgetensor.from_dlpack.
 void bind_dlpack(py::module_& m, py::class_<et::TensorDyn>& tensor);

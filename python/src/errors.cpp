@@ -92,7 +92,8 @@ void bind_errors(py::module_& m) {
                              "A DLPack export or import the library refused (__dlpack__, from_dlpack): a "
                              "BufferError, as the DLPack protocol asks, with the library's code and message.",
                              py::make_tuple(py::handle(g_error), py::handle(PyExc_BufferError)));
-  // Test hook (python/tests/test_errors.py): raises the exception an Error of this code becomes.
+  // Raises the exception an Error of this code becomes: for python/tests/test_errors.py, and for the
+  // package's pure-Python waits (edgetensor/_channel.py: a timed-out receive_async).
   m.def("_raise_error", [](et::ErrorCode code, const std::string& message, int sys_errno) {
     raise(et::Error(code, message, sys_errno));
   });

@@ -45,6 +45,14 @@ void bind_frame(py::module_& m) {
            "A uint8 tensor over buffer `index` (export it, send it).")
       .def("plane", [](const et::Frame& f, std::size_t i) { return unwrap(f.plane(i)); }, py::arg("index"),
            "The view of plane `index` (Tensor.plane's shapes).")
+      .def_property_readonly(
+          "planes",
+          [](const et::Frame& f) {
+            py::tuple planes(f.plane_count());
+            for (std::size_t i = 0; i < f.plane_count(); ++i) planes[i] = py::cast(unwrap(f.plane(i)));
+            return planes;
+          },
+          "Every plane's view, in order (plane(i) each; layout.planes gives their offsets and row strides).")
       .def_property("colorimetry", &et::Frame::colorimetry, &et::Frame::set_colorimetry)
       .def(
           "export_plane_fds",

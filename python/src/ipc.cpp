@@ -21,14 +21,6 @@ std::chrono::milliseconds wait_timeout(const py::handle& sock, const py::object&
   return ms ? *ms : et::ipc::kWaitForever;
 }
 
-// A signal during the wait runs Python's handlers (Ctrl-C raises KeyboardInterrupt): an exception one
-// raises ends the call (released() raises it), else the library waits on for the time left.
-et::Result<void> run_signal_handlers() {
-  py::gil_scoped_acquire gil;
-  if (PyErr_CheckSignals() == 0) return {};
-  return et::fail(et::ErrorCode::Internal, "edgetensor.ipc: a signal handler raised");
-}
-
 et::ipc::SendOptions send_options(const py::handle& sock, const py::object& timeout) {
   et::ipc::SendOptions o;
   o.timeout = wait_timeout(sock, timeout);

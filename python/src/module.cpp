@@ -19,6 +19,8 @@ PYBIND11_MODULE(_edgetensor, m) {
   etpy::bind_pool(m);
   auto ipc = m.def_submodule("ipc");
   etpy::bind_ipc(ipc);
+  auto channel = m.def_submodule("channel");
+  etpy::bind_channel(channel);
   etpy::bind_system(m);
   m.attr("__name__") = real_name;
 }

@@ -23,6 +23,7 @@ et::PoolOptions pool_options(std::string name, std::size_t min_buffers, std::siz
   o.allocate.dma_heap = std::move(dma_heap);
   o.allocate.gl_context = std::move(gl_context);
   o.zero_on_reuse = zero_on_reuse;
+  o.on_wait = run_signal_handlers;  // acquire() waits with the GIL released: Ctrl-C ends the wait
   return o;
 }
 
@@ -110,8 +111,8 @@ void bind_pool(py::module_& m) {
           py::arg("timeout") = py::none(),
           "A buffer: a free one (the one returned last first), else a new one while fewer than max_buffers "
           "exist, else the first to come back within `timeout` seconds (0: do not wait; None: no limit). Waits "
-          "with the GIL released, so other threads can drop the holders that return a buffer; a signal "
-          "(Ctrl-C) is handled only when the call returns: give a timeout. TimeoutError (edgetensor's, a built-in "
+          "with the GIL released, so other threads can drop the holders that return a buffer; Ctrl-C raises "
+          "KeyboardInterrupt within 50 ms. TimeoutError (edgetensor's, a built-in "
           "TimeoutError) when none comes back in time, BusyError (a BlockingIOError) for a timeout of 0, each "
           "naming the pool, max_buffers and the wait; a new buffer's allocation error.")
       .def(

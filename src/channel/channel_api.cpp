@@ -276,6 +276,7 @@ Result<void> Receiver::status() const {
   return state_->status();
 }
 
+
 }  // namespace channel
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

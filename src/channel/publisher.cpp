@@ -342,7 +342,8 @@ Result<TensorDyn> Publisher::acquire(Pool& pool, std::chrono::milliseconds timeo
   for (const auto& e : snapshot)
     if (auto h = e.sender->holding_summary()) held += text::format("; {}: {}", describe(e.id, e.peer), *h);
   if (held.empty()) return t;
-  return fail(ErrorCode::Busy, text::format("{}; {}{}", t.error().message(), s.label, held));
+  return fail(Error(ErrorCode::Busy, text::format("{}; {}{}", t.error().message(), s.label, held),
+                    t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
 }
 
 Result<void> Publisher::end_stream() {
@@ -398,7 +399,7 @@ Result<void> Publisher::drain(std::chrono::milliseconds timeout) {
   if (out != 0)
     return fail(Error(ErrorCode::Busy,
                       text::format("{}: {} frame buffer{} still out after {} ms ({})", s.label, out, out == 1 ? "" : "s",
-                                   timeout.count(), holding), ETIMEDOUT));
+                                   timeout.count(), holding), timeout.count() == 0 ? EAGAIN : ETIMEDOUT));
   return {};
 }
 

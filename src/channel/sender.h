@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -98,7 +99,8 @@ class ChannelSender {
     if (t || t.error().code() != ErrorCode::Busy) return t;
     auto held = holding_summary();
     if (!held) return t;
-    return fail(ErrorCode::Busy, text::format("{}; {}: {}", t.error().message(), label_, *held));
+    return fail(Error(ErrorCode::Busy, text::format("{}; {}: {}", t.error().message(), label_, *held),
+                      t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
   }
   Result<void> drain(std::chrono::milliseconds timeout) {
     const auto deadline = deadline_after(timeout);
@@ -113,8 +115,10 @@ class ChannelSender {
     // Frames released by the closing (not by the receiver) make it an error; released ones before do not.
     if (closed_ && released_by_close_) return fail(closed_error_locked());
     if (!out_.empty() || dropping_ != 0)
-      return fail(ErrorCode::Busy, text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
-                                               out_.size() == 1 ? "" : "s", timeout.count()));
+      return fail(Error(ErrorCode::Busy,
+                        text::format("{}: {} frame buffer{} still out after {} ms", label_, out_.size(),
+                                     out_.size() == 1 ? "" : "s", timeout.count()),
+                        timeout.count() == 0 ? EAGAIN : ETIMEDOUT));
     return {};
   }
 

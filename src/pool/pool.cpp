@@ -13,6 +13,7 @@
 #include <array>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -36,6 +37,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       : name_(options.name),
         max_(options.max_buffers),
         zero_on_reuse_(options.zero_on_reuse),
+        on_wait_(options.on_wait),
         allocate_(options.allocate),
         layout_(layout),
         shape_(std::move(shape)),
@@ -62,6 +64,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     using Clock = std::chrono::steady_clock;
     std::optional<Clock::time_point> start;  // read only once the first attempt found nothing
     Clock::time_point deadline;
+    Clock::time_point checked;  // when on_wait_ last ran (or the wait began)
     bool waited = false;
     std::unique_lock lock(mutex_);
     std::shared_ptr<Storage> home;
@@ -80,6 +83,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
         deadline = timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)
                        ? Clock::time_point::max()
                        : now + timeout;
+        checked = now;
       }
       if (!may_wait || now >= deadline) {
         ++timeouts_;
@@ -90,10 +94,20 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
         ++waits_;
         waited = true;
       }
+      if (on_wait_ && now - checked >= kPoolWaitCheckInterval) {
+        checked = now;
+        lock.unlock();
+        auto go_on = on_wait_();
+        if (!go_on) return fail(std::move(go_on).error());
+        lock.lock();
+        continue;  // a buffer may have come back meanwhile
+      }
       // Completed device work sends no signal: while only fenced buffers are free, ask again soon.
       const bool fenced = std::any_of(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; });
+      auto until = fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline;
+      if (on_wait_) until = std::min(until, checked + kPoolWaitCheckInterval);
       ++waiters_;
-      cv_.wait_until(lock, fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline);
+      cv_.wait_until(lock, until);
       --waiters_;
     }
     note_acquired_locked();
@@ -258,6 +272,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   const std::string name_;
   const std::size_t max_;
   const bool zero_on_reuse_;
+  const std::function<Result<void>()> on_wait_;
   AllocateOptions allocate_;  // name_ as the tensors' name
   const std::optional<ImageLayout> layout_;
   const std::vector<std::size_t> shape_;

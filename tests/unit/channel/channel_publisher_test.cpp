@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -131,7 +132,14 @@ TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
   std::this_thread::sleep_for(50ms);
   auto busy = p->acquire(*pool, 0ms);
   EXPECT_ERROR(busy, ErrorCode::Busy, "receiver " + std::to_string(holder_id));
-  EXPECT_ERROR(p->drain(0ms), ErrorCode::Busy, "1 frame buffer still out");
+  EXPECT_EQ(busy.error().sys_errno(), EAGAIN);
+  auto timed = p->acquire(*pool, 20ms);  // a wait that ran out keeps the pool's ETIMEDOUT (Python: TimeoutError)
+  EXPECT_ERROR(timed, ErrorCode::Busy, "receiver " + std::to_string(holder_id));
+  EXPECT_EQ(timed.error().sys_errno(), ETIMEDOUT);
+  auto undrained = p->drain(0ms);
+  EXPECT_ERROR(undrained, ErrorCode::Busy, "1 frame buffer still out");
+  EXPECT_EQ(undrained.error().sys_errno(), EAGAIN) << "a zero timeout, as Sender::drain";
+  EXPECT_EQ(p->drain(20ms).error().sys_errno(), ETIMEDOUT);
   da->tensor = TensorDyn{};
   ASSERT_OK(a->flush());
   EXPECT_TRUE(eventually([&] { return p->acquire(*pool, 0ms).has_value(); }));

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <poll.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <deque>
@@ -188,7 +191,11 @@ TEST(ChannelStream, EndingAStreamNeverStallsOnAConsumerThatHoldsFrames) {
     ASSERT_OK(ends->sender.send(*t));
   }
   ASSERT_TRUE(eventually([&] { return frames.load() == 6; }));
-  EXPECT_ERROR(ends->sender.drain(100ms), ErrorCode::Busy, "2 frame buffers still out after 100 ms");
+  auto busy = ends->sender.drain(100ms);
+  EXPECT_ERROR(busy, ErrorCode::Busy, "2 frame buffers still out after 100 ms");
+  // A wait that ran out says so, as receive() and Pool::acquire do (Python maps it to TimeoutError).
+  EXPECT_EQ(busy.error().sys_errno(), ETIMEDOUT);
+  EXPECT_EQ(ends->sender.drain(0ms).error().sys_errno(), EAGAIN);
   const auto start = std::chrono::steady_clock::now();
   ASSERT_OK(ends->sender.end_stream());
   ASSERT_OK(ends->sender.drain(10s));
@@ -305,3 +312,33 @@ TEST(ChannelStream, AReceiverMadeAfterTheSenderClosedStillReadsItsFrames) {
 }
 
 }  // namespace
+
+// Receiver::fd() is the channel's socket, for an event loop: POLLIN once a frame is there, and then
+// receive(0ms) takes it without waiting.
+TEST(ChannelStream, TheReceiverFdTurnsReadableWhenAFrameArrives) {
+  auto ends = make_ends({.name = "fd"});
+  ASSERT_TRUE(ends);
+  const int fd = ends->receiver.fd();
+  ASSERT_GE(fd, 0);
+  (void)ends->receiver.receive(0ms);  // reads the sender's hello, if it is there
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "nothing to read yet";
+  auto pool = shm_pool("fd", 2);
+  ASSERT_OK(pool);
+  auto t = ends->sender.acquire(*pool, 1s);
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  p.revents = 0;
+  ASSERT_EQ(::poll(&p, 1, 1000), 1);
+  EXPECT_NE(p.revents & POLLIN, 0);
+  std::optional<channel::Delivery> d;
+  for (int i = 0; i < 3 && !d; ++i) {  // an announce comes before the frame
+    auto got = ends->receiver.receive(0ms);
+    if (got) d = std::move(*got);
+  }
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->sequence, 0u);
+  channel::Receiver moved = std::move(ends->receiver);
+  EXPECT_EQ(ends->receiver.fd(), -1);  // NOLINT(bugprone-use-after-move): moved-from answers -1
+  EXPECT_EQ(moved.fd(), fd);
+}

@@ -233,7 +233,10 @@ TEST(Channel, ThePoolGetsTheBufferBackOnlyAfterTheRelease) {
   EXPECT_ERROR(pool->try_acquire(), ErrorCode::Busy, "pool 'one'");
   auto d = ends->receiver.receive(1s);
   ASSERT_OK(d);
-  EXPECT_ERROR(ends->sender.acquire(*pool, 20ms), ErrorCode::Busy, "not released by the receiver (oldest: sequence 0");
+  auto busy = ends->sender.acquire(*pool, 20ms);
+  EXPECT_ERROR(busy, ErrorCode::Busy, "not released by the receiver (oldest: sequence 0");
+  EXPECT_EQ(busy.error().sys_errno(), ETIMEDOUT) << "the pool's timeout stays one (Python: TimeoutError)";
+  EXPECT_EQ(ends->sender.acquire(*pool, 0ms).error().sys_errno(), EAGAIN);
   auto view = d->tensor.reshape({256});  // a view keeps the frame held
   ASSERT_OK(view);
   *d = channel::Delivery();

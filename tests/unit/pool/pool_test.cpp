@@ -225,6 +225,46 @@ TEST(Pool, AcquireWakesWhenAnotherThreadReleases) {
   EXPECT_EQ(pool->stats().waits, 2u);
 }
 
+// PoolOptions::on_wait runs every kPoolWaitCheckInterval of a wait, with the lock free (it may touch the
+// pool), and its error ends the wait at once; a wait that finds a buffer before the interval never calls it.
+TEST(Pool, OnWaitRunsWhileAcquireWaitsAndItsErrorEndsTheWait) {
+  std::atomic<int> calls{0};
+  std::atomic<bool> stop{false};
+  Pool* self = nullptr;
+  PoolOptions o = options("waiting", MemoryKind::Heap, 1);
+  o.on_wait = [&]() -> Result<void> {
+    ++calls;
+    (void)self->stats();  // no lock held
+    if (stop) return fail(ErrorCode::Internal, "interrupted");
+    return {};
+  };
+  auto pool = Pool::create({8}, DType::U8, o);
+  ASSERT_OK(pool);
+  self = &*pool;
+  auto held = pool->acquire(0ms);
+  ASSERT_OK(held);
+  auto timed = pool->acquire(180ms);  // about three checks, then the timeout as without on_wait
+  EXPECT_ERROR(timed, ErrorCode::Busy, "pool 'waiting'");
+  EXPECT_EQ(timed.error().sys_errno(), ETIMEDOUT);
+  EXPECT_GE(calls.load(), 2);
+  EXPECT_LE(calls.load(), 4);
+  stop = true;
+  const auto start = std::chrono::steady_clock::now();
+  auto ended = pool->acquire(60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "the check's error ended the wait";
+  EXPECT_ERROR(ended, ErrorCode::Internal, "interrupted");
+  EXPECT_EQ(pool->stats().timeouts, 1u) << "an ended wait is not a timeout";
+  EXPECT_EQ(pool->stats().waits, 2u);
+  calls = 0;
+  std::thread releaser([t = std::move(*held)]() mutable {
+    std::this_thread::sleep_for(10ms);
+    t = TensorDyn();
+  });
+  ASSERT_OK(pool->acquire(60s));
+  releaser.join();
+  EXPECT_EQ(calls.load(), 0);
+}
+
 TEST(Pool, DestroyedWithBuffersOutLeavesThemValidAndEachFreesItsMemory) {
   const int fds = et_test::open_fd_count();
   const int maps = et_test::mapping_count();

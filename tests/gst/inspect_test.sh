@@ -1,0 +1,13 @@
+#!/bin/sh
+# gst-inspect-1.0 finds the build tree's plugin (GST_PLUGIN_PATH) and lists each element with its
+# properties and pad templates.
+set -eu
+fail() { echo "FAIL: $*" >&2; exit 1; }
+out=$("$GST_INSPECT" edgetensor 2>&1) || fail "gst-inspect-1.0 edgetensor: $out"
+echo "$out"
+echo "$out" | grep -q "edgetensorsink" || fail "the plugin does not list edgetensorsink"
+sink=$("$GST_INSPECT" edgetensorsink 2>&1) || fail "gst-inspect-1.0 edgetensorsink: $sink"
+for word in socket-path policy max-frames-out pool-size stats "SINK template" NV12 P010_10LE GRAY16_LE; do
+  echo "$sink" | grep -q -- "$word" || fail "edgetensorsink does not show '$word'"
+done
+echo "ok: edgetensorsink listed with its properties and pad template"

@@ -2,7 +2,7 @@
 # gst-inspect-1.0 finds the build tree's plugin (GST_PLUGIN_PATH) and lists each element with its
 # properties and pad templates.
 set -eu
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
 out=$("$GST_INSPECT" edgetensor 2>&1) || fail "gst-inspect-1.0 edgetensor: $out"
 echo "$out"
 echo "$out" | grep -q "edgetensorsink" || fail "the plugin does not list edgetensorsink"

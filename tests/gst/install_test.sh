@@ -2,8 +2,8 @@
 # cmake --install <build> into a fresh prefix: the plugin lands in <prefix>/<plugin dir> and GStreamer
 # loads it from there through GST_PLUGIN_PATH, finding libedgetensor-c.so beside it (RPATH $ORIGIN/..).
 set -eu
+. "$(dirname "$0")/common.sh"
 build=$1 prefix=$2 plugin_dir=$3
-fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null || fail "cmake --install"
 plugin="$prefix/$plugin_dir/libgstedgetensor.so"

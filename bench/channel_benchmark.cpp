@@ -72,19 +72,23 @@ bool fork_peer(Peer& peer, UniqueFd& mine, UniqueFd& theirs, Body body) {
   return true;
 }
 
+// A forked receiver on `theirs` that drops every frame at once (the release goes back) until the channel ends.
+bool fork_draining_receiver(Peer& peer, UniqueFd& mine, UniqueFd& theirs) {
+  return fork_peer(peer, mine, theirs, [](UniqueFd fd) {
+    auto receiver = channel::Receiver::create(std::move(fd));
+    if (!receiver) return 1;
+    for (;;) {
+      auto d = receiver->receive();
+      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
+    }
+  });
+}
+
 void channel_handoff(benchmark::State& state, FrameSize f) {
   auto sp = channel::socket_pair();
   if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
   Peer peer;
-  const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
-    auto receiver = channel::Receiver::create(std::move(fd));
-    if (!receiver) return 1;
-    for (;;) {
-      auto d = receiver->receive();  // dropped at once: the release goes back
-      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
-    }
-  });
-  if (!forked) return state.SkipWithError("fork failed");
+  if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
   PoolOptions o;
   o.name = "bench";
   o.min_buffers = 1;
@@ -241,15 +245,7 @@ void channel_fixed_cost(benchmark::State& state) {
   auto sp = channel::socket_pair();
   if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
   Peer peer;
-  const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
-    auto receiver = channel::Receiver::create(std::move(fd));
-    if (!receiver) return 1;
-    for (;;) {
-      auto d = receiver->receive();
-      if (!d) return d.error().code() == ErrorCode::Unavailable ? 0 : 2;
-    }
-  });
-  if (!forked) return state.SkipWithError("fork failed");
+  if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
   auto pool = Pool::create({4096}, DType::U8, {.name = "fixed", .min_buffers = 1, .max_buffers = 1,
                                                .allocate = {.memory = MemoryKind::Shm}});
   auto sender = channel::Sender::create(std::move(sp->first));
@@ -292,15 +288,7 @@ void publisher_cost(benchmark::State& state, int receivers) {
   for (auto& peer : peers) {
     auto sp = channel::socket_pair();
     if (!sp) return state.SkipWithError(sp.error().to_string().c_str());
-    const bool forked = fork_peer(peer, sp->first, sp->second, [](UniqueFd fd) {
-      auto receiver = channel::Receiver::create(std::move(fd));
-      if (!receiver) return 1;
-      for (;;) {
-        auto d = receiver->receive();
-        if (!d) return 0;
-      }
-    });
-    if (!forked) return state.SkipWithError("fork failed");
+    if (!fork_draining_receiver(peer, sp->first, sp->second)) return state.SkipWithError("fork failed");
     if (!p->add_receiver(std::move(sp->first))) return state.SkipWithError("add_receiver failed");
   }
   auto pool = Pool::create({4096}, DType::U8, {.name = "fan-out", .min_buffers = 4, .max_buffers = 4,

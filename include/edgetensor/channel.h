@@ -161,6 +161,10 @@ struct SenderOptions {
   /// Frames the receiver may hold (sent and not released) before `policy` applies, 0 to
   /// kMaxQueuedReleases; 0: no limit but the buffer table (every announced buffer out).
   std::size_t max_frames_out = 0;
+  /// Whether a receiver that asks for its own policy and frame limit (ReceiverOptions::policy) gets
+  /// them in place of `policy` and `max_frames_out`, from the frame after its hello arrives. false: the
+  /// sender's choice stands (the request is ignored; the receiver is not told).
+  bool receiver_may_choose = true;
 };
 
 /// Per-frame values; each unset one is chosen at send.
@@ -268,6 +272,13 @@ struct ReceiverOptions {
   /// kMaxQueuedReleases: a frame delivered with this many queued closes the channel instead (OutOfRange,
   /// naming the count and this bound). Each costs 16 B here.
   std::size_t max_queued_releases = 4096;
+  /// Asks the sender to serve this receiver under this policy with `max_frames_out` (its hello carries
+  /// them, docs/WIRE.md "Hello"): e.g. Drop for a latest-frame consumer of a live stream. The sender
+  /// applies it unless SenderOptions::receiver_may_choose is false (a Publisher: PublisherOptions::receiver's),
+  /// from its next frame once the hello has arrived. Unset: the sender's choice.
+  std::optional<ReceiverPolicy> policy;
+  /// With `policy`: the frames this receiver may hold, 0 to kMaxQueuedReleases (0: only the buffer table).
+  std::size_t max_frames_out = 0;
 };
 
 /// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame); or,
@@ -304,8 +315,8 @@ class ET_API Receiver {
  public:
   /// Takes `socket` (owned; closed when the Receiver goes: the sender sees the channel end) and sends its
   /// hello without waiting (skipped when the sender is gone or the socket is full).
-  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers or max_queued_releases
-  /// out of range),
+  /// Errors: InvalidArgument (not AF_UNIX SOCK_SEQPACKET; ENOTSOCK; max_buffers, max_queued_releases,
+  /// policy or max_frames_out out of range),
   /// from_errno of eventfd or of sending the hello (but EAGAIN, EPIPE, ECONNRESET).
   [[nodiscard]] static Result<Receiver> create(UniqueFd socket, const ReceiverOptions& options = {});
 
@@ -341,6 +352,13 @@ class ET_API Receiver {
   /// has completed since, without waiting. Errors: the channel's closing error; from_errno of sendmsg
   /// other than EAGAIN (the channel closes).
   [[nodiscard]] Result<void> flush();
+
+  /// The channel's socket, to wait on with poll, select or epoll (POLLIN: a message, or the channel's
+  /// end), then receive(0ms); borrowed: the Receiver keeps it open until it goes (never read, write or
+  /// close it). A message may be the sender's hello, an announce or a retire, so receive(0ms) can still
+  /// answer Busy; releases queued while the sender's socket was full go at the next call (or flush()).
+  /// -1 for a moved-from Receiver.
+  int fd() const noexcept;
 
   ReceiverStats stats() const;
   /// Why the channel closed; no error while it is open.
@@ -380,8 +398,8 @@ struct PublishResult {
 struct ReceiverInfo {
   std::uint64_t id = 0;                  ///< From add_receiver or accept, 1 first; never reused.
   std::optional<PeerCredentials> peer;   ///< SO_PEERCRED of its socket, when the kernel gives it.
-  ReceiverPolicy policy = ReceiverPolicy::Block;
-  std::size_t max_frames_out = 0;
+  ReceiverPolicy policy = ReceiverPolicy::Block;  ///< In force now (the receiver's request, if granted).
+  std::size_t max_frames_out = 0;                 ///< In force now.
   SenderStats stats;                     ///< Its sender's counters (frames_dropped: its drops).
 };
 

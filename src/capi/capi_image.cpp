@@ -33,6 +33,34 @@ Result<void> format_from(std::string_view function, int32_t* out, F convert) {
 
 }  // namespace
 
+Result<ImageLayout> edgetensor::capi::read_image_layout(std::string_view function, const et_image_layout* layout) {
+  if (layout == nullptr) return null_argument(function, "layout");
+  ET_TRY_ASSIGN(auto c, read_options(layout, ET_IMAGE_LAYOUT_SIZE_VER0, "et_image_layout"));
+  ImageLayout l;
+  ET_TRY_ASSIGN(l.format, read_format(function, c.format));
+  l.width = c.width;
+  l.height = c.height;
+  l.modifier = c.modifier;
+  for (std::size_t i = 0; i < l.plane_count(); ++i) {
+    ET_TRY_ASSIGN(l.planes[i].offset_bytes, to_size(c.planes[i].offset_bytes, "et_image_layout.planes[].offset_bytes"));
+    ET_TRY_ASSIGN(l.planes[i].row_stride_bytes,
+                  to_size(c.planes[i].row_stride_bytes, "et_image_layout.planes[].row_stride_bytes"));
+  }
+  return l;
+}
+
+Result<void> edgetensor::capi::write_image_layout(et_image_layout* user, const ImageLayout& l) {
+  et_image_layout v{};
+  v.struct_size = sizeof v;
+  v.format = static_cast<int32_t>(l.format);
+  v.width = l.width;
+  v.height = l.height;
+  v.plane_count = static_cast<uint32_t>(l.plane_count());
+  v.modifier = l.modifier;
+  for (std::size_t i = 0; i < l.plane_count(); ++i) v.planes[i] = {l.planes[i].offset_bytes, l.planes[i].row_stride_bytes};
+  return write_output(user, v, ET_IMAGE_LAYOUT_SIZE_VER0, "et_image_layout");
+}
+
 extern "C" {
 
 const char* et_pixel_format_name(int32_t format) {
@@ -132,15 +160,7 @@ et_status et_tensor_get_image_layout(const et_tensor* tensor, et_image_layout* l
     if (l == nullptr)
       return fail(ErrorCode::FailedPrecondition,
                   std::string(kFn) + ": the tensor holds no whole image (none attached, or a view dropped it)");
-    et_image_layout v{};
-    v.struct_size = sizeof v;
-    v.format = static_cast<int32_t>(l->format);
-    v.width = l->width;
-    v.height = l->height;
-    v.plane_count = static_cast<uint32_t>(l->plane_count());
-    v.modifier = l->modifier;
-    for (std::size_t i = 0; i < l->plane_count(); ++i) v.planes[i] = {l->planes[i].offset_bytes, l->planes[i].row_stride_bytes};
-    return write_output(layout, v, ET_IMAGE_LAYOUT_SIZE_VER0, "et_image_layout");
+    return write_image_layout(layout, *l);
   });
 }
 

@@ -42,6 +42,22 @@ struct et_pool {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Pool pool;
 };
+struct et_frame {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::Frame frame;
+};
+struct et_channel_listener {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::channel::Listener listener;
+};
+struct et_channel_sender {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::channel::Sender sender;
+};
+struct et_channel_receiver {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::channel::Receiver receiver;
+};
 
 namespace edgetensor::capi {
 
@@ -109,13 +125,31 @@ std::chrono::milliseconds wait_from_ns(std::int64_t timeout_ns, std::chrono::mil
 /// ET_MAX_ALIGNMENT).
 Result<void> allocate_options(const et_allocate_options* user, AllocateOptions& o);
 
+/// Fills ImportOptions from the C struct (NULL: defaults); strides_bytes, when not NULL, has `rank`
+/// entries. Errors: InvalidArgument (struct_size rule, unknown flags), OutOfRange (offset past size_t).
+Result<ImportOptions> import_options(const et_import_options* user, std::size_t rank);
+
 /// A new handle of `tensor` into *out.
 void give_tensor(TensorDyn tensor, et_tensor** out);
+
+/// An et_image_layout the caller filled as an input (its struct_size rule) as an ImageLayout: the
+/// format checked, plane_count and planes past the format's count ignored. Errors: InvalidArgument.
+Result<ImageLayout> read_image_layout(std::string_view function, const et_image_layout* layout);
+
+/// Writes `layout` into the caller's output struct (struct_size rule).
+Result<void> write_image_layout(et_image_layout* user, const ImageLayout& layout);
 
 /// Drops one reference of a handle; the last frees it.
 template <class H>
 void release_handle(H* handle) noexcept {
   if (handle != nullptr && handle->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete handle;
+}
+/// release_handle with errno kept: a last release may close fds, munmap or join a thread.
+template <class H>
+void release_handle_keep_errno(H* handle) noexcept {
+  const int saved = errno;
+  release_handle(handle);
+  errno = saved;
 }
 template <class H>
 H* retain_handle(H* handle) noexcept {

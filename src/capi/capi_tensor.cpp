@@ -29,9 +29,7 @@ Result<void> edgetensor::capi::allocate_options(const et_allocate_options* user,
   return {};
 }
 
-namespace {
-
-Result<ImportOptions> import_options(const et_import_options* user, std::size_t rank) {
+Result<ImportOptions> edgetensor::capi::import_options(const et_import_options* user, std::size_t rank) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_IMPORT_OPTIONS_SIZE_VER0, "et_import_options"));
   if ((c.flags & ~ET_IMPORT_ALLOW_SHRINKABLE) != 0)
     return fail(ErrorCode::InvalidArgument,
@@ -43,6 +41,8 @@ Result<ImportOptions> import_options(const et_import_options* user, std::size_t 
   o.allow_shrinkable = (c.flags & ET_IMPORT_ALLOW_SHRINKABLE) != 0;
   return o;
 }
+
+namespace {
 
 // The common path of import_dup and import_adopt; `fd` is owned here (adopt) or borrowed (dup).
 Result<void> import(const char* function, bool adopt, int32_t fd, uint32_t rank, const uint64_t* shape,

@@ -21,16 +21,15 @@ namespace detail {
 
 // The hello goes first, without waiting. It is optional to the reader: a peer already gone (it sent
 // its frames and closed: the reads tell) or a socket with no room skips it; other errors fail.
-static Result<void> send_hello(int socket_fd, ChannelRole role, std::size_t max_buffers,
-                        const std::string& who) {
-  const auto hello = encode_hello(role, static_cast<std::uint32_t>(max_buffers));
+static Result<void> send_hello(int socket_fd, ChannelRole role, std::size_t max_buffers, const std::string& who,
+                               std::optional<PolicyRequest> request = std::nullopt) {
+  const auto hello = encode_hello(role, static_cast<std::uint32_t>(max_buffers), request);
   const int e = send_now(socket_fd, hello);
   if (e == 0 || e == EAGAIN || e == ENOBUFS || e == EPIPE || e == ECONNRESET || e == ENOTCONN) return {};
   return fail(Error::from_errno(e, text::format("{}: sending the hello", who)));
 }
 
-Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
-                                                           const std::string& who) {
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who) {
   using channel::kMaxChannelBuffers;
   using channel::kMaxQueuedReleases;
   using channel::ReceiverPolicy;
@@ -46,6 +45,12 @@ Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, cons
   if (options.max_frames_out > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
                                                         options.max_frames_out, kMaxQueuedReleases));
+  return {};
+}
+
+Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,
+                                                           const std::string& who) {
+  ET_TRY(check_sender_options(options, who));
   ET_TRY(require_channel_socket(socket.get(), who));
   ET_TRY(send_hello(socket.get(), ChannelRole::Sender, options.max_buffers, who));
   auto state = std::make_shared<ChannelSender>(std::move(socket), options);
@@ -171,10 +176,21 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
                                                         options.max_queued_releases, kMaxQueuedReleases));
+  std::optional<edgetensor::detail::PolicyRequest> request;
+  if (options.policy) {
+    if (*options.policy != ReceiverPolicy::Block && *options.policy != ReceiverPolicy::Drop)
+      return fail(ErrorCode::InvalidArgument, text::format("{}: policy {} is not ReceiverPolicy::Block (0) or Drop (1)",
+                                                          who, static_cast<int>(*options.policy)));
+    if (options.max_frames_out > kMaxQueuedReleases)
+      return fail(ErrorCode::InvalidArgument, text::format("{}: max_frames_out {} is outside 0..{}", who,
+                                                          options.max_frames_out, kMaxQueuedReleases));
+    request = edgetensor::detail::PolicyRequest{*options.policy, options.max_frames_out};
+  }
   ET_TRY(edgetensor::detail::require_channel_socket(socket.get(), who));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.is_valid()) return fail(Error::from_errno(errno, text::format("{}: eventfd", who)));
-  ET_TRY(edgetensor::detail::send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who));
+  ET_TRY(edgetensor::detail::send_hello(socket.get(), edgetensor::detail::ChannelRole::Receiver, options.max_buffers, who,
+                                        request));
   return Receiver(std::make_shared<edgetensor::detail::ChannelReceiver>(std::move(socket), std::move(wake), options));
 }
 
@@ -217,6 +233,8 @@ Result<void> Receiver::flush() {
   if (!state_) return receiver_moved_from("flush");
   return state_->flush();
 }
+
+int Receiver::fd() const noexcept { return state_ ? state_->socket_fd() : -1; }
 
 ReceiverStats Receiver::stats() const { return state_ ? state_->stats() : ReceiverStats{}; }
 

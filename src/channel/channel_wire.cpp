@@ -92,11 +92,16 @@ std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std:
   return bytes;
 }
 
-std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers) {
+std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers, std::optional<PolicyRequest> request) {
   HelloHeader h;
   h.prefix = prefix_of(ChannelMessage::Hello, 0);
   h.role = static_cast<std::uint32_t>(role);
   h.max_buffers = max_buffers;
+  if (request) {
+    h.capabilities |= kCapabilityPolicyRequest;
+    h.reserved = static_cast<std::uint32_t>(request->policy);
+    h.reserved2[0] = request->max_frames_out;
+  }
   return bytes_of(h);
 }
 
@@ -256,7 +261,14 @@ Result<Hello> decode_hello(std::span<const std::byte> bytes) {
     return bad(text::format("hello role {}: 1 (sender) or 2 (receiver)", h.role));
   if (h.max_buffers == 0 || h.max_buffers > channel::kMaxChannelBuffers)
     return bad(text::format("hello max_buffers {}: 1..{}", h.max_buffers, channel::kMaxChannelBuffers));
-  return Hello{static_cast<ChannelRole>(h.role), h.capabilities, h.max_buffers};
+  Hello out{static_cast<ChannelRole>(h.role), h.capabilities, h.max_buffers, std::nullopt};
+  if ((h.capabilities & kCapabilityPolicyRequest) != 0 && out.role == ChannelRole::Receiver) {
+    if (h.reserved > 1) return bad(text::format("hello policy {}: 0 (block) or 1 (drop)", h.reserved));
+    if (h.reserved2[0] > channel::kMaxQueuedReleases)
+      return bad(text::format("hello max_frames_out {}: 0..{}", h.reserved2[0], channel::kMaxQueuedReleases));
+    out.request = PolicyRequest{static_cast<channel::ReceiverPolicy>(h.reserved), h.reserved2[0]};
+  }
+  return out;
 }
 
 Result<std::uint64_t> decode_end_of_stream(std::span<const std::byte> bytes) {

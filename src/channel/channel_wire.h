@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,11 @@ enum class ChannelMessage : std::uint8_t {
   Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5, Hello = 6, EndOfStream = 7
 };
 inline constexpr std::uint8_t kLastChannelMessage = 7;
+
+/// Hello capability bit 1, in a receiver's hello: it asks to be served under the policy in `reserved`
+/// (0 Block, 1 Drop) with the frame limit in reserved2[0] (ReceiverOptions::policy, docs/WIRE.md "Hello").
+/// A sender that does not know the bit ignores both fields, as it ignores every reserved field.
+inline constexpr std::uint32_t kCapabilityPolicyRequest = 1u << 1;
 
 /// pts_ns / duration_ns on the wire when the sender gave none.
 inline constexpr std::int64_t kNoTime = INT64_MIN;
@@ -131,7 +137,13 @@ std::vector<std::byte> encode_frame(ChannelMessage type, std::uint64_t sequence,
                                     std::span<const std::uint32_t> buffer_ids, std::span<const std::byte> embedded,
                                     const FrameTiming& timing = {});
 /// A hello: `role`, `max_buffers`, no capabilities.
-std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers);
+/// A receiver's policy request (kCapabilityPolicyRequest).
+struct PolicyRequest {
+  channel::ReceiverPolicy policy = channel::ReceiverPolicy::Block;
+  std::uint64_t max_frames_out = 0;
+};
+std::vector<std::byte> encode_hello(ChannelRole role, std::uint32_t max_buffers,
+                                    std::optional<PolicyRequest> request = std::nullopt);
 std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent);
 /// A release message of 1 to kMaxReleaseEntries entries into `out` (room for kMaxReleaseMessageBytes);
 /// returns its length. Never allocates (a release is sent from a deleter).
@@ -176,9 +188,11 @@ struct Hello {
   ChannelRole role = ChannelRole::Sender;
   std::uint32_t capabilities = 0;
   std::uint32_t max_buffers = 0;
+  std::optional<PolicyRequest> request;  // a receiver's hello with kCapabilityPolicyRequest
 };
-/// A hello: exactly 48 B, count 0, role 1 or 2, max_buffers 1..kMaxChannelBuffers; reserved fields and
-/// unknown capability bits ignored. Errors: InvalidArgument.
+/// A hello: exactly 48 B, count 0, role 1 or 2, max_buffers 1..kMaxChannelBuffers; with
+/// kCapabilityPolicyRequest (a receiver's only) a policy 0 or 1 and a frame limit up to
+/// kMaxQueuedReleases; otherwise reserved fields and unknown capability bits ignored. Errors: InvalidArgument.
 Result<Hello> decode_hello(std::span<const std::byte> bytes);
 /// An end of stream: exactly 24 B, count 0; returns frames_sent. Errors: InvalidArgument.
 Result<std::uint64_t> decode_end_of_stream(std::span<const std::byte> bytes);

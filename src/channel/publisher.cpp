@@ -53,20 +53,6 @@ Unexpected moved_from(const char* call) {
   return fail(ErrorCode::FailedPrecondition, text::format("channel::Publisher::{}: the publisher was moved from", call));
 }
 
-Result<void> check_sender_options(const SenderOptions& o, const std::string& who) {
-  if (o.max_buffers == 0 || o.max_buffers > kMaxChannelBuffers)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("{}: max_buffers {} is outside 1..{}", who, o.max_buffers, kMaxChannelBuffers));
-  if (o.send_timeout.count() < 0)
-    return fail(ErrorCode::InvalidArgument, text::format("{}: send_timeout {} ms is negative", who, o.send_timeout.count()));
-  if (o.policy != ReceiverPolicy::Block && o.policy != ReceiverPolicy::Drop)
-    return fail(ErrorCode::InvalidArgument, text::format("{}: policy {} is not ReceiverPolicy::Block (0) or Drop (1)", who,
-                                                        static_cast<int>(o.policy)));
-  if (o.max_frames_out > kMaxQueuedReleases)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("{}: max_frames_out {} is outside 0..{}", who, o.max_frames_out, kMaxQueuedReleases));
-  return {};
-}
 }  // namespace
 
 struct Publisher::State {
@@ -289,7 +275,7 @@ Result<Publisher> Publisher::create(const PublisherOptions& options) {
   if (options.max_receivers == 0 || options.max_receivers > kMaxReceivers)
     return fail(ErrorCode::InvalidArgument,
                 text::format("{}: max_receivers {} is outside 1..{}", label, options.max_receivers, kMaxReceivers));
-  ET_TRY(check_sender_options(options.receiver, text::format("{}: PublisherOptions::receiver", label)));
+  ET_TRY(edgetensor::detail::check_sender_options(options.receiver, text::format("{}: PublisherOptions::receiver", label)));
   auto state = std::make_shared<State>();
   state->options = options;
   state->label = label;
@@ -324,7 +310,7 @@ Result<std::uint64_t> Publisher::add_receiver(UniqueFd socket) {
 
 Result<std::uint64_t> Publisher::add_receiver(UniqueFd socket, const SenderOptions& options) {
   if (!state_) return moved_from("add_receiver");
-  ET_TRY(check_sender_options(options, text::format("{}: add_receiver", state_->label)));
+  ET_TRY(edgetensor::detail::check_sender_options(options, text::format("{}: add_receiver", state_->label)));
   return state_->add(std::move(socket), options);
 }
 
@@ -440,8 +426,10 @@ std::vector<ReceiverInfo> Publisher::receivers() const {
     std::lock_guard lock(state_->mutex);
     snapshot = state_->receivers;
   }
-  for (const auto& e : snapshot)
-    out.push_back(ReceiverInfo{e.id, e.peer, e.options.policy, e.options.max_frames_out, e.sender->stats()});
+  for (const auto& e : snapshot) {
+    const auto [policy, limit] = e.sender->policy();
+    out.push_back(ReceiverInfo{e.id, e.peer, policy, limit, e.sender->stats()});
+  }
   return out;
 }
 

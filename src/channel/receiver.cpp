@@ -24,7 +24,8 @@ ChannelReceiver::ChannelReceiver(UniqueFd socket, UniqueFd wake, const channel::
       label_(options.name.empty() ? std::string("channel") : text::format("channel '{}'", options.name)),
       buffer_(std::make_unique_for_overwrite<std::byte[]>(kMaxChannelMessageBytes + 1)),
       socket_(std::move(socket)),
-      wake_(std::move(wake)) {}
+      wake_(std::move(wake)),
+      socket_fd_(socket_.get()) {}
 
 Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds timeout) {
   std::lock_guard receiving(receive_mutex_);

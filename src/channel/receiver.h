@@ -45,6 +45,8 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   Result<void> flush();
   channel::ReceiverStats stats() const;
   Result<void> status() const;
+  /// The socket (channel::Receiver::fd): open until stop().
+  int socket_fd() const noexcept { return socket_fd_; }
   /// The owner is going: shuts the socket down and closes it, closes every import.
   void stop() noexcept;
   /// The last holder of frame `sequence`'s buffer `buffer_id` (import storage `home`) is gone (any
@@ -99,6 +101,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   // Guarded by mutex_:
   UniqueFd socket_;
   UniqueFd wake_;  // eventfd: a release that found the socket full wakes a waiting receive()
+  const int socket_fd_;  // socket_'s fd, read without the lock (declared after socket_: set from it)
   Table table_;
   std::vector<ReleaseEntry> pending_;  // capacity >= pending + frames out: a release never allocates
   std::vector<DeviceWait> device_wait_;  // counted in frames out; capacity >= frames out, as pending_

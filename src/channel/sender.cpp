@@ -102,7 +102,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (announce[k]) table_.erase(ids[k]);
   };
   // One deadline for the whole send: room in the buffer table, then room in the socket. Drop never waits.
-  const bool drop = options_.policy == channel::ReceiverPolicy::Drop;
+  const bool drop = policy().first == channel::ReceiverPolicy::Drop;
   const auto timeout = drop ? std::chrono::milliseconds(0) : options_.send_timeout;
   const Wait wait{deadline_after(timeout), timeout, nullptr};
   const auto deadline = wait.deadline;
@@ -119,7 +119,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     auto assign_ids = [&]() -> Result<void> {
       if (at_frame_limit_locked())
         return fail(ErrorCode::Busy, text::format("{}: the receiver holds {} frames (SenderOptions::max_frames_out {})",
-                                                  label_, frames_out_.size(), options_.max_frames_out));
+                                                  label_, frames_out_.size(), max_frames_out_));
       retire.clear();
       for (std::size_t b = 0; b < buffers.size(); ++b) {
         auto id = buffer_id_locked(buffers[b], std::span(ids.data(), b), retire, announce[b]);
@@ -249,6 +249,10 @@ Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes) {
   if (peer_max_buffers_ != 0) return fail(ErrorCode::InvalidArgument, "a second hello from the receiver");
   peer_max_buffers_ = h.max_buffers;
   size_table_locked();
+  if (h.request && options_.receiver_may_choose) {
+    policy_ = h.request->policy;
+    max_frames_out_ = static_cast<std::size_t>(h.request->max_frames_out);
+  }
   return {};
 }
 

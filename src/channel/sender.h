@@ -116,6 +116,11 @@ class ChannelSender {
     return {};
   }
 
+  // The policy and frame limit in force (the receiver's request, once granted).
+  std::pair<channel::ReceiverPolicy, std::size_t> policy() const {
+    std::lock_guard lock(mutex_);
+    return {policy_, max_frames_out_};
+  }
   channel::SenderStats stats() const {
     std::lock_guard lock(mutex_);
     channel::SenderStats s = stats_;
@@ -175,7 +180,7 @@ class ChannelSender {
     return dropped_locked(sequence);
   }
   bool at_frame_limit_locked() const noexcept {
-    return options_.max_frames_out != 0 && frames_out_.size() >= options_.max_frames_out;
+    return max_frames_out_ != 0 && frames_out_.size() >= max_frames_out_;
   }
 
   static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
@@ -245,6 +250,8 @@ class ChannelSender {
   std::size_t pool_buffers_ = 0;                    // the largest Pool acquired through this sender
   std::size_t peer_max_buffers_ = 0;                // the receiver's, from its hello (0: none yet)
   bool ended_ = false;                              // end_stream() sent
+  channel::ReceiverPolicy policy_ = options_.policy; // in force: options_, or the receiver's granted request
+  std::size_t max_frames_out_ = options_.max_frames_out;
   std::uint64_t use_clock_ = 0;
   std::optional<std::uint64_t> last_sequence_;
   channel::SenderStats stats_;
@@ -255,6 +262,8 @@ class ChannelSender {
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };
 
+// SenderOptions in range (channel.h). Errors: InvalidArgument naming the field, its value and the range.
+Result<void> check_sender_options(const channel::SenderOptions& options, const std::string& who);
 // Sender::create's checks and start, shared with channel::Publisher (channel_api.cpp). `who` names the
 // caller in errors.
 Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, const channel::SenderOptions& options,

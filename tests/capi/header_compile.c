@@ -48,6 +48,19 @@ ET_STATIC_ASSERT(sizeof(et_dlpack_export_options) == 8 && sizeof(et_dlpack_adopt
 ET_STATIC_ASSERT(sizeof(et_quantization) == 40 && offsetof(et_quantization, scales) == 24 &&
                      offsetof(et_quantization, zero_points) == 32 && sizeof(et_colorimetry) == 24,
                  "quantization and colorimetry layouts");
+ET_STATIC_ASSERT(sizeof(et_channel_listen_options) == 40 && offsetof(et_channel_listen_options, uids) == 24 &&
+                     offsetof(et_channel_listen_options, gids) == 32 && sizeof(et_channel_listener_stats) == 48 &&
+                     offsetof(et_channel_listener_stats, last_refused_pid) == 32,
+                 "listener structs layout");
+ET_STATIC_ASSERT(sizeof(et_channel_sender_options) == 40 && offsetof(et_channel_sender_options, max_frames_out) == 24 &&
+                     offsetof(et_channel_sender_options, name) == 32 && sizeof(et_channel_send_options) == 48 &&
+                     offsetof(et_channel_send_options, sequence) == 16 && sizeof(et_channel_sender_stats) == 72,
+                 "sender structs layout");
+ET_STATIC_ASSERT(sizeof(et_channel_receiver_options) == 32 && offsetof(et_channel_receiver_options, name) == 24 &&
+                     sizeof(et_channel_delivery) == 64 && offsetof(et_channel_delivery, flags) == 40 &&
+                     offsetof(et_channel_delivery, tensor) == 48 && offsetof(et_channel_delivery, frame) == 56 &&
+                     sizeof(et_channel_receiver_stats) == 80,
+                 "receiver structs layout");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
@@ -148,6 +161,60 @@ int header_compile_uses(void) {
   c.struct_size = sizeof c;
   s |= et_tensor_get_quantization(t, &q) | et_tensor_with_quantization(t, &q, &v) | et_tensor_get_colorimetry(t, &c) |
        et_tensor_with_colorimetry(t, &c, &v);
+  int32_t fds[2] = {-1, -1};
+  const int32_t plane_fds[2] = {fd, fd};
+  et_frame* fr = NULL;
+  s |= et_channel_socket_pair(fds) | et_frame_import_planes_dup(plane_fds, 2, &layout, NULL, &fr) |
+       et_frame_from_tensor(t, &fr) | et_frame_get_layout(fr, &layout) | et_frame_buffer(fr, 0, &v) | et_frame_plane(fr, 0, &v);
+  uint32_t buffer_count = 0, plane_buffers[ET_MAX_PLANES];
+  s |= et_frame_get_buffers(fr, &buffer_count, plane_buffers);
+  et_frame_release(et_frame_retain(fr));
+  et_channel_listen_options lo;
+  memset(&lo, 0, sizeof lo);
+  lo.struct_size = sizeof lo;
+  lo.flags = ET_LISTEN_NO_SAME_UID;
+  et_channel_listener* l = NULL;
+  const char* path = NULL;
+  et_channel_listener_stats ls;
+  memset(&ls, 0, sizeof ls);
+  ls.struct_size = sizeof ls;
+  s |= et_channel_listener_create("@x", &lo, &l) | et_channel_listener_accept(l, ET_WAIT_FOREVER, &fd) |
+       et_channel_listener_get_fd(l, &fd) | et_channel_listener_get_path(l, &path) |
+       et_channel_listener_get_stats(l, &ls) | et_channel_connect("@x", 0, &fd);
+  et_channel_listener_release(et_channel_listener_retain(l));
+  et_channel_sender_options sdo;
+  memset(&sdo, 0, sizeof sdo);
+  sdo.struct_size = sizeof sdo;
+  sdo.policy = ET_CHANNEL_POLICY_DROP;
+  et_channel_send_options sno;
+  memset(&sno, 0, sizeof sno);
+  sno.struct_size = sizeof sno;
+  sno.has = ET_CHANNEL_HAS_SEQUENCE | ET_CHANNEL_HAS_TIMESTAMP | ET_CHANNEL_HAS_PTS | ET_CHANNEL_HAS_DURATION;
+  et_channel_sender* sender = NULL;
+  uint64_t seq = 0;
+  et_channel_sender_stats sst;
+  memset(&sst, 0, sizeof sst);
+  sst.struct_size = sizeof sst;
+  s |= et_channel_sender_create_adopt(fds[0], &sdo, &sender) | et_channel_sender_send(sender, t, &sno, &seq) |
+       et_channel_sender_send_frame(sender, fr, &sno, &seq) | et_channel_sender_acquire(sender, pool, 0, &v) |
+       et_channel_sender_drain(sender, 0) | et_channel_sender_end_stream(sender) |
+       et_channel_sender_get_stats(sender, &sst) | et_channel_sender_status(sender);
+  et_channel_sender_release(et_channel_sender_retain(sender));
+  et_channel_receiver_options rco;
+  memset(&rco, 0, sizeof rco);
+  rco.struct_size = sizeof rco;
+  et_channel_receiver* receiver = NULL;
+  et_channel_delivery dl;
+  memset(&dl, 0, sizeof dl);
+  dl.struct_size = sizeof dl;
+  et_channel_receiver_stats rst;
+  memset(&rst, 0, sizeof rst);
+  rst.struct_size = sizeof rst;
+  s |= et_channel_receiver_create_adopt(fds[1], &rco, &receiver) | et_channel_receiver_receive(receiver, 0, &dl) |
+       et_channel_receiver_receive_latest(receiver, 0, &dl) | et_channel_receiver_flush(receiver) |
+       et_channel_receiver_get_fd(receiver, &fd) | et_channel_receiver_get_stats(receiver, &rst) |
+       et_channel_receiver_status(receiver);
+  et_channel_receiver_release(et_channel_receiver_retain(receiver));
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

@@ -13,10 +13,10 @@
  *   so an FFI that ignores it leaks nothing.
  * - errno. Every function returns with errno as it was on entry, on success and on failure; a failure's
  *   own errno (0 when none applies) is et_last_error_errno().
- * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool) are opaque and reference-counted: a call that makes one
- *   gives the caller one reference; _retain adds one, _release drops one (NULL is ignored); the last
- *   release frees it. Releasing more than was retained is undefined. A handle keeps what it needs alive
- *   (a map or view keeps its buffer).
+ * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool, et_frame, the channel's) are opaque and
+ *   reference-counted: a call that makes one gives the caller one reference; _retain adds one, _release
+ *   drops one (NULL is ignored); the last release frees it. Releasing more than was retained is undefined.
+ *   A handle keeps what it needs alive (a map or view keeps its buffer).
  * - Option structs begin with uint32_t struct_size = sizeof(the struct as the caller compiled it); NULL
  *   means all defaults. Zero is every field's default: zero the struct (`= {0}` in C, `{}` in C++, or C's
  *   designated initializers), then set struct_size; positional initializers differ between 32- and 64-bit
@@ -711,6 +711,310 @@ typedef struct et_dlpack_adopt_options {
  * (ET_OUT_OF_RANGE), alignment (ET_INVALID_ARGUMENT). READ_ONLY gives read-only storage. */
 ET_C_API et_status et_dlpack_adopt_versioned(struct DLManagedTensorVersioned* managed,
                                              const et_dlpack_adopt_options* options, et_tensor** out);
+
+/* ---- Frames (C++ Frame): an image whose planes may lie in separate buffers ------------------------ */
+/* One buffer per plane (V4L2 multi-planar, a decoder's fd per plane) or all planes in one; planes given as
+ * several fds of the same buffer share one import. Reference-counted as the other handles; read-only after
+ * creation. Frames travel on the frame channel (et_channel_sender_send_frame, et_channel_delivery.frame). */
+typedef struct et_frame et_frame;
+
+/* A frame of a single-buffer image tensor (et_tensor_allocate_image; no copy: the frame shares its buffer).
+ * Errors: ET_INVALID_ARGUMENT (NULL, a tensor with no image layout). */
+ET_C_API et_status et_frame_from_tensor(const et_tensor* image, et_frame** out);
+/* Imports one borrowed fd per plane (the library dups them, the caller keeps its own): `fd_count` must be
+ * the format's plane count, plane i lies at layout->planes[i].offset_bytes in borrowed_fds[i]'s buffer
+ * (offsets count from each buffer's start). `layout` is read as an input (struct_size set; plane_count and
+ * entries past it ignored); `options` as et_tensor_import_dup's, but offset_bytes and strides_bytes must be
+ * zero and NULL (the layout has them); its flags and name apply to every fd. Errors: ET_INVALID_ARGUMENT
+ * (NULL, a wrong fd count, a bad layout or options, a negative, closed or foreign fd), ET_OUT_OF_RANGE (a
+ * plane past its buffer's end, naming the plane and both sizes), ET_UNAVAILABLE (DMA-BUF not built). */
+ET_C_API et_status et_frame_import_planes_dup(const int32_t* borrowed_fds, uint32_t fd_count,
+                                              const et_image_layout* layout, const et_import_options* options,
+                                              et_frame** out);
+ET_C_API et_frame* et_frame_retain(et_frame* frame);
+/* The last release drops the frame's buffers (a channel's delivered frame goes back to its sender once
+ * every plane and buffer view taken from it is gone too). */
+ET_C_API void et_frame_release(et_frame* frame);
+/* The frame's layout (offsets from each plane's own buffer). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size). */
+ET_C_API et_status et_frame_get_layout(const et_frame* frame, et_image_layout* layout);
+/* Distinct buffers (1 to the plane count) into *out_count, and which buffer each plane lies in
+ * (out_plane_buffers: ET_MAX_PLANES entries, those past the plane count set to 0). Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_frame_get_buffers(const et_frame* frame, uint32_t* out_count, uint32_t* out_plane_buffers);
+/* A u8 tensor over the whole of buffer `index` (to export, describe or check its buffer key). Errors:
+ * ET_INVALID_ARGUMENT (NULL), ET_OUT_OF_RANGE (index past the buffer count). */
+ET_C_API et_status et_frame_buffer(const et_frame* frame, uint32_t index, et_tensor** out);
+/* The view of plane `index` (as et_tensor_plane: [rows, cols] or [rows, cols, samples]); et_tensor_describe
+ * of it gives that plane's fd, offset and stride. Errors: ET_INVALID_ARGUMENT (NULL), ET_OUT_OF_RANGE
+ * (index past the plane count), ET_UNSUPPORTED (a non-linear modifier). */
+ET_C_API et_status et_frame_plane(const et_frame* frame, uint32_t index, et_tensor** out);
+
+/* ---- The frame channel (C++ channel::, docs/CHANNEL.md) ------------------------------------------ */
+/* A stream of tensors or frames from a sender to a receiver in another process over a connected AF_UNIX
+ * SOCK_SEQPACKET socket: each buffer's fd crosses once, then a frame is a small message, and the
+ * receiver's last release of a delivered tensor or frame gives the buffer back to the sender (a pool has
+ * it back then). Sockets: et_channel_socket_pair (one end per process, across fork), or a named socket
+ * (et_channel_listener_create / _accept and et_channel_connect). Senders, receivers and listeners are
+ * reference-counted handles, thread-safe (their calls are serialised inside); none may be used in the child
+ * of a fork() made after its creation.
+ * Waits: int32_t timeout_ms, 0 does not wait, ET_WAIT_FOREVER (-1) has no limit, any other negative value is
+ * ET_INVALID_ARGUMENT. A wait that runs out is ET_BUSY (et_last_error_errno() ETIMEDOUT; EAGAIN for 0); the
+ * channel stays open. */
+#define ET_WAIT_FOREVER (-1)
+
+/* A connected AF_UNIX SOCK_SEQPACKET pair (CLOEXEC), both the caller's: one end for a sender, one for a
+ * receiver. Errors: ET_INVALID_ARGUMENT (NULL), socketpair's error (ET_BUSY for EMFILE). */
+ET_C_API et_status et_channel_socket_pair(int32_t out_fds[2]);
+
+typedef struct et_channel_listener et_channel_listener;
+
+/* Listen flags. */
+/* The allow rule does not pass a peer for having this process's effective uid (C++ AllowRule::same_uid
+ * false): only the uids and gids listed pass. */
+#define ET_LISTEN_NO_SAME_UID 1u
+
+/* Options of et_channel_listener_create (C++ ListenOptions). */
+typedef struct et_channel_listen_options {
+  uint32_t struct_size;
+  uint32_t mode;              /* permission bits of the socket file, at most 0777; 0 = 0600 (owner only) */
+  uint32_t flags;             /* ET_LISTEN_* bits; others must be zero */
+  int32_t backlog;            /* connections queued before accept, 1 to 4096; 0 = 16 */
+  uint32_t uid_count;         /* entries of uids */
+  uint32_t gid_count;         /* entries of gids */
+  const uint32_t* uids;       /* peers with any of these uids pass (NULL when uid_count is 0) */
+  ET_C_POINTER_PAD_(uids_pad_)
+  const uint32_t* gids;       /* peers whose primary gid is one of these pass (NULL when gid_count is 0) */
+  ET_C_POINTER_PAD_(gids_pad_)
+} et_channel_listen_options;
+#define ET_CHANNEL_LISTEN_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_listen_options))
+
+/* Binds `path` ('@' first: an abstract name, no file) and listens. A stale socket file (its listener died)
+ * is replaced; a live one or a file of another kind is never touched. Errors: ET_INVALID_ARGUMENT (NULL,
+ * empty path, a path longer than sun_path, mode above 0777, backlog out of range, bad options, a count
+ * with a NULL array), ET_ALREADY_EXISTS (a live listener has the path, or it is not a socket), bind's,
+ * chmod's and listen's errors. */
+ET_C_API et_status et_channel_listener_create(const char* path, const et_channel_listen_options* options,
+                                              et_channel_listener** out);
+ET_C_API et_channel_listener* et_channel_listener_retain(et_channel_listener* listener);
+/* The last release closes the socket and unlinks its file (if the path still names it). */
+ET_C_API void et_channel_listener_release(et_channel_listener* listener);
+/* The next allowed peer's connected socket into *out_fd (the caller's, CLOEXEC: hand it to
+ * et_channel_sender_create_adopt or _receiver_create_adopt), waiting at most `timeout_ms`. A refused
+ * peer is closed, logged and counted (et_channel_listener_get_stats), and the wait goes on. Errors:
+ * ET_INVALID_ARGUMENT (NULL, a bad timeout), ET_BUSY (no allowed peer in time), accept's error. */
+ET_C_API et_status et_channel_listener_accept(et_channel_listener* listener, int32_t timeout_ms, int32_t* out_fd);
+/* The listening socket (still the listener's, O_NONBLOCK: do not close it) for poll(2): POLLIN, then
+ * accept with timeout 0. Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_listener_get_fd(const et_channel_listener* listener, int32_t* out_borrowed_fd);
+/* The path given to create (NUL-terminated; valid until the listener's last release). Errors:
+ * ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_listener_get_path(const et_channel_listener* listener, const char** out_path);
+
+/* A listener's counters (output struct: set struct_size first). */
+typedef struct et_channel_listener_stats {
+  uint32_t struct_size;
+  uint32_t has_last_refused;  /* 1 when a peer was refused: the last_refused_* fields are its credentials */
+  uint64_t accepted;          /* peers accepted */
+  uint64_t refused;           /* peers refused by the allow rule */
+  uint64_t gone;              /* peers that hung up before accept took them */
+  int32_t last_refused_pid;
+  uint32_t last_refused_uid;
+  uint32_t last_refused_gid;
+  uint32_t reserved;          /* zero */
+} et_channel_listener_stats;
+#define ET_CHANNEL_LISTENER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_listener_stats))
+/* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_channel_listener_get_stats(const et_channel_listener* listener, et_channel_listener_stats* stats);
+
+/* Connects to a listener's `path` ('@' first: an abstract name); *out_fd is the connected socket (the
+ * caller's, CLOEXEC). Waits at most `timeout_ms` while the listener's queue is full. Errors:
+ * ET_INVALID_ARGUMENT (NULL, path as et_channel_listener_create, a bad timeout), ET_NOT_FOUND (no such
+ * file), ET_UNAVAILABLE (nobody listens), ET_PERMISSION_DENIED (the file's mode), ET_BUSY (queue full). */
+ET_C_API et_status et_channel_connect(const char* path, int32_t timeout_ms, int32_t* out_fd);
+
+/* ---- Sender ---- */
+typedef struct et_channel_sender et_channel_sender;
+
+/* What a send does when the receiver holds max_frames_out frames, every announced buffer or a full socket. */
+#define ET_CHANNEL_POLICY_BLOCK 0 /* back-pressure: the send waits for a release, at most the send timeout, then ET_BUSY */
+#define ET_CHANNEL_POLICY_DROP 1  /* never waits: the frame is not sent to it (counted in frames_dropped) */
+
+/* Options of et_channel_sender_create_adopt (C++ SenderOptions). */
+typedef struct et_channel_sender_options {
+  uint32_t struct_size;
+  int32_t policy;             /* ET_CHANNEL_POLICY_*; 0 = BLOCK */
+  uint32_t max_buffers;       /* buffers announced at once, 1 to 1024; 0 = 32 */
+  uint32_t use_send_timeout;  /* 0: the default, 1000 ms; 1: send_timeout_ms */
+  int32_t send_timeout_ms;    /* with use_send_timeout: the longest wait of a send (0: none; ET_WAIT_FOREVER) */
+  uint32_t reserved;          /* zero */
+  uint64_t max_frames_out;    /* frames the receiver may hold before the policy applies, up to 2^20; 0 = no
+                                 limit but the buffer table */
+  const char* name;           /* NULL or "" = none; names the channel in errors */
+  ET_C_POINTER_PAD_(name_pad_)
+} et_channel_sender_options;
+#define ET_CHANNEL_SENDER_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_sender_options))
+
+/* Bits of et_channel_send_options.has and et_channel_delivery.has: which optional fields are set. */
+#define ET_CHANNEL_HAS_SEQUENCE 1u  /* send only: unset, the previous sequence + 1 (0 first) */
+#define ET_CHANNEL_HAS_TIMESTAMP 2u /* send only: unset, CLOCK_MONOTONIC read at send */
+#define ET_CHANNEL_HAS_PTS 4u
+#define ET_CHANNEL_HAS_DURATION 8u
+
+/* Per-frame values of a send (C++ SendOptions); NULL: all unset. */
+typedef struct et_channel_send_options {
+  uint32_t struct_size;
+  uint32_t has;           /* ET_CHANNEL_HAS_* bits; others must be zero */
+  uint32_t flags;         /* the caller's per-frame flags (e.g. GstBufferFlags), carried unchanged */
+  uint32_t reserved;      /* zero */
+  uint64_t sequence;      /* greater than every sequence sent before on this channel */
+  int64_t timestamp_ns;   /* CLOCK_MONOTONIC, ns (e.g. the capture time) */
+  int64_t pts_ns;         /* presentation time on the producer's timeline, ns; INT64_MIN is refused */
+  int64_t duration_ns;    /* ns, >= 0 */
+} et_channel_send_options;
+#define ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_send_options))
+
+/* Takes `socket_fd` (a connected AF_UNIX SOCK_SEQPACKET socket): on success the sender owns it and closes it at
+ * its last release; on every failure, argument errors included, it is closed before the call returns (a
+ * negative fd is left alone). Starts the sender's thread that reads releases. Errors: ET_INVALID_ARGUMENT
+ * (NULL out, a negative fd, another socket type or no socket, naming it; bad options or policy; max_buffers
+ * or max_frames_out out of range), ET_INTERNAL (the thread could not start). */
+ET_C_API et_status et_channel_sender_create_adopt(int32_t socket_fd, const et_channel_sender_options* options,
+                                                  et_channel_sender** out);
+ET_C_API et_channel_sender* et_channel_sender_retain(et_channel_sender* sender);
+/* The last release shuts the socket down (the receiver sees the channel end; frames it holds stay valid),
+ * stops the thread and drops the buffers held for frames out (a pool has them back). It never waits
+ * on the receiver: call et_channel_sender_end_stream and _drain first for a clean stop. */
+ET_C_API void et_channel_sender_release(et_channel_sender* sender);
+/* Sends `tensor` as one frame (a memfd sealed against shrinking or a DMA-BUF, as et_ipc_send_tensor) and
+ * holds its buffer until the receiver releases the frame; *out_sequence is the frame's sequence. Under
+ * ET_CHANNEL_POLICY_DROP a frame the receiver cannot take is not sent, and still gives ET_OK and its
+ * sequence (et_channel_sender_stats.frames_dropped counts it). Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * options, a sequence not increasing, a negative duration, pts INT64_MIN), ET_FAILED_PRECONDITION (zero
+ * elements, the channel closed, the stream ended), ET_UNSUPPORTED (heap, PBO or unsealed shm memory),
+ * ET_BUSY (BLOCK: no release or no room in the socket within the send timeout), ET_UNAVAILABLE (the
+ * receiver is gone), sendmsg's error (the channel closes). */
+ET_C_API et_status et_channel_sender_send(et_channel_sender* sender, const et_tensor* tensor,
+                                          const et_channel_send_options* options, uint64_t* out_sequence);
+/* As et_channel_sender_send, for a frame of 1 to 4 buffers. */
+ET_C_API et_status et_channel_sender_send_frame(et_channel_sender* sender, const et_frame* frame,
+                                                const et_channel_send_options* options, uint64_t* out_sequence);
+/* et_pool_acquire(pool) waiting at most `timeout_ms`, which also tells the sender the pool's size (its
+ * buffer table grows to it: each pool buffer is announced once); on ET_BUSY the message names the frames
+ * the receiver holds. Errors: ET_INVALID_ARGUMENT (NULL, a bad timeout), then et_pool_acquire's. */
+ET_C_API et_status et_channel_sender_acquire(et_channel_sender* sender, et_pool* pool, int32_t timeout_ms,
+                                             et_tensor** out);
+/* Waits until the receiver has released every frame sent, at most `timeout_ms`. Errors: ET_INVALID_ARGUMENT
+ * (NULL, a bad timeout), ET_BUSY (frames still out, naming how many), the channel's closing error. */
+ET_C_API et_status et_channel_sender_drain(et_channel_sender* sender, int32_t timeout_ms);
+/* Ends the stream: after the frames sent before it, the receiver's receive answers end_of_stream (not an
+ * error); later sends fail; again: nothing. Call it before drain: a consumer that holds frames until its
+ * next one then drops them. Waits at most the send timeout for room. Errors: ET_INVALID_ARGUMENT (NULL),
+ * ET_BUSY (the socket stayed full: not ended, call again), the channel's closing error. */
+ET_C_API et_status et_channel_sender_end_stream(et_channel_sender* sender);
+
+/* A sender's counters (output struct: set struct_size first). */
+typedef struct et_channel_sender_stats {
+  uint32_t struct_size;
+  uint32_t reserved;           /* zero */
+  uint64_t frames_sent;
+  uint64_t releases;           /* frame buffers released by the receiver */
+  uint64_t announces;          /* buffers announced (an fd sent each) */
+  uint64_t retires;
+  uint64_t buffers_announced;  /* now */
+  uint64_t frames_out;         /* frame buffers sent and not released */
+  uint64_t reannounces;        /* buffers announced again after a retire: a table smaller than the pool */
+  uint64_t frames_dropped;     /* ET_CHANNEL_POLICY_DROP: frames not sent */
+} et_channel_sender_stats;
+#define ET_CHANNEL_SENDER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_sender_stats))
+/* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_channel_sender_get_stats(const et_channel_sender* sender, et_channel_sender_stats* stats);
+/* ET_OK while the channel is open; else why it closed (that error, recorded as the last error).
+ * Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_sender_status(const et_channel_sender* sender);
+
+/* ---- Receiver ---- */
+typedef struct et_channel_receiver et_channel_receiver;
+
+/* Options of et_channel_receiver_create_adopt (C++ ReceiverOptions). */
+typedef struct et_channel_receiver_options {
+  uint32_t struct_size;
+  uint32_t max_buffers;          /* buffers imported at once, 1 to 1024 (one fd and mapping each); 0 = 32 */
+  uint64_t max_buffer_bytes;     /* largest buffer accepted; 0 = the C++ default (64 GiB; 1 GiB on 32-bit) */
+  uint64_t max_queued_releases;  /* releases queued while the sender does not read, 1 to 2^20; 0 = 4096 */
+  const char* name;              /* NULL or "" = none; names the channel in errors */
+  ET_C_POINTER_PAD_(name_pad_)
+} et_channel_receiver_options;
+#define ET_CHANNEL_RECEIVER_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_options))
+
+/* One delivery (output struct: set struct_size first): a tensor (sent with et_channel_sender_send), a frame
+ * (_send_frame) or, with end_of_stream 1, the end of the stream (both NULL). The tensor or frame handle is
+ * the caller's: its last release (and that of every view, map or plane taken from it) releases the frame
+ * to the sender. */
+typedef struct et_channel_delivery {
+  uint32_t struct_size;
+  uint32_t has;            /* ET_CHANNEL_HAS_PTS, ET_CHANNEL_HAS_DURATION: which of those fields are set */
+  uint64_t sequence;       /* end of stream: the number of frames the sender sent */
+  int64_t timestamp_ns;    /* the sender's CLOCK_MONOTONIC, ns */
+  int64_t pts_ns;          /* with ET_CHANNEL_HAS_PTS; else 0 */
+  int64_t duration_ns;     /* with ET_CHANNEL_HAS_DURATION; else 0 */
+  uint32_t flags;          /* the sender's per-frame flags, unchanged */
+  uint32_t end_of_stream;  /* 1: the sender ended the stream; no frame follows */
+  et_tensor* tensor;       /* NULL for a frame and for the end of stream */
+  ET_C_POINTER_PAD_(tensor_pad_)
+  et_frame* frame;         /* NULL for a tensor and for the end of stream */
+  ET_C_POINTER_PAD_(frame_pad_)
+} et_channel_delivery;
+#define ET_CHANNEL_DELIVERY_SIZE_VER0 ((uint32_t)sizeof(et_channel_delivery))
+
+/* Takes `socket_fd` as et_channel_sender_create_adopt does (closed on every failure). Errors:
+ * ET_INVALID_ARGUMENT (NULL out, a negative fd, another socket type, bad options, limits out of range),
+ * eventfd's error. */
+ET_C_API et_status et_channel_receiver_create_adopt(int32_t socket_fd, const et_channel_receiver_options* options,
+                                                    et_channel_receiver** out);
+ET_C_API et_channel_receiver* et_channel_receiver_retain(et_channel_receiver* receiver);
+/* The last release closes the socket (the sender sees the end) and every import; tensors and frames
+ * delivered stay valid. */
+ET_C_API void et_channel_receiver_release(et_channel_receiver* receiver);
+/* The next frame into *out, waiting at most `timeout_ms`. After the sender's end of stream: end_of_stream
+ * 1, on every later call (ET_OK). On failure *out's handles are NULL. Errors: ET_INVALID_ARGUMENT (NULL, bad
+ * struct_size, a bad timeout: the channel stays open; a malformed message), ET_BUSY (no frame in time: the
+ * channel stays open), ET_UNAVAILABLE (the sender closed or died), ET_FAILED_PRECONDITION (closed before),
+ * ET_OUT_OF_RANGE (a buffer past the limits). All but ET_BUSY and argument errors close the channel. */
+ET_C_API et_status et_channel_receiver_receive(et_channel_receiver* receiver, int32_t timeout_ms,
+                                               et_channel_delivery* out);
+/* As et_channel_receiver_receive, but the newest frame: every older frame already there is released at once
+ * (et_channel_receiver_stats.frames_skipped). An end of stream or error behind it answers the next call. */
+ET_C_API et_status et_channel_receiver_receive_latest(et_channel_receiver* receiver, int32_t timeout_ms,
+                                                      et_channel_delivery* out);
+/* Sends the releases queued while the sender's socket was full, without waiting. Errors: ET_INVALID_ARGUMENT
+ * (NULL), the channel's closing error, sendmsg's error (the channel closes). */
+ET_C_API et_status et_channel_receiver_flush(et_channel_receiver* receiver);
+/* The channel's socket (still the receiver's: never read, write or close it) for poll(2): POLLIN (a
+ * message, or the channel's end), then receive with timeout 0, which may still answer ET_BUSY (the message
+ * was no frame). Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_receiver_get_fd(const et_channel_receiver* receiver, int32_t* out_borrowed_fd);
+
+/* A receiver's counters (output struct: set struct_size first). */
+typedef struct et_channel_receiver_stats {
+  uint32_t struct_size;
+  uint32_t end_of_stream;     /* 1: the end of stream arrived */
+  uint64_t frames_received;
+  uint64_t releases_sent;
+  uint64_t announces;         /* buffers imported */
+  uint64_t retires;
+  uint64_t buffers;           /* imported now */
+  uint64_t frames_out;        /* delivered frame buffers still held */
+  uint64_t releases_queued;   /* not sent yet */
+  uint64_t frames_skipped;    /* released unseen by receive_latest */
+  uint64_t frames_missing;    /* gaps between the sequences delivered (the sender's drops) */
+} et_channel_receiver_stats;
+#define ET_CHANNEL_RECEIVER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_stats))
+/* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_channel_receiver_get_stats(const et_channel_receiver* receiver,
+                                                 et_channel_receiver_stats* stats);
+/* ET_OK while the channel is open; else why it closed (recorded as the last error). Errors:
+ * ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_receiver_status(const et_channel_receiver* receiver);
 
 /* ---- The machine report ------------------------------------------------------------------------- */
 /* The probe report of `edgetensor info --json` (schema "edgetensor.info/1", probed within this process:

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
+#include <sys/sysinfo.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "text/format.h"
 
@@ -51,7 +53,27 @@ BackendStatus shm_status() {
   return s;
 }
 
+// A memfd is sparse: ftruncate to any size succeeds and the pages come on first touch. A size larger
+// than this machine's memory (RAM + swap, sysinfo(2)) could never be backed, so it is refused here, not
+// at a map or a SIGBUS later (issue 25's trial: a 1 PiB memfd "allocated").
+Result<void> check_memfd_size(std::size_t size) {
+  struct sysinfo info {};
+  if (::sysinfo(&info) != 0) return {};  // unknown: the kernel's own limits apply
+  const std::uint64_t unit = info.mem_unit == 0 ? 1 : info.mem_unit;
+  const std::uint64_t units = static_cast<std::uint64_t>(info.totalram) + static_cast<std::uint64_t>(info.totalswap);
+  if (size / unit <= units) return {};
+  auto bytes = [&](std::uint64_t n) {  // saturating n x mem_unit (32-bit sysinfo counts a unit each)
+    std::uint64_t b = 0;
+    return __builtin_mul_overflow(n, unit, &b) ? UINT64_MAX : b;
+  };
+  return fail(ErrorCode::OutOfMemory,
+              text::format("memfd of {} B is larger than this machine's memory ({} B RAM + {} B swap, sysinfo): it "
+                           "could never be backed", size, bytes(info.totalram), bytes(info.totalswap)),
+              ENOMEM);
+}
+
 Result<std::unique_ptr<Backing>> allocate_memfd(std::size_t size, const std::string& name) {
+  ET_TRY(check_memfd_size(size));
   // Importers may trust the size only if nobody can shrink the file under their mapping (SIGBUS).
   // F_SEAL_SEAL: no receiver can add F_SEAL_WRITE/F_SEAL_FUTURE_WRITE and lock us out of our own
   // buffer (fcntl(2): EPERM); the price is that we can never make it read-only later either.

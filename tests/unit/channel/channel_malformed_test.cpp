@@ -366,6 +366,14 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   poke<std::uint16_t>(m, 4, 1);
   sender_refuses(m, {}, "channel version 1 (an edgetensor 0.4 or 0.5 peer); this end speaks version 2");
   sender_refuses(detail::encode_hello(detail::ChannelRole::Sender, 4), {}, "both ends of the channel are senders");
+  // A receiver's policy request (hello capability bit 1) out of range.
+  auto hello = detail::encode_hello(detail::ChannelRole::Receiver, 4,
+                                    detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
+  poke<std::uint32_t>(hello, 28, 5);
+  sender_refuses(hello, {}, "hello policy 5: 0 (block) or 1 (drop)");
+  hello = detail::encode_hello(detail::ChannelRole::Receiver, 4, detail::PolicyRequest{channel::ReceiverPolicy::Drop, 2});
+  poke<std::uint64_t>(hello, 32, (std::uint64_t{1} << 20) + 1);
+  sender_refuses(hello, {}, "hello max_frames_out 1048577: 0..1048576");
   sender_refuses(detail::encode_end_of_stream(0), {}, "a end of stream where a release was expected");
 }
 

@@ -417,4 +417,51 @@ TEST(ChannelPublisher, APeerTheAllowRuleRefusesIsNeverServed) {
   EXPECT_EQ(p->stats().receivers_joined, 0u);
 }
 
+
+// A receiver asks for its own policy in its hello (ReceiverOptions::policy): a latest-frame consumer
+// that connects by path gets Drop with its limit; a producer that says no (receiver_may_choose false)
+// keeps its own.
+TEST(ChannelPublisher, AReceiverMayAskForItsPolicy) {
+  const auto path = socket_path("ask");
+  auto p = channel::Publisher::listen(path, {}, {.receiver = {.send_timeout = 5s}});
+  ASSERT_OK(p);
+  auto fd = channel::connect(path);
+  ASSERT_OK(fd);
+  auto r = channel::Receiver::create(std::move(*fd), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
+  ASSERT_OK(r);
+  ASSERT_TRUE(eventually([&] {
+    auto rs = p->receivers();
+    return rs.size() == 1 && rs[0].policy == channel::ReceiverPolicy::Drop && rs[0].max_frames_out == 1;
+  }));
+  auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  auto first = p->send(*t);
+  ASSERT_OK(first);
+  EXPECT_EQ(first->delivered, 1u);
+  auto second = p->send(*t);  // the receiver holds 1 (its limit): dropped at once, not a 5 s wait
+  ASSERT_OK(second);
+  EXPECT_EQ(second->dropped, 1u);
+
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  ASSERT_OK(p->add_receiver(std::move(sp->first), {.policy = channel::ReceiverPolicy::Block, .receiver_may_choose = false}));
+  auto r2 = channel::Receiver::create(std::move(sp->second), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
+  ASSERT_OK(r2);
+  ASSERT_OK(p->send(*t));
+  ASSERT_OK(r2->receive(1s));  // dropped at once: its release follows its hello on the socket
+  ASSERT_OK(r2->flush());
+  auto second_receiver = [&] {
+    for (const auto& info : p->receivers())
+      if (info.id == 2) return info;
+    return channel::ReceiverInfo{};
+  };
+  ASSERT_TRUE(eventually([&] { return second_receiver().stats.releases == 1; })) << "the hello has been read";
+  EXPECT_EQ(second_receiver().policy, channel::ReceiverPolicy::Block) << "the producer said no";
+
+  EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.policy = static_cast<channel::ReceiverPolicy>(3)}),
+               ErrorCode::InvalidArgument, "policy 3");
+  EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = (1u << 20) + 1}),
+               ErrorCode::InvalidArgument, "max_frames_out 1048577 is outside 0..1048576");
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 // receive_latest(), which skips to the newest frame and releases the older ones at once.
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -246,6 +247,41 @@ TEST(ChannelStream, ReceiveLatestSkipsToTheNewestAndReleasesTheRest) {
   EXPECT_TRUE(end->end_of_stream);
   EXPECT_EQ(ends->receiver.stats().frames_skipped, 5u);
   EXPECT_ERROR(ends->receiver.receive_latest(-1ms), ErrorCode::InvalidArgument, "negative");
+}
+
+// Receiver::fd(): the socket a consumer's poll loop waits on (POLLIN for a frame, and for the channel's
+// end), owned by the Receiver; -1 once moved from.
+TEST(ChannelStream, TheReceiverFdPollsReadableForAFrameAndForTheEnd) {
+  auto ends = make_ends({.name = "poll"});
+  ASSERT_TRUE(ends);
+  const int fd = ends->receiver.fd();
+  ASSERT_GE(fd, 0);
+  auto readable = [&](int timeout_ms) {
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+  };
+  // The sender's hello is a message too: POLLIN, and receive(0ms) reads it and answers Busy.
+  ASSERT_TRUE(readable(1000));
+  auto none = ends->receiver.receive(0ms);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), ErrorCode::Busy);
+  EXPECT_FALSE(readable(0));
+  auto t = TensorDyn::allocate({4}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  ASSERT_TRUE(readable(1000));
+  // The announce comes first: receive(0ms) takes it on the way to the frame.
+  auto d = ends->receiver.receive(0ms);
+  ASSERT_OK(d);
+  EXPECT_EQ(d->sequence, 0u);
+  ASSERT_OK(ends->sender.end_stream());
+  ASSERT_TRUE(readable(1000));
+  auto end = ends->receiver.receive(0ms);
+  ASSERT_OK(end);
+  EXPECT_TRUE(end->end_of_stream);
+  channel::Receiver moved = std::move(ends->receiver);
+  EXPECT_EQ(ends->receiver.fd(), -1);
+  EXPECT_EQ(moved.fd(), fd);
 }
 
 // A receiver made after its sender sent and closed: its hello finds no peer (skipped, not an error),

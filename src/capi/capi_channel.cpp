@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+// The frame channel (C++ channel::): socket pairs, named sockets, senders and receivers.
+#include "capi/capi_support.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+using namespace edgetensor;
+using namespace edgetensor::capi;
+
+namespace {
+
+// A C wait (ET_WAIT_FOREVER, 0 or positive ms) as the C++ milliseconds. Errors: InvalidArgument for any
+// other negative value, naming the call.
+Result<std::chrono::milliseconds> wait_ms(std::string_view function, int32_t timeout_ms) {
+  if (timeout_ms == ET_WAIT_FOREVER) return std::chrono::milliseconds::max();
+  if (timeout_ms < 0)
+    return fail(ErrorCode::InvalidArgument, std::string(function) + ": timeout_ms " + std::to_string(timeout_ms) +
+                                                " is negative (ET_WAIT_FOREVER is -1)");
+  return std::chrono::milliseconds(timeout_ms);
+}
+
+Unexpected nonzero_reserved(std::string_view what, std::uint32_t value) {
+  return fail(ErrorCode::InvalidArgument, std::string(what) + ".reserved is " + std::to_string(value) + ", not 0");
+}
+
+Result<channel::ListenOptions> listen_options(const et_channel_listen_options* user) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_LISTEN_OPTIONS_SIZE_VER0, "et_channel_listen_options"));
+  if ((c.flags & ~ET_LISTEN_NO_SAME_UID) != 0)
+    return fail(ErrorCode::InvalidArgument, "et_channel_listen_options.flags " + std::to_string(c.flags) +
+                                                " has bits other than ET_LISTEN_NO_SAME_UID");
+  if (c.uid_count > 0 && c.uids == nullptr)
+    return null_argument("et_channel_listen_options", "uids (uid_count " + std::to_string(c.uid_count) + ")");
+  if (c.gid_count > 0 && c.gids == nullptr)
+    return null_argument("et_channel_listen_options", "gids (gid_count " + std::to_string(c.gid_count) + ")");
+  channel::ListenOptions o;
+  if (c.mode != 0) o.mode = c.mode;
+  if (c.backlog != 0) o.backlog = c.backlog;
+  o.allow.same_uid = (c.flags & ET_LISTEN_NO_SAME_UID) == 0;
+  if (c.uid_count > 0) o.allow.uids.assign(c.uids, c.uids + c.uid_count);
+  if (c.gid_count > 0) o.allow.gids.assign(c.gids, c.gids + c.gid_count);
+  return o;
+}
+
+Result<void> sender_options(const et_channel_sender_options* user, channel::SenderOptions& o) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_SENDER_OPTIONS_SIZE_VER0, "et_channel_sender_options"));
+  // Checked here: the C++ enum is 8 bits wide, so 256 would read as BLOCK.
+  if (c.policy != ET_CHANNEL_POLICY_BLOCK && c.policy != ET_CHANNEL_POLICY_DROP)
+    return fail(ErrorCode::InvalidArgument, "et_channel_sender_options.policy " + std::to_string(c.policy) +
+                                                " is not ET_CHANNEL_POLICY_BLOCK (0) or _DROP (1)");
+  if (c.use_send_timeout > 1)
+    return fail(ErrorCode::InvalidArgument, "et_channel_sender_options.use_send_timeout " +
+                                                std::to_string(c.use_send_timeout) + " is not 0 or 1");
+  if (c.reserved != 0) return nonzero_reserved("et_channel_sender_options", c.reserved);
+  o.policy = static_cast<channel::ReceiverPolicy>(c.policy);
+  if (c.max_buffers != 0) o.max_buffers = c.max_buffers;
+  if (c.use_send_timeout == 1) {
+    ET_TRY_ASSIGN(o.send_timeout, wait_ms("et_channel_sender_options.send_timeout_ms", c.send_timeout_ms));
+  }
+  ET_TRY_ASSIGN(o.max_frames_out, to_size(c.max_frames_out, "et_channel_sender_options.max_frames_out"));
+  if (c.name != nullptr) o.name = c.name;
+  return {};
+}
+
+constexpr std::uint32_t kSendHasAll =
+    ET_CHANNEL_HAS_SEQUENCE | ET_CHANNEL_HAS_TIMESTAMP | ET_CHANNEL_HAS_PTS | ET_CHANNEL_HAS_DURATION;
+
+Result<channel::SendOptions> send_options(const et_channel_send_options* user) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_SEND_OPTIONS_SIZE_VER0, "et_channel_send_options"));
+  if ((c.has & ~kSendHasAll) != 0)
+    return fail(ErrorCode::InvalidArgument, "et_channel_send_options.has " + std::to_string(c.has) +
+                                                " has bits other than ET_CHANNEL_HAS_*");
+  if (c.reserved != 0) return nonzero_reserved("et_channel_send_options", c.reserved);
+  channel::SendOptions o;
+  if ((c.has & ET_CHANNEL_HAS_SEQUENCE) != 0) o.sequence = c.sequence;
+  if ((c.has & ET_CHANNEL_HAS_TIMESTAMP) != 0) o.timestamp_ns = c.timestamp_ns;
+  if ((c.has & ET_CHANNEL_HAS_PTS) != 0) o.pts_ns = c.pts_ns;
+  if ((c.has & ET_CHANNEL_HAS_DURATION) != 0) o.duration_ns = c.duration_ns;
+  o.flags = c.flags;
+  return o;
+}
+
+Result<void> receiver_options(const et_channel_receiver_options* user, channel::ReceiverOptions& o) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_RECEIVER_OPTIONS_SIZE_VER0, "et_channel_receiver_options"));
+  if (c.max_buffers != 0) o.max_buffers = c.max_buffers;
+  if (c.max_buffer_bytes != 0) {
+    ET_TRY_ASSIGN(o.limits.max_buffer_bytes, to_size(c.max_buffer_bytes, "et_channel_receiver_options.max_buffer_bytes"));
+  }
+  if (c.max_queued_releases != 0) {
+    ET_TRY_ASSIGN(o.max_queued_releases,
+                  to_size(c.max_queued_releases, "et_channel_receiver_options.max_queued_releases"));
+  }
+  if (c.name != nullptr) o.name = c.name;
+  return {};
+}
+
+// The fd of a _create_adopt call, owned from the first line so that every path closes it.
+UniqueFd adopt_socket(int32_t fd) { return UniqueFd(fd >= 0 ? fd : -1); }
+
+Result<void> check_socket_fd(std::string_view function, int32_t fd) {
+  if (fd < 0)
+    return fail(ErrorCode::InvalidArgument, std::string(function) + ": socket_fd " + std::to_string(fd) + " is negative");
+  return {};
+}
+
+// Receives into `out` (checked for its struct_size first, so that no handle is made that could not be
+// given); a failure leaves *out zeroed (handles NULL).
+template <class Receive>
+Result<void> deliver(std::string_view function, const et_channel_receiver* receiver, int32_t timeout_ms,
+                     et_channel_delivery* out, Receive receive) {
+  if (out == nullptr) return null_argument(function, "out");
+  ET_TRY(check_struct_size(declared_struct_size(out), ET_CHANNEL_DELIVERY_SIZE_VER0, "et_channel_delivery"));
+  const et_channel_delivery none{};
+  ET_TRY(write_output(out, none, ET_CHANNEL_DELIVERY_SIZE_VER0, "et_channel_delivery"));
+  if (receiver == nullptr) return null_argument(function, "receiver");
+  ET_TRY_ASSIGN(auto wait, wait_ms(function, timeout_ms));
+  ET_TRY_ASSIGN(channel::Delivery d, receive(wait));
+  et_channel_delivery v{};
+  v.struct_size = sizeof v;
+  v.sequence = d.sequence;
+  v.timestamp_ns = d.timestamp_ns;
+  if (d.pts_ns) {
+    v.has |= ET_CHANNEL_HAS_PTS;
+    v.pts_ns = *d.pts_ns;
+  }
+  if (d.duration_ns) {
+    v.has |= ET_CHANNEL_HAS_DURATION;
+    v.duration_ns = *d.duration_ns;
+  }
+  v.flags = d.flags;
+  v.end_of_stream = d.end_of_stream ? 1 : 0;
+  // Both handles are made before either is given, so an allocation failure leaves none behind.
+  std::unique_ptr<et_tensor> tensor;
+  std::unique_ptr<et_frame> frame;
+  if (!d.tensor.is_empty_handle()) tensor.reset(new et_tensor{.tensor = std::move(d.tensor)});
+  if (!d.frame.is_empty()) frame.reset(new et_frame{.frame = std::move(d.frame)});
+  v.tensor = tensor.get();
+  v.frame = frame.get();
+  ET_TRY(write_output(out, v, ET_CHANNEL_DELIVERY_SIZE_VER0, "et_channel_delivery"));  // checked above: cannot fail
+  (void)tensor.release();
+  (void)frame.release();
+  return {};
+}
+
+}  // namespace
+
+extern "C" {
+
+et_status et_channel_socket_pair(int32_t out_fds[2]) {
+  return guarded([&]() -> Result<void> {
+    if (out_fds == nullptr) return null_argument("et_channel_socket_pair", "out_fds");
+    out_fds[0] = out_fds[1] = -1;
+    ET_TRY_ASSIGN(auto pair, channel::socket_pair());
+    out_fds[0] = pair.first.release();
+    out_fds[1] = pair.second.release();
+    return {};
+  });
+}
+
+// ---- Listener ----
+
+et_status et_channel_listener_create(const char* path, const et_channel_listen_options* options,
+                                     et_channel_listener** out) {
+  return guarded([&]() -> Result<void> {
+    if (out == nullptr) return null_argument("et_channel_listener_create", "out");
+    *out = nullptr;
+    if (path == nullptr) return null_argument("et_channel_listener_create", "path");
+    ET_TRY_ASSIGN(auto o, listen_options(options));
+    ET_TRY_ASSIGN(auto l, channel::Listener::create(path, o));
+    *out = new et_channel_listener{.listener = std::move(l)};
+    return {};
+  });
+}
+
+et_channel_listener* et_channel_listener_retain(et_channel_listener* listener) { return retain_handle(listener); }
+void et_channel_listener_release(et_channel_listener* listener) { release_handle_keep_errno(listener); }
+
+et_status et_channel_listener_accept(et_channel_listener* listener, int32_t timeout_ms, int32_t* out_fd) {
+  return guarded([&]() -> Result<void> {
+    if (out_fd == nullptr) return null_argument("et_channel_listener_accept", "out_fd");
+    *out_fd = -1;
+    if (listener == nullptr) return null_argument("et_channel_listener_accept", "listener");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_listener_accept", timeout_ms));
+    ET_TRY_ASSIGN(auto fd, listener->listener.accept(wait));
+    *out_fd = fd.release();
+    return {};
+  });
+}
+
+et_status et_channel_listener_get_fd(const et_channel_listener* listener, int32_t* out_borrowed_fd) {
+  return guarded([&]() -> Result<void> {
+    if (listener == nullptr) return null_argument("et_channel_listener_get_fd", "listener");
+    if (out_borrowed_fd == nullptr) return null_argument("et_channel_listener_get_fd", "out_borrowed_fd");
+    *out_borrowed_fd = listener->listener.fd();
+    return {};
+  });
+}
+
+et_status et_channel_listener_get_path(const et_channel_listener* listener, const char** out_path) {
+  return guarded([&]() -> Result<void> {
+    if (listener == nullptr) return null_argument("et_channel_listener_get_path", "listener");
+    if (out_path == nullptr) return null_argument("et_channel_listener_get_path", "out_path");
+    *out_path = listener->listener.path().c_str();  // the Listener's own string: lives as long as the handle
+    return {};
+  });
+}
+
+et_status et_channel_listener_get_stats(const et_channel_listener* listener, et_channel_listener_stats* stats) {
+  return guarded([&]() -> Result<void> {
+    if (listener == nullptr) return null_argument("et_channel_listener_get_stats", "listener");
+    if (stats == nullptr) return null_argument("et_channel_listener_get_stats", "stats");
+    const channel::ListenerStats s = listener->listener.stats();
+    et_channel_listener_stats v{};
+    v.struct_size = sizeof v;
+    v.accepted = s.accepted;
+    v.refused = s.refused;
+    v.gone = s.gone;
+    if (s.last_refused) {
+      v.has_last_refused = 1;
+      v.last_refused_pid = s.last_refused->pid;
+      v.last_refused_uid = s.last_refused->uid;
+      v.last_refused_gid = s.last_refused->gid;
+    }
+    return write_output(stats, v, ET_CHANNEL_LISTENER_STATS_SIZE_VER0, "et_channel_listener_stats");
+  });
+}
+
+et_status et_channel_connect(const char* path, int32_t timeout_ms, int32_t* out_fd) {
+  return guarded([&]() -> Result<void> {
+    if (out_fd == nullptr) return null_argument("et_channel_connect", "out_fd");
+    *out_fd = -1;
+    if (path == nullptr) return null_argument("et_channel_connect", "path");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_connect", timeout_ms));
+    ET_TRY_ASSIGN(auto fd, channel::connect(path, wait));
+    *out_fd = fd.release();
+    return {};
+  });
+}
+
+// ---- Sender ----
+
+et_status et_channel_sender_create_adopt(int32_t socket_fd, const et_channel_sender_options* options,
+                                         et_channel_sender** out) {
+  return guarded([&]() -> Result<void> {
+    UniqueFd socket = adopt_socket(socket_fd);  // taken on every path: own it before the first check
+    if (out == nullptr) return null_argument("et_channel_sender_create_adopt", "out");
+    *out = nullptr;
+    channel::SenderOptions o;
+    ET_TRY(sender_options(options, o));
+    ET_TRY(check_socket_fd("et_channel_sender_create_adopt", socket_fd));
+    ET_TRY_ASSIGN(auto s, channel::Sender::create(std::move(socket), o));
+    *out = new et_channel_sender{.sender = std::move(s)};
+    return {};
+  });
+}
+
+et_channel_sender* et_channel_sender_retain(et_channel_sender* sender) { return retain_handle(sender); }
+void et_channel_sender_release(et_channel_sender* sender) { release_handle_keep_errno(sender); }
+
+et_status et_channel_sender_send(et_channel_sender* sender, const et_tensor* tensor,
+                                 const et_channel_send_options* options, uint64_t* out_sequence) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_send", "sender");
+    if (tensor == nullptr) return null_argument("et_channel_sender_send", "tensor");
+    if (out_sequence == nullptr) return null_argument("et_channel_sender_send", "out_sequence");
+    ET_TRY_ASSIGN(auto o, send_options(options));
+    ET_TRY_ASSIGN(*out_sequence, sender->sender.send(tensor->tensor, o));
+    return {};
+  });
+}
+
+et_status et_channel_sender_send_frame(et_channel_sender* sender, const et_frame* frame,
+                                       const et_channel_send_options* options, uint64_t* out_sequence) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_send_frame", "sender");
+    if (frame == nullptr) return null_argument("et_channel_sender_send_frame", "frame");
+    if (out_sequence == nullptr) return null_argument("et_channel_sender_send_frame", "out_sequence");
+    ET_TRY_ASSIGN(auto o, send_options(options));
+    ET_TRY_ASSIGN(*out_sequence, sender->sender.send_frame(frame->frame, o));
+    return {};
+  });
+}
+
+et_status et_channel_sender_acquire(et_channel_sender* sender, et_pool* pool, int32_t timeout_ms, et_tensor** out) {
+  return guarded([&]() -> Result<void> {
+    if (out == nullptr) return null_argument("et_channel_sender_acquire", "out");
+    *out = nullptr;
+    if (sender == nullptr) return null_argument("et_channel_sender_acquire", "sender");
+    if (pool == nullptr) return null_argument("et_channel_sender_acquire", "pool");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_sender_acquire", timeout_ms));
+    ET_TRY_ASSIGN(auto t, sender->sender.acquire(pool->pool, wait));
+    give_tensor(std::move(t), out);
+    return {};
+  });
+}
+
+et_status et_channel_sender_drain(et_channel_sender* sender, int32_t timeout_ms) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_drain", "sender");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_sender_drain", timeout_ms));
+    return sender->sender.drain(wait);
+  });
+}
+
+et_status et_channel_sender_end_stream(et_channel_sender* sender) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_end_stream", "sender");
+    return sender->sender.end_stream();
+  });
+}
+
+et_status et_channel_sender_get_stats(const et_channel_sender* sender, et_channel_sender_stats* stats) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_get_stats", "sender");
+    if (stats == nullptr) return null_argument("et_channel_sender_get_stats", "stats");
+    const channel::SenderStats s = sender->sender.stats();
+    et_channel_sender_stats v{};
+    v.struct_size = sizeof v;
+    v.frames_sent = s.frames_sent;
+    v.releases = s.releases;
+    v.announces = s.announces;
+    v.retires = s.retires;
+    v.buffers_announced = s.buffers_announced;
+    v.frames_out = s.frames_out;
+    v.reannounces = s.reannounces;
+    v.frames_dropped = s.frames_dropped;
+    return write_output(stats, v, ET_CHANNEL_SENDER_STATS_SIZE_VER0, "et_channel_sender_stats");
+  });
+}
+
+et_status et_channel_sender_status(const et_channel_sender* sender) {
+  return guarded([&]() -> Result<void> {
+    if (sender == nullptr) return null_argument("et_channel_sender_status", "sender");
+    return sender->sender.status();
+  });
+}
+
+// ---- Receiver ----
+
+et_status et_channel_receiver_create_adopt(int32_t socket_fd, const et_channel_receiver_options* options,
+                                           et_channel_receiver** out) {
+  return guarded([&]() -> Result<void> {
+    UniqueFd socket = adopt_socket(socket_fd);  // taken on every path: own it before the first check
+    if (out == nullptr) return null_argument("et_channel_receiver_create_adopt", "out");
+    *out = nullptr;
+    channel::ReceiverOptions o;
+    ET_TRY(receiver_options(options, o));
+    ET_TRY(check_socket_fd("et_channel_receiver_create_adopt", socket_fd));
+    ET_TRY_ASSIGN(auto r, channel::Receiver::create(std::move(socket), o));
+    *out = new et_channel_receiver{.receiver = std::move(r)};
+    return {};
+  });
+}
+
+et_channel_receiver* et_channel_receiver_retain(et_channel_receiver* receiver) { return retain_handle(receiver); }
+void et_channel_receiver_release(et_channel_receiver* receiver) { release_handle_keep_errno(receiver); }
+
+et_status et_channel_receiver_receive(et_channel_receiver* receiver, int32_t timeout_ms, et_channel_delivery* out) {
+  return guarded([&] {
+    return deliver("et_channel_receiver_receive", receiver, timeout_ms, out,
+                   [&](std::chrono::milliseconds wait) { return receiver->receiver.receive(wait); });
+  });
+}
+
+et_status et_channel_receiver_receive_latest(et_channel_receiver* receiver, int32_t timeout_ms,
+                                             et_channel_delivery* out) {
+  return guarded([&] {
+    return deliver("et_channel_receiver_receive_latest", receiver, timeout_ms, out,
+                   [&](std::chrono::milliseconds wait) { return receiver->receiver.receive_latest(wait); });
+  });
+}
+
+et_status et_channel_receiver_flush(et_channel_receiver* receiver) {
+  return guarded([&]() -> Result<void> {
+    if (receiver == nullptr) return null_argument("et_channel_receiver_flush", "receiver");
+    return receiver->receiver.flush();
+  });
+}
+
+et_status et_channel_receiver_get_fd(const et_channel_receiver* receiver, int32_t* out_borrowed_fd) {
+  return guarded([&]() -> Result<void> {
+    if (receiver == nullptr) return null_argument("et_channel_receiver_get_fd", "receiver");
+    if (out_borrowed_fd == nullptr) return null_argument("et_channel_receiver_get_fd", "out_borrowed_fd");
+    *out_borrowed_fd = receiver->receiver.fd();
+    return {};
+  });
+}
+
+et_status et_channel_receiver_get_stats(const et_channel_receiver* receiver, et_channel_receiver_stats* stats) {
+  return guarded([&]() -> Result<void> {
+    if (receiver == nullptr) return null_argument("et_channel_receiver_get_stats", "receiver");
+    if (stats == nullptr) return null_argument("et_channel_receiver_get_stats", "stats");
+    const channel::ReceiverStats s = receiver->receiver.stats();
+    et_channel_receiver_stats v{};
+    v.struct_size = sizeof v;
+    v.end_of_stream = s.end_of_stream ? 1 : 0;
+    v.frames_received = s.frames_received;
+    v.releases_sent = s.releases_sent;
+    v.announces = s.announces;
+    v.retires = s.retires;
+    v.buffers = s.buffers;
+    v.frames_out = s.frames_out;
+    v.releases_queued = s.releases_queued;
+    v.frames_skipped = s.frames_skipped;
+    v.frames_missing = s.frames_missing;
+    return write_output(stats, v, ET_CHANNEL_RECEIVER_STATS_SIZE_VER0, "et_channel_receiver_stats");
+  });
+}
+
+et_status et_channel_receiver_status(const et_channel_receiver* receiver) {
+  return guarded([&]() -> Result<void> {
+    if (receiver == nullptr) return null_argument("et_channel_receiver_status", "receiver");
+    return receiver->receiver.status();
+  });
+}
+
+}  // extern "C"

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <memory>
+#include <cstring>
 #include <string>
+#include <vector>
 
 using namespace edgetensor;
 using namespace edgetensor::capi;
@@ -19,10 +21,6 @@ Result<std::chrono::milliseconds> wait_ms(std::string_view function, int32_t tim
     return fail(ErrorCode::InvalidArgument, std::string(function) + ": timeout_ms " + std::to_string(timeout_ms) +
                                                 " is negative (ET_WAIT_FOREVER is -1)");
   return std::chrono::milliseconds(timeout_ms);
-}
-
-Unexpected nonzero_reserved(std::string_view what, std::uint32_t value) {
-  return fail(ErrorCode::InvalidArgument, std::string(what) + ".reserved is " + std::to_string(value) + ", not 0");
 }
 
 Result<channel::ListenOptions> listen_options(const et_channel_listen_options* user) {
@@ -43,17 +41,27 @@ Result<channel::ListenOptions> listen_options(const et_channel_listen_options* u
   return o;
 }
 
+// Checked here: the C++ enum is 8 bits wide, so 256 would read as BLOCK.
+Result<channel::ReceiverPolicy> read_policy(std::string_view what, std::int32_t policy) {
+  if (policy != ET_CHANNEL_POLICY_BLOCK && policy != ET_CHANNEL_POLICY_DROP)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ".policy " + std::to_string(policy) +
+                                                " is not ET_CHANNEL_POLICY_BLOCK (0) or _DROP (1)");
+  return static_cast<channel::ReceiverPolicy>(policy);
+}
+
+Result<void> check_use_flag(std::string_view what, std::uint32_t value) {
+  if (value > 1) return fail(ErrorCode::InvalidArgument, std::string(what) + " " + std::to_string(value) + " is not 0 or 1");
+  return {};
+}
+
 Result<void> sender_options(const et_channel_sender_options* user, channel::SenderOptions& o) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_SENDER_OPTIONS_SIZE_VER0, "et_channel_sender_options"));
-  // Checked here: the C++ enum is 8 bits wide, so 256 would read as BLOCK.
-  if (c.policy != ET_CHANNEL_POLICY_BLOCK && c.policy != ET_CHANNEL_POLICY_DROP)
-    return fail(ErrorCode::InvalidArgument, "et_channel_sender_options.policy " + std::to_string(c.policy) +
-                                                " is not ET_CHANNEL_POLICY_BLOCK (0) or _DROP (1)");
-  if (c.use_send_timeout > 1)
-    return fail(ErrorCode::InvalidArgument, "et_channel_sender_options.use_send_timeout " +
-                                                std::to_string(c.use_send_timeout) + " is not 0 or 1");
-  if (c.reserved != 0) return nonzero_reserved("et_channel_sender_options", c.reserved);
-  o.policy = static_cast<channel::ReceiverPolicy>(c.policy);
+  ET_TRY_ASSIGN(o.policy, read_policy("et_channel_sender_options", c.policy));
+  ET_TRY(check_use_flag("et_channel_sender_options.use_send_timeout", c.use_send_timeout));
+  if ((c.flags & ~ET_CHANNEL_SENDER_FIXED_POLICY) != 0)
+    return fail(ErrorCode::InvalidArgument, "et_channel_sender_options.flags " + std::to_string(c.flags) +
+                                                " has bits other than ET_CHANNEL_SENDER_FIXED_POLICY");
+  o.receiver_may_choose = (c.flags & ET_CHANNEL_SENDER_FIXED_POLICY) == 0;
   if (c.max_buffers != 0) o.max_buffers = c.max_buffers;
   if (c.use_send_timeout == 1) {
     ET_TRY_ASSIGN(o.send_timeout, wait_ms("et_channel_sender_options.send_timeout_ms", c.send_timeout_ms));
@@ -71,7 +79,8 @@ Result<channel::SendOptions> send_options(const et_channel_send_options* user) {
   if ((c.has & ~kSendHasAll) != 0)
     return fail(ErrorCode::InvalidArgument, "et_channel_send_options.has " + std::to_string(c.has) +
                                                 " has bits other than ET_CHANNEL_HAS_*");
-  if (c.reserved != 0) return nonzero_reserved("et_channel_send_options", c.reserved);
+  if (c.reserved != 0)
+    return fail(ErrorCode::InvalidArgument, "et_channel_send_options.reserved is " + std::to_string(c.reserved) + ", not 0");
   channel::SendOptions o;
   if ((c.has & ET_CHANNEL_HAS_SEQUENCE) != 0) o.sequence = c.sequence;
   if ((c.has & ET_CHANNEL_HAS_TIMESTAMP) != 0) o.timestamp_ns = c.timestamp_ns;
@@ -92,7 +101,48 @@ Result<void> receiver_options(const et_channel_receiver_options* user, channel::
                   to_size(c.max_queued_releases, "et_channel_receiver_options.max_queued_releases"));
   }
   if (c.name != nullptr) o.name = c.name;
+  ET_TRY(check_use_flag("et_channel_receiver_options.use_policy", c.use_policy));
+  if (c.use_policy == 1) {
+    ET_TRY_ASSIGN(o.policy, read_policy("et_channel_receiver_options", c.policy));
+    ET_TRY_ASSIGN(o.max_frames_out, to_size(c.max_frames_out, "et_channel_receiver_options.max_frames_out"));
+  } else if (c.policy != 0 || c.max_frames_out != 0) {
+    return fail(ErrorCode::InvalidArgument,
+                "et_channel_receiver_options: policy and max_frames_out are read only with use_policy 1; leave them 0");
+  }
   return {};
+}
+
+Result<channel::PublisherOptions> publisher_options(const et_channel_publisher_options* user) {
+  ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_PUBLISHER_OPTIONS_SIZE_VER0, "et_channel_publisher_options"));
+  channel::PublisherOptions o;
+  if (c.max_receivers != 0) o.max_receivers = c.max_receivers;
+  if (c.name != nullptr) o.name = c.name;
+  ET_TRY(sender_options(c.receiver, o.receiver));
+  return o;
+}
+
+Result<void> write_publish_result(et_channel_publish_result* out, const channel::PublishResult& r) {
+  et_channel_publish_result v{};
+  v.struct_size = sizeof v;
+  v.sequence = r.sequence;
+  v.delivered = r.delivered;
+  v.dropped = r.dropped;
+  v.removed = r.removed;
+  return write_output(out, v, ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0, "et_channel_publish_result");
+}
+
+et_channel_sender_stats sender_stats_to_c(const channel::SenderStats& s) {
+  et_channel_sender_stats v{};
+  v.struct_size = sizeof v;
+  v.frames_sent = s.frames_sent;
+  v.releases = s.releases;
+  v.announces = s.announces;
+  v.retires = s.retires;
+  v.buffers_announced = s.buffers_announced;
+  v.frames_out = s.frames_out;
+  v.reannounces = s.reannounces;
+  v.frames_dropped = s.frames_dropped;
+  return v;
 }
 
 // The fd of a _create_adopt call, owned from the first line so that every path closes it.
@@ -314,18 +364,8 @@ et_status et_channel_sender_get_stats(const et_channel_sender* sender, et_channe
   return guarded([&]() -> Result<void> {
     if (sender == nullptr) return null_argument("et_channel_sender_get_stats", "sender");
     if (stats == nullptr) return null_argument("et_channel_sender_get_stats", "stats");
-    const channel::SenderStats s = sender->sender.stats();
-    et_channel_sender_stats v{};
-    v.struct_size = sizeof v;
-    v.frames_sent = s.frames_sent;
-    v.releases = s.releases;
-    v.announces = s.announces;
-    v.retires = s.retires;
-    v.buffers_announced = s.buffers_announced;
-    v.frames_out = s.frames_out;
-    v.reannounces = s.reannounces;
-    v.frames_dropped = s.frames_dropped;
-    return write_output(stats, v, ET_CHANNEL_SENDER_STATS_SIZE_VER0, "et_channel_sender_stats");
+    return write_output(stats, sender_stats_to_c(sender->sender.stats()), ET_CHANNEL_SENDER_STATS_SIZE_VER0,
+                        "et_channel_sender_stats");
   });
 }
 
@@ -412,6 +452,179 @@ et_status et_channel_receiver_status(const et_channel_receiver* receiver) {
   return guarded([&]() -> Result<void> {
     if (receiver == nullptr) return null_argument("et_channel_receiver_status", "receiver");
     return receiver->receiver.status();
+  });
+}
+
+// ---- Publisher ----
+
+et_status et_channel_publisher_create(const et_channel_publisher_options* options, et_channel_publisher** out) {
+  return guarded([&]() -> Result<void> {
+    if (out == nullptr) return null_argument("et_channel_publisher_create", "out");
+    *out = nullptr;
+    ET_TRY_ASSIGN(auto o, publisher_options(options));
+    ET_TRY_ASSIGN(auto p, channel::Publisher::create(o));
+    *out = new et_channel_publisher{.publisher = std::move(p)};
+    return {};
+  });
+}
+
+et_status et_channel_publisher_listen(const char* path, const et_channel_listen_options* listen,
+                                      const et_channel_publisher_options* options, et_channel_publisher** out) {
+  return guarded([&]() -> Result<void> {
+    if (out == nullptr) return null_argument("et_channel_publisher_listen", "out");
+    *out = nullptr;
+    if (path == nullptr) return null_argument("et_channel_publisher_listen", "path");
+    ET_TRY_ASSIGN(auto l, listen_options(listen));
+    ET_TRY_ASSIGN(auto o, publisher_options(options));
+    ET_TRY_ASSIGN(auto p, channel::Publisher::listen(path, l, o));
+    *out = new et_channel_publisher{.publisher = std::move(p)};
+    return {};
+  });
+}
+
+et_channel_publisher* et_channel_publisher_retain(et_channel_publisher* publisher) { return retain_handle(publisher); }
+void et_channel_publisher_release(et_channel_publisher* publisher) { release_handle_keep_errno(publisher); }
+
+et_status et_channel_publisher_add_receiver_adopt(et_channel_publisher* publisher, int32_t socket_fd,
+                                                  const et_channel_sender_options* options, uint64_t* out_id) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_channel_publisher_add_receiver_adopt";
+    UniqueFd socket = adopt_socket(socket_fd);  // taken on every path: own it before the first check
+    if (publisher == nullptr) return null_argument(kFn, "publisher");
+    if (out_id == nullptr) return null_argument(kFn, "out_id");
+    ET_TRY(check_socket_fd(kFn, socket_fd));
+    if (options == nullptr) {
+      ET_TRY_ASSIGN(*out_id, publisher->publisher.add_receiver(std::move(socket)));
+      return {};
+    }
+    channel::SenderOptions o;
+    ET_TRY(sender_options(options, o));
+    ET_TRY_ASSIGN(*out_id, publisher->publisher.add_receiver(std::move(socket), o));
+    return {};
+  });
+}
+
+et_status et_channel_publisher_send(et_channel_publisher* publisher, const et_tensor* tensor,
+                                    const et_channel_send_options* options, et_channel_publish_result* out) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_send", "publisher");
+    if (tensor == nullptr) return null_argument("et_channel_publisher_send", "tensor");
+    if (out == nullptr) return null_argument("et_channel_publisher_send", "out");
+    ET_TRY(check_struct_size(declared_struct_size(out), ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0, "et_channel_publish_result"));
+    ET_TRY_ASSIGN(auto o, send_options(options));
+    ET_TRY_ASSIGN(auto r, publisher->publisher.send(tensor->tensor, o));
+    return write_publish_result(out, r);
+  });
+}
+
+et_status et_channel_publisher_send_frame(et_channel_publisher* publisher, const et_frame* frame,
+                                          const et_channel_send_options* options, et_channel_publish_result* out) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_send_frame", "publisher");
+    if (frame == nullptr) return null_argument("et_channel_publisher_send_frame", "frame");
+    if (out == nullptr) return null_argument("et_channel_publisher_send_frame", "out");
+    ET_TRY(check_struct_size(declared_struct_size(out), ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0, "et_channel_publish_result"));
+    ET_TRY_ASSIGN(auto o, send_options(options));
+    ET_TRY_ASSIGN(auto r, publisher->publisher.send_frame(frame->frame, o));
+    return write_publish_result(out, r);
+  });
+}
+
+et_status et_channel_publisher_acquire(et_channel_publisher* publisher, et_pool* pool, int32_t timeout_ms,
+                                       et_tensor** out) {
+  return guarded([&]() -> Result<void> {
+    if (out == nullptr) return null_argument("et_channel_publisher_acquire", "out");
+    *out = nullptr;
+    if (publisher == nullptr) return null_argument("et_channel_publisher_acquire", "publisher");
+    if (pool == nullptr) return null_argument("et_channel_publisher_acquire", "pool");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_publisher_acquire", timeout_ms));
+    ET_TRY_ASSIGN(auto t, publisher->publisher.acquire(pool->pool, wait));
+    give_tensor(std::move(t), out);
+    return {};
+  });
+}
+
+et_status et_channel_publisher_end_stream(et_channel_publisher* publisher) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_end_stream", "publisher");
+    return publisher->publisher.end_stream();
+  });
+}
+
+et_status et_channel_publisher_drain(et_channel_publisher* publisher, int32_t timeout_ms) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_drain", "publisher");
+    ET_TRY_ASSIGN(auto wait, wait_ms("et_channel_publisher_drain", timeout_ms));
+    return publisher->publisher.drain(wait);
+  });
+}
+
+et_status et_channel_publisher_disconnect(et_channel_publisher* publisher, uint64_t id) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_disconnect", "publisher");
+    return publisher->publisher.disconnect(id);
+  });
+}
+
+et_status et_channel_publisher_get_receivers(const et_channel_publisher* publisher, et_channel_receiver_info* infos,
+                                             uint32_t capacity, uint32_t* out_count) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_channel_publisher_get_receivers";
+    if (publisher == nullptr) return null_argument(kFn, "publisher");
+    if (out_count == nullptr) return null_argument(kFn, "out_count");
+    if (capacity > 0 && infos == nullptr) return null_argument(kFn, "infos (capacity " + std::to_string(capacity) + ")");
+    // The caller's element size is the stride: an older or newer caller's array steps by its own sizeof.
+    const std::uint32_t stride = capacity > 0 ? declared_struct_size(infos) : 0;
+    if (capacity > 0) ET_TRY(check_struct_size(stride, ET_CHANNEL_RECEIVER_INFO_SIZE_VER0, "et_channel_receiver_info"));
+    const std::vector<channel::ReceiverInfo> all = publisher->publisher.receivers();
+    for (std::size_t i = 0; i < all.size() && i < capacity; ++i) {
+      const channel::ReceiverInfo& r = all[i];
+      et_channel_receiver_info v{};
+      v.struct_size = sizeof v;
+      v.policy = static_cast<int32_t>(r.policy);
+      v.id = r.id;
+      v.max_frames_out = r.max_frames_out;
+      if (r.peer) {
+        v.has_peer = 1;
+        v.peer_pid = r.peer->pid;
+        v.peer_uid = r.peer->uid;
+        v.peer_gid = r.peer->gid;
+      }
+      v.stats = sender_stats_to_c(r.stats);
+      auto* element = reinterpret_cast<unsigned char*>(infos) + i * stride;
+      std::memcpy(element, &stride, sizeof stride);  // the library sets struct_size past the first element
+      ET_TRY(copy_struct_to_caller(element, stride, ET_CHANNEL_RECEIVER_INFO_SIZE_VER0, &v, sizeof v,
+                                   "et_channel_receiver_info"));
+    }
+    *out_count = static_cast<uint32_t>(all.size());
+    return {};
+  });
+}
+
+et_status et_channel_publisher_get_stats(const et_channel_publisher* publisher, et_channel_publisher_stats* stats) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_get_stats", "publisher");
+    if (stats == nullptr) return null_argument("et_channel_publisher_get_stats", "stats");
+    const channel::PublisherStats s = publisher->publisher.stats();
+    et_channel_publisher_stats v{};
+    v.struct_size = sizeof v;
+    v.frames_published = s.frames_published;
+    v.deliveries = s.deliveries;
+    v.drops = s.drops;
+    v.receivers_joined = s.receivers_joined;
+    v.receivers_left = s.receivers_left;
+    v.receivers_refused = s.receivers_refused;
+    v.receivers = s.receivers;
+    return write_output(stats, v, ET_CHANNEL_PUBLISHER_STATS_SIZE_VER0, "et_channel_publisher_stats");
+  });
+}
+
+et_status et_channel_publisher_get_path(const et_channel_publisher* publisher, const char** out_path) {
+  return guarded([&]() -> Result<void> {
+    if (publisher == nullptr) return null_argument("et_channel_publisher_get_path", "publisher");
+    if (out_path == nullptr) return null_argument("et_channel_publisher_get_path", "out_path");
+    *out_path = publisher->publisher.path().c_str();  // the Publisher's own string: lives as long as the handle
+    return {};
   });
 }
 

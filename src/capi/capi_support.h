@@ -58,6 +58,10 @@ struct et_channel_receiver {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::channel::Receiver receiver;
 };
+struct et_channel_publisher {
+  std::atomic<std::uint32_t> refs{1};
+  edgetensor::channel::Publisher publisher;
+};
 
 namespace edgetensor::capi {
 

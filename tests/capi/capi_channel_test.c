@@ -604,9 +604,9 @@ static int case_channel_bad_input(void) {
   so.max_frames_out = (uint64_t)1 << 21;
   CHECK(refused_and_closed(0, &so, NULL, 0, ET_INVALID_ARGUMENT) == 0);
   so.max_frames_out = 0;
-  so.reserved = 1;
+  so.flags = 4; /* an unknown flag */
   CHECK(refused_and_closed(0, &so, NULL, 0, ET_INVALID_ARGUMENT) == 0);
-  so.reserved = 0;
+  so.flags = 0;
   so.struct_size = 4;
   CHECK(refused_and_closed(0, &so, NULL, 0, ET_INVALID_ARGUMENT) == 0);
   CHECK_MESSAGE("et_channel_sender_options.struct_size 4");
@@ -863,6 +863,340 @@ static int case_channel_errno_kept(void) {
   return 0;
 }
 
+/* ---- policy requests and the publisher ---------------------------------------------------------- */
+
+/* Sends `t` until the sender counts a drop (the receiver's request is applied once its hello is read). */
+static uint64_t sends_until_a_drop(et_channel_sender* s, et_tensor* t) {
+  et_channel_sender_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  uint64_t seq = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (et_channel_sender_send(s, t, NULL, &seq) != ET_OK || et_channel_sender_get_stats(s, &st) != ET_OK) return 0;
+    if (st.frames_dropped > 0) return st.frames_dropped;
+    usleep(5000);
+  }
+  return 0;
+}
+
+static int case_channel_receiver_asks_for_its_policy(void) {
+  et_pool* pool = shm_pool(1);
+  et_tensor* t = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &t));
+  for (int fixed = 0; fixed < 2; ++fixed) {
+    int32_t fds[2];
+    CHECK_OK(et_channel_socket_pair(fds));
+    et_channel_sender_options so = {.struct_size = sizeof so, .flags = fixed ? ET_CHANNEL_SENDER_FIXED_POLICY : 0};
+    et_channel_receiver_options ro = {.struct_size = sizeof ro, .use_policy = 1, .policy = ET_CHANNEL_POLICY_DROP,
+                                      .max_frames_out = 1};
+    et_channel_sender* s = NULL;
+    et_channel_receiver* r = NULL;
+    CHECK_OK(et_channel_receiver_create_adopt(fds[1], &ro, &r));
+    CHECK_OK(et_channel_sender_create_adopt(fds[0], &so, &s));
+    if (fixed) {
+      usleep(100000); /* the hello has long been read: still no drop, the sender's policy stands */
+      uint64_t seq = 0;
+      for (int i = 0; i < 20; ++i) CHECK_OK(et_channel_sender_send(s, t, NULL, &seq));
+      et_channel_sender_stats st;
+      memset(&st, 0, sizeof st);
+      st.struct_size = sizeof st;
+      CHECK_OK(et_channel_sender_get_stats(s, &st));
+      CHECK(st.frames_dropped == 0 && st.frames_sent == 20);
+    } else {
+      CHECK(sends_until_a_drop(s, t) > 0); /* the receiver holds its one frame: DROP, as it asked */
+    }
+    et_channel_sender_release(s);
+    et_channel_receiver_release(r);
+  }
+  et_tensor_release(t);
+  et_pool_release(pool);
+  return 0;
+}
+
+/* A consumer in a child process: 3 frames with their pixels, then the end of stream. */
+static int consume_three(int32_t socket_fd) {
+  et_channel_receiver* r = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(socket_fd, NULL, &r));
+  et_channel_delivery d = delivery();
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    CHECK_OK(et_channel_receiver_receive(r, 10000, &d));
+    CHECK(d.sequence == seq && holds(d.tensor, seq, 0, kYBytes));
+    drop(&d);
+  }
+  CHECK_OK(et_channel_receiver_receive(r, 10000, &d));
+  CHECK(d.end_of_stream == 1);
+  et_channel_receiver_release(r);
+  return 0;
+}
+
+static int case_channel_publisher_fan_out(void) {
+  int32_t child_fds[2], local_fds[2];
+  CHECK_OK(et_channel_socket_pair(child_fds));
+  fflush(NULL);
+  const pid_t child = fork(); /* before any sender exists: a sender has a thread */
+  CHECK(child >= 0);
+  if (child == 0) {
+    close(child_fds[0]);
+    _exit(consume_three(child_fds[1]));
+  }
+  close(child_fds[1]);
+  et_channel_publisher_options po = {.struct_size = sizeof po, .name = "capi-fanout"};
+  et_channel_publisher* pub = NULL;
+  CHECK_OK(et_channel_publisher_create(&po, &pub));
+  uint64_t id1 = 0, id2 = 0;
+  CHECK_OK(et_channel_publisher_add_receiver_adopt(pub, child_fds[0], NULL, &id1));
+  CHECK_OK(et_channel_socket_pair(local_fds));
+  et_channel_sender_options drop_one = {.struct_size = sizeof drop_one, .policy = ET_CHANNEL_POLICY_DROP,
+                                        .max_frames_out = 1};
+  CHECK_OK(et_channel_publisher_add_receiver_adopt(pub, local_fds[0], &drop_one, &id2));
+  CHECK(id1 == 1 && id2 == 2);
+  et_channel_receiver* slow = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(local_fds[1], NULL, &slow));
+  et_pool* pool = shm_pool(4);
+  CHECK(pool != NULL);
+  et_channel_publish_result pr;
+  memset(&pr, 0, sizeof pr);
+  pr.struct_size = sizeof pr;
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    et_tensor* t = NULL;
+    CHECK_OK(et_channel_publisher_acquire(pub, pool, 5000, &t));
+    CHECK(fill(t, seq) == 0);
+    CHECK_OK(et_channel_publisher_send(pub, t, NULL, &pr));
+    et_tensor_release(t);
+    /* The slow receiver holds frame 0 unread (its limit, 1): frames 1 and 2 are dropped for it alone. */
+    CHECK(pr.sequence == seq && pr.delivered == (seq == 0 ? 2u : 1u) && pr.dropped == (seq == 0 ? 0u : 1u) &&
+          pr.removed == 0);
+  }
+  et_channel_receiver_info infos[3];
+  memset(infos, 0, sizeof infos);
+  infos[0].struct_size = sizeof infos[0];
+  uint32_t count = 0;
+  CHECK_OK(et_channel_publisher_get_receivers(pub, infos, 1, &count)); /* too small: the count says so */
+  CHECK(count == 2 && infos[0].id == id1 && infos[1].struct_size == 0);
+  CHECK_OK(et_channel_publisher_get_receivers(pub, infos, 3, &count));
+  CHECK(count == 2 && infos[1].struct_size == sizeof infos[1] && infos[2].struct_size == 0);
+  CHECK(infos[0].policy == ET_CHANNEL_POLICY_BLOCK && infos[0].stats.frames_sent == 3 && infos[0].has_peer == 1);
+  CHECK(infos[0].peer_pid == (int32_t)getpid()); /* a socket pair: this process made both ends */
+  CHECK(infos[1].id == id2 && infos[1].policy == ET_CHANNEL_POLICY_DROP && infos[1].max_frames_out == 1 &&
+        infos[1].stats.frames_dropped == 2 && infos[1].stats.struct_size == sizeof infos[1].stats);
+  /* Disconnected: the slow receiver still reads what it was sent, then the channel's end. */
+  CHECK_OK(et_channel_publisher_disconnect(pub, id2));
+  CHECK_STATUS(ET_NOT_FOUND, et_channel_publisher_disconnect(pub, id2));
+  CHECK_MESSAGE("no receiver 2");
+  et_channel_delivery d = delivery();
+  CHECK_OK(et_channel_receiver_receive(slow, 1000, &d));
+  CHECK(d.sequence == 0 && holds(d.tensor, 0, 0, kYBytes));
+  drop(&d);
+  CHECK_STATUS(ET_UNAVAILABLE, et_channel_receiver_receive(slow, 1000, &d));
+  CHECK_OK(et_channel_publisher_end_stream(pub));
+  CHECK_OK(et_channel_publisher_drain(pub, 10000));
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  et_channel_publisher_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK_OK(et_channel_publisher_get_stats(pub, &st));
+  CHECK(st.frames_published == 3 && st.deliveries == 4 && st.drops == 2 && st.receivers_joined == 2);
+  CHECK(st.receivers_left == 1 && st.receivers == 1);
+  const char* path = NULL;
+  CHECK_OK(et_channel_publisher_get_path(pub, &path));
+  CHECK(path != NULL && path[0] == 0);
+  et_channel_receiver_release(slow);
+  et_channel_publisher_release(pub);
+  et_pool_release(pool);
+  return 0;
+}
+
+static int case_channel_publisher_listens(void) {
+  char path[96];
+  socket_path(path, sizeof path, "publish");
+  et_channel_publisher* pub = NULL;
+  CHECK_OK(et_channel_publisher_listen(path, NULL, NULL, &pub));
+  const char* got = NULL;
+  CHECK_OK(et_channel_publisher_get_path(pub, &got));
+  CHECK(strcmp(got, path) == 0);
+  int32_t fd = -1;
+  CHECK_OK(et_channel_connect(path, 1000, &fd));
+  et_channel_receiver* r = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &r));
+  et_channel_publisher_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  for (int i = 0; i < 400 && st.receivers == 0; ++i) {
+    CHECK_OK(et_channel_publisher_get_stats(pub, &st));
+    if (st.receivers == 0) usleep(5000);
+  }
+  CHECK(st.receivers == 1);
+  et_pool* pool = shm_pool(2);
+  et_tensor* t = NULL;
+  CHECK_OK(et_channel_publisher_acquire(pub, pool, 1000, &t));
+  CHECK(fill(t, 5) == 0);
+  et_channel_publish_result pr;
+  memset(&pr, 0, sizeof pr);
+  pr.struct_size = sizeof pr;
+  CHECK_OK(et_channel_publisher_send(pub, t, NULL, &pr));
+  CHECK(pr.delivered == 1);
+  et_channel_delivery d = delivery();
+  CHECK_OK(et_channel_receiver_receive(r, 1000, &d));
+  CHECK(holds(d.tensor, 5, 0, kYBytes));
+  drop(&d);
+  /* A frame of two buffers to every receiver. */
+  et_frame* frame = NULL;
+  CHECK_OK(two_buffer_frame(6, &frame));
+  CHECK_OK(et_channel_publisher_send_frame(pub, frame, NULL, &pr));
+  CHECK(pr.sequence == 1 && pr.delivered == 1);
+  CHECK_OK(et_channel_receiver_receive(r, 1000, &d));
+  et_tensor* uv = NULL;
+  CHECK(d.frame != NULL);
+  CHECK_OK(et_frame_plane(d.frame, 1, &uv));
+  CHECK(holds(uv, 6, 1, kUvBytes));
+  et_tensor_release(uv);
+  drop(&d);
+  et_frame_release(frame);
+  et_tensor_release(t);
+  et_channel_receiver_release(r);
+  et_channel_publisher_release(pub);
+  CHECK(access(path, F_OK) != 0);
+  et_pool_release(pool);
+  return 0;
+}
+
+static int case_channel_publisher_bad_input(void) {
+  et_channel_publisher* pub = (et_channel_publisher*)&pub;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_create(NULL, NULL));
+  et_channel_publisher_options po = {.struct_size = sizeof po, .max_receivers = 2000};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_create(&po, &pub));
+  CHECK(pub == NULL);
+  et_channel_sender_options bad_sender = {.struct_size = sizeof bad_sender, .policy = 5};
+  po.max_receivers = 0;
+  po.receiver = &bad_sender;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_create(&po, &pub));
+  CHECK_MESSAGE("policy 5");
+  po.receiver = NULL;
+  po.struct_size = 7;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_create(&po, &pub));
+  po.struct_size = sizeof po;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_listen(NULL, NULL, NULL, &pub));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_listen("", NULL, NULL, &pub));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_listen("/tmp/x", NULL, NULL, NULL));
+  et_channel_listen_options lo = {.struct_size = sizeof lo, .backlog = -4};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_listen("@et-capi-bad", &lo, NULL, &pub));
+  po.max_receivers = 1;
+  CHECK_OK(et_channel_publisher_create(&po, &pub));
+  uint64_t id = 0;
+  /* add_receiver_adopt takes its fd on every path. */
+  int32_t fds[2];
+  CHECK_OK(et_channel_socket_pair(fds));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_add_receiver_adopt(NULL, fds[0], NULL, &id));
+  CHECK(!fd_is_open(fds[0]));
+  close(fds[1]);
+  CHECK_OK(et_channel_socket_pair(fds));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_add_receiver_adopt(pub, fds[0], &bad_sender, &id));
+  CHECK(!fd_is_open(fds[0]));
+  close(fds[1]);
+  CHECK_OK(et_channel_socket_pair(fds));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_add_receiver_adopt(pub, fds[0], NULL, NULL));
+  CHECK(!fd_is_open(fds[0]));
+  close(fds[1]);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_add_receiver_adopt(pub, -1, NULL, &id));
+  CHECK_MESSAGE("socket_fd -1");
+  int pipe_fds[2];
+  CHECK(pipe(pipe_fds) == 0);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_add_receiver_adopt(pub, pipe_fds[1], NULL, &id));
+  CHECK(!fd_is_open(pipe_fds[1]));
+  close(pipe_fds[0]);
+  CHECK_OK(et_channel_socket_pair(fds));
+  CHECK_OK(et_channel_publisher_add_receiver_adopt(pub, fds[0], NULL, &id));
+  int32_t more[2];
+  CHECK_OK(et_channel_socket_pair(more));
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_channel_publisher_add_receiver_adopt(pub, more[0], NULL, &id)); /* max 1 */
+  CHECK(!fd_is_open(more[0]));
+  close(more[1]);
+  et_pool* pool = shm_pool(1);
+  et_tensor* t = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &t));
+  et_channel_publish_result pr;
+  memset(&pr, 0, sizeof pr);
+  pr.struct_size = sizeof pr;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send(NULL, t, NULL, &pr));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send(pub, NULL, NULL, &pr));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send(pub, t, NULL, NULL));
+  pr.struct_size = 4;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send(pub, t, NULL, &pr));
+  CHECK_MESSAGE("et_channel_publish_result.struct_size 4");
+  pr.struct_size = sizeof pr;
+  et_channel_send_options so = {.struct_size = sizeof so, .has = 32};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send(pub, t, &so, &pr));
+  et_channel_publisher_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK_OK(et_channel_publisher_get_stats(pub, &st));
+  CHECK(st.frames_published == 0); /* nothing was sent by the refused calls */
+  et_frame* frame = NULL;
+  CHECK_OK(two_buffer_frame(0, &frame));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send_frame(NULL, frame, NULL, &pr));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send_frame(pub, NULL, NULL, &pr));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_send_frame(pub, frame, NULL, NULL));
+  et_frame_release(frame);
+  et_tensor* acquired = (et_tensor*)&acquired;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_acquire(NULL, pool, 0, &acquired));
+  CHECK(acquired == NULL);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_acquire(pub, NULL, 0, &acquired));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_acquire(pub, pool, 0, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_acquire(pub, pool, -7, &acquired));
+  CHECK_MESSAGE("timeout_ms -7");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_end_stream(NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_drain(NULL, 0));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_drain(pub, -2));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_disconnect(NULL, 1));
+  CHECK_STATUS(ET_NOT_FOUND, et_channel_publisher_disconnect(pub, 77));
+  uint32_t count = 0;
+  et_channel_receiver_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_receivers(NULL, &info, 1, &count));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_receivers(pub, &info, 1, NULL));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_receivers(pub, NULL, 1, &count));
+  CHECK_MESSAGE("infos (capacity 1) is NULL");
+  CHECK_OK(et_channel_publisher_get_receivers(pub, NULL, 0, &count));
+  CHECK(count == 1);
+  info.struct_size = 16;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_receivers(pub, &info, 1, &count));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_stats(NULL, &st));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_stats(pub, NULL));
+  st.struct_size = 0;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_stats(pub, &st));
+  const char* path = NULL;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_path(NULL, &path));
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_publisher_get_path(pub, NULL));
+  CHECK(et_channel_publisher_retain(NULL) == NULL);
+  et_channel_publisher_release(NULL);
+  /* Receiver options of a policy request, and the sender's flags (each refusal closes the fd). */
+  et_channel_receiver_options ro = {.struct_size = sizeof ro, .use_policy = 2};
+  CHECK(refused_and_closed(1, NULL, &ro, 0, ET_INVALID_ARGUMENT) == 0);
+  CHECK_MESSAGE("use_policy 2");
+  ro.use_policy = 0;
+  ro.policy = ET_CHANNEL_POLICY_DROP;
+  CHECK(refused_and_closed(1, NULL, &ro, 0, ET_INVALID_ARGUMENT) == 0);
+  CHECK_MESSAGE("use_policy 1");
+  ro.use_policy = 1;
+  ro.policy = 7;
+  CHECK(refused_and_closed(1, NULL, &ro, 0, ET_INVALID_ARGUMENT) == 0);
+  CHECK_MESSAGE("policy 7");
+  ro.policy = ET_CHANNEL_POLICY_DROP;
+  ro.max_frames_out = (uint64_t)1 << 21;
+  CHECK(refused_and_closed(1, NULL, &ro, 0, ET_INVALID_ARGUMENT) == 0);
+  et_channel_sender_options flags = {.struct_size = sizeof flags, .flags = 2};
+  CHECK(refused_and_closed(0, &flags, NULL, 0, ET_INVALID_ARGUMENT) == 0);
+  CHECK_MESSAGE("ET_CHANNEL_SENDER_FIXED_POLICY");
+  et_tensor_release(t);
+  et_channel_publisher_release(pub);
+  close(fds[1]);
+  et_pool_release(pool);
+  return 0;
+}
+
 static const struct test_case kCases[] = {
     {"channel_two_processes", case_channel_two_processes},
     {"channel_latest_and_end_of_stream", case_channel_latest_and_end_of_stream},
@@ -875,6 +1209,10 @@ static const struct test_case kCases[] = {
     {"channel_bad_input", case_channel_bad_input},
     {"channel_listener_bad_input", case_channel_listener_bad_input},
     {"channel_errno_kept", case_channel_errno_kept},
+    {"channel_receiver_asks_for_its_policy", case_channel_receiver_asks_for_its_policy},
+    {"channel_publisher_fan_out", case_channel_publisher_fan_out},
+    {"channel_publisher_listens", case_channel_publisher_listens},
+    {"channel_publisher_bad_input", case_channel_publisher_bad_input},
 };
 
 int main(int argc, char** argv) { return run_cases(kCases, sizeof kCases / sizeof kCases[0], argc, argv); }

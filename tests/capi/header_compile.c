@@ -56,11 +56,17 @@ ET_STATIC_ASSERT(sizeof(et_channel_sender_options) == 40 && offsetof(et_channel_
                      offsetof(et_channel_sender_options, name) == 32 && sizeof(et_channel_send_options) == 48 &&
                      offsetof(et_channel_send_options, sequence) == 16 && sizeof(et_channel_sender_stats) == 72,
                  "sender structs layout");
-ET_STATIC_ASSERT(sizeof(et_channel_receiver_options) == 32 && offsetof(et_channel_receiver_options, name) == 24 &&
+ET_STATIC_ASSERT(sizeof(et_channel_receiver_options) == 48 && offsetof(et_channel_receiver_options, name) == 24 &&
+                     offsetof(et_channel_receiver_options, use_policy) == 32 &&
+                     offsetof(et_channel_receiver_options, max_frames_out) == 40 &&
                      sizeof(et_channel_delivery) == 64 && offsetof(et_channel_delivery, flags) == 40 &&
                      offsetof(et_channel_delivery, tensor) == 48 && offsetof(et_channel_delivery, frame) == 56 &&
                      sizeof(et_channel_receiver_stats) == 80,
                  "receiver structs layout");
+ET_STATIC_ASSERT(sizeof(et_channel_publisher_options) == 24 && offsetof(et_channel_publisher_options, receiver) == 16 &&
+                     sizeof(et_channel_publish_result) == 40 && sizeof(et_channel_receiver_info) == 112 &&
+                     offsetof(et_channel_receiver_info, stats) == 40 && sizeof(et_channel_publisher_stats) == 64,
+                 "publisher structs layout");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
@@ -215,6 +221,29 @@ int header_compile_uses(void) {
        et_channel_receiver_get_fd(receiver, &fd) | et_channel_receiver_get_stats(receiver, &rst) |
        et_channel_receiver_status(receiver);
   et_channel_receiver_release(et_channel_receiver_retain(receiver));
+  et_channel_publisher_options pbo;
+  memset(&pbo, 0, sizeof pbo);
+  pbo.struct_size = sizeof pbo;
+  pbo.receiver = &sdo;
+  et_channel_publisher* pub = NULL;
+  uint64_t id = 0;
+  et_channel_publish_result pr;
+  memset(&pr, 0, sizeof pr);
+  pr.struct_size = sizeof pr;
+  et_channel_receiver_info infos[2];
+  memset(infos, 0, sizeof infos);
+  infos[0].struct_size = sizeof infos[0];
+  uint32_t receiver_count = 0;
+  et_channel_publisher_stats pst;
+  memset(&pst, 0, sizeof pst);
+  pst.struct_size = sizeof pst;
+  s |= et_channel_publisher_create(&pbo, &pub) | et_channel_publisher_listen("@p", &lo, &pbo, &pub) |
+       et_channel_publisher_add_receiver_adopt(pub, fds[0], &sdo, &id) | et_channel_publisher_send(pub, t, &sno, &pr) |
+       et_channel_publisher_send_frame(pub, fr, &sno, &pr) | et_channel_publisher_acquire(pub, pool, 0, &v) |
+       et_channel_publisher_end_stream(pub) | et_channel_publisher_drain(pub, 0) | et_channel_publisher_disconnect(pub, id) |
+       et_channel_publisher_get_receivers(pub, infos, 2, &receiver_count) | et_channel_publisher_get_stats(pub, &pst) |
+       et_channel_publisher_get_path(pub, &path);
+  et_channel_publisher_release(et_channel_publisher_retain(pub));
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

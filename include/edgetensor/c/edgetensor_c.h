@@ -839,6 +839,11 @@ typedef struct et_channel_sender et_channel_sender;
 #define ET_CHANNEL_POLICY_BLOCK 0 /* back-pressure: the send waits for a release, at most the send timeout, then ET_BUSY */
 #define ET_CHANNEL_POLICY_DROP 1  /* never waits: the frame is not sent to it (counted in frames_dropped) */
 
+/* Sender flags. */
+/* A receiver's own request (et_channel_receiver_options.use_policy) is ignored: this policy and limit stand
+ * (C++ SenderOptions::receiver_may_choose false). */
+#define ET_CHANNEL_SENDER_FIXED_POLICY 1u
+
 /* Options of et_channel_sender_create_adopt (C++ SenderOptions). */
 typedef struct et_channel_sender_options {
   uint32_t struct_size;
@@ -846,7 +851,7 @@ typedef struct et_channel_sender_options {
   uint32_t max_buffers;       /* buffers announced at once, 1 to 1024; 0 = 32 */
   uint32_t use_send_timeout;  /* 0: the default, 1000 ms; 1: send_timeout_ms */
   int32_t send_timeout_ms;    /* with use_send_timeout: the longest wait of a send (0: none; ET_WAIT_FOREVER) */
-  uint32_t reserved;          /* zero */
+  uint32_t flags;             /* ET_CHANNEL_SENDER_* bits; others must be zero */
   uint64_t max_frames_out;    /* frames the receiver may hold before the policy applies, up to 2^20; 0 = no
                                  limit but the buffer table */
   const char* name;           /* NULL or "" = none; names the channel in errors */
@@ -943,6 +948,10 @@ typedef struct et_channel_receiver_options {
   uint64_t max_queued_releases;  /* releases queued while the sender does not read, 1 to 2^20; 0 = 4096 */
   const char* name;              /* NULL or "" = none; names the channel in errors */
   ET_C_POINTER_PAD_(name_pad_)
+  uint32_t use_policy;           /* 0: the sender's choice; 1: ask the sender for `policy` and `max_frames_out`
+                                    (granted unless it set ET_CHANNEL_SENDER_FIXED_POLICY) */
+  int32_t policy;                /* with use_policy: ET_CHANNEL_POLICY_* (DROP for a latest-frame consumer) */
+  uint64_t max_frames_out;       /* with use_policy: frames this receiver may hold, up to 2^20 (0: the table) */
 } et_channel_receiver_options;
 #define ET_CHANNEL_RECEIVER_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_options))
 
@@ -1015,6 +1024,128 @@ ET_C_API et_status et_channel_receiver_get_stats(const et_channel_receiver* rece
 /* ET_OK while the channel is open; else why it closed (recorded as the last error). Errors:
  * ET_INVALID_ARGUMENT (NULL). */
 ET_C_API et_status et_channel_receiver_status(const et_channel_receiver* receiver);
+
+/* ---- Publisher: one producer, many receivers (C++ channel::Publisher, docs/CHANNEL.md "Many receivers") */
+/* Each receiver has its own socket and its own sender inside (policy, frame limit, buffer table, counters);
+ * a frame goes to every receiver with one sequence, and a buffer goes back to its pool once every receiver
+ * it was sent to has released it (or left). A receiver that closes or dies is removed at the next send.
+ * Pool size for a producer that never waits in acquire: the sum over receivers of max_frames_out x buffers
+ * per frame + the buffers the producer holds at once. Thread-safe, reference-counted. */
+typedef struct et_channel_publisher et_channel_publisher;
+
+/* Most receivers one publisher serves. */
+#define ET_CHANNEL_MAX_RECEIVERS 1024u
+
+/* Options of et_channel_publisher_create / _listen (C++ PublisherOptions). */
+typedef struct et_channel_publisher_options {
+  uint32_t struct_size;
+  uint32_t max_receivers;                      /* 1 to ET_CHANNEL_MAX_RECEIVERS; 0 = 64 */
+  const char* name;                            /* NULL or "" = none; names the channel in errors and logs */
+  ET_C_POINTER_PAD_(name_pad_)
+  /* Options of every receiver added without its own and of every accepted peer (NULL: defaults); their
+   * name is replaced by "<name> receiver <id>". */
+  const et_channel_sender_options* receiver;
+  ET_C_POINTER_PAD_(receiver_pad_)
+} et_channel_publisher_options;
+#define ET_CHANNEL_PUBLISHER_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_publisher_options))
+
+/* A publisher with no receivers (et_channel_publisher_add_receiver_adopt adds them). Errors:
+ * ET_INVALID_ARGUMENT (NULL out, bad options, max_receivers or the receiver options out of range). */
+ET_C_API et_status et_channel_publisher_create(const et_channel_publisher_options* options, et_channel_publisher** out);
+/* A publisher that listens on `path` (as et_channel_listener_create, with `listen` options) and accepts
+ * receivers on its own thread while it lives. Errors: as create and et_channel_listener_create,
+ * ET_INTERNAL (the thread could not start). */
+ET_C_API et_status et_channel_publisher_listen(const char* path, const et_channel_listen_options* listen,
+                                               const et_channel_publisher_options* options,
+                                               et_channel_publisher** out);
+ET_C_API et_channel_publisher* et_channel_publisher_retain(et_channel_publisher* publisher);
+/* The last release stops accepting, then closes every receiver as a sender's last release does. */
+ET_C_API void et_channel_publisher_release(et_channel_publisher* publisher);
+/* Serves a receiver on `socket_fd`, taken on every path as et_channel_sender_create_adopt takes it, with
+ * `options` (NULL: the publisher's receiver options); *out_id is its id (1 first, never reused). After
+ * end_stream the receiver gets the end of stream at once. Errors: ET_INVALID_ARGUMENT (NULL, a negative fd,
+ * bad options, not a connected SEQPACKET socket), ET_OUT_OF_RANGE (max_receivers served). */
+ET_C_API et_status et_channel_publisher_add_receiver_adopt(et_channel_publisher* publisher, int32_t socket_fd,
+                                                           const et_channel_sender_options* options,
+                                                           uint64_t* out_id);
+
+/* What one publish did (output struct: set struct_size first). */
+typedef struct et_channel_publish_result {
+  uint32_t struct_size;
+  uint32_t reserved;   /* zero */
+  uint64_t sequence;   /* the frame's sequence, the same on every receiver */
+  uint64_t delivered;  /* receivers it was sent to */
+  uint64_t dropped;    /* receivers that did not get it (DROP at the limit, BLOCK past its send timeout) */
+  uint64_t removed;    /* receivers found closed and removed by this send */
+} et_channel_publish_result;
+#define ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0 ((uint32_t)sizeof(et_channel_publish_result))
+
+/* Sends `tensor` to every receiver (0 receivers: ET_OK, its sequence used). A receiver's busy or drop is
+ * counted in *out, not an error. Errors: ET_INVALID_ARGUMENT (NULL, bad options or struct_size, timing,
+ * a sequence not increasing), ET_FAILED_PRECONDITION (zero elements, after end_stream), ET_UNSUPPORTED
+ * (memory that cannot cross). */
+ET_C_API et_status et_channel_publisher_send(et_channel_publisher* publisher, const et_tensor* tensor,
+                                             const et_channel_send_options* options, et_channel_publish_result* out);
+/* As et_channel_publisher_send, for a frame. */
+ET_C_API et_status et_channel_publisher_send_frame(et_channel_publisher* publisher, const et_frame* frame,
+                                                   const et_channel_send_options* options,
+                                                   et_channel_publish_result* out);
+/* et_pool_acquire(pool) at most `timeout_ms`, after sizing every receiver's buffer table to the pool; on
+ * ET_BUSY the message names the receivers holding frames. Errors: ET_INVALID_ARGUMENT (NULL, a bad timeout),
+ * then et_pool_acquire's. */
+ET_C_API et_status et_channel_publisher_acquire(et_channel_publisher* publisher, et_pool* pool, int32_t timeout_ms,
+                                                et_tensor** out);
+/* Ends the stream on every receiver, and on every later one at once; later sends fail. Errors:
+ * ET_INVALID_ARGUMENT (NULL), ET_BUSY (a receiver's socket stayed full: call again). */
+ET_C_API et_status et_channel_publisher_end_stream(et_channel_publisher* publisher);
+/* Waits until every receiver has released every frame, at most `timeout_ms` in all. Errors:
+ * ET_INVALID_ARGUMENT (NULL, a bad timeout), ET_BUSY (frames still out, naming the receivers). */
+ET_C_API et_status et_channel_publisher_drain(et_channel_publisher* publisher, int32_t timeout_ms);
+/* Closes receiver `id`; its frames out count as released, so a pool may hand their buffers out again
+ * while that process still maps them. Errors: ET_INVALID_ARGUMENT (NULL), ET_NOT_FOUND (no receiver `id`). */
+ET_C_API et_status et_channel_publisher_disconnect(et_channel_publisher* publisher, uint64_t id);
+
+/* One receiver of a publisher (output struct: set struct_size first). */
+typedef struct et_channel_receiver_info {
+  uint32_t struct_size;
+  int32_t policy;                   /* ET_CHANNEL_POLICY_* in force (the receiver's request, if granted) */
+  uint64_t id;
+  uint64_t max_frames_out;          /* in force */
+  uint32_t has_peer;                /* 1: the peer_* fields are the socket's SO_PEERCRED */
+  int32_t peer_pid;
+  uint32_t peer_uid;
+  uint32_t peer_gid;
+  et_channel_sender_stats stats;    /* its sender's counters (filled whole: stats.struct_size is set) */
+} et_channel_receiver_info;
+#define ET_CHANNEL_RECEIVER_INFO_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_info))
+
+/* The receivers served now, in the order they joined: the first min(capacity, count) into `infos`, an array
+ * whose element size is infos[0].struct_size (set it on the first; the library sets it on the others), and
+ * the number served into *out_count (call again with a larger array when it is above capacity). `infos`
+ * may be NULL when capacity is 0. Errors: ET_INVALID_ARGUMENT (NULL publisher or out_count, NULL infos with
+ * capacity > 0, bad struct_size). */
+ET_C_API et_status et_channel_publisher_get_receivers(const et_channel_publisher* publisher,
+                                                      et_channel_receiver_info* infos, uint32_t capacity,
+                                                      uint32_t* out_count);
+
+/* A publisher's counters (output struct: set struct_size first). */
+typedef struct et_channel_publisher_stats {
+  uint32_t struct_size;
+  uint32_t reserved;            /* zero */
+  uint64_t frames_published;    /* sequences used (0 receivers included) */
+  uint64_t deliveries;          /* frames sent, summed over receivers */
+  uint64_t drops;               /* frames a receiver did not get, summed over receivers */
+  uint64_t receivers_joined;
+  uint64_t receivers_left;      /* closed by their peer, failed, or disconnected */
+  uint64_t receivers_refused;   /* peers accepted past max_receivers and closed */
+  uint64_t receivers;           /* served now */
+} et_channel_publisher_stats;
+#define ET_CHANNEL_PUBLISHER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_publisher_stats))
+/* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_channel_publisher_get_stats(const et_channel_publisher* publisher,
+                                                  et_channel_publisher_stats* stats);
+/* The path given to _listen ("" otherwise; valid until the last release). Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_channel_publisher_get_path(const et_channel_publisher* publisher, const char** out_path);
 
 /* ---- The machine report ------------------------------------------------------------------------- */
 /* The probe report of `edgetensor info --json` (schema "edgetensor.info/1", probed within this process:

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The elements in pipelines, checked pixel by pixel (C11; the C API and GStreamer only):
+ * - edgetensorsink: `videotestsrc pattern=ball ! edgetensorsink` feeds a C consumer (connect, receiver),
+ *   which checks every frame against the same pattern rendered to appsink by a reference pipeline; with the
+ *   sink's pool taken upstream the stats show 0 copies, with the ALLOCATION query dropped (identity
+ *   drop-allocation) every frame is one copy, and the pixels are the same. */
+#include "../capi/capi_check.h"
+
+#include <gst/allocators/allocators.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { kWidth = 320, kHeight = 240, kFrames = 30 };
+
+/* NV12's planes: rows and bytes per row. */
+static unsigned plane_rows(unsigned plane) { return plane == 0 ? kHeight : (kHeight + 1) / 2; }
+static unsigned plane_row_bytes(unsigned plane) { return plane == 0 ? kWidth : (kWidth + 1) / 2 * 2; }
+
+
+/* ---- edgetensorsink ---- */
+#define CAPS "video/x-raw,format=NV12,width=320,height=240,framerate=30/1"
+
+/* Frame i of the reference pipeline, plane p, as tight rows: reference[i * 2 + p]. */
+static GByteArray** reference_frames(int frames) {
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d pattern=ball ! " CAPS " ! appsink name=out sync=false", frames);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  if (pipeline == NULL) return NULL;
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GByteArray** planes = g_new0(GByteArray*, (size_t)frames * 2);
+  for (int i = 0; i < frames; ++i) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break;
+    GstVideoInfo info;
+    GstVideoFrame frame;
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) &&
+        gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ)) {
+      for (unsigned p = 0; p < 2; ++p) {
+        planes[i * 2 + p] = g_byte_array_new();
+        for (unsigned r = 0; r < plane_rows(p); ++r)
+          g_byte_array_append(planes[i * 2 + p],
+                              (const guint8*)GST_VIDEO_FRAME_PLANE_DATA(&frame, p) + (size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p),
+                              plane_row_bytes(p));
+      }
+      gst_video_frame_unmap(&frame);
+    }
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return planes;
+}
+
+static void free_reference(GByteArray** planes, int frames) {
+  for (int i = 0; i < frames * 2; ++i)
+    if (planes[i] != NULL) g_byte_array_unref(planes[i]);
+  g_free(planes);
+}
+
+/* Bytes of a delivered frame's plane p that differ from the reference (-1: the plane cannot be read). */
+static long frame_mismatches(const et_frame* frame, unsigned p, const GByteArray* reference) {
+  et_tensor* plane = NULL;
+  et_map* map = NULL;
+  const void* data = NULL;
+  size_t size = 0;
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  long bad = -1;
+  if (reference != NULL && et_frame_plane(frame, p, &plane) == ET_OK && et_tensor_get_info(plane, &info) == ET_OK &&
+      et_tensor_map_read(plane, &map, &data, &size) == ET_OK && info.shape[0] == plane_rows(p)) {
+    bad = 0;
+    for (unsigned r = 0; r < plane_rows(p); ++r)
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c)
+        bad += ((const uint8_t*)data)[(size_t)r * (size_t)info.strides_bytes[0] + c] !=
+               reference->data[(size_t)r * plane_row_bytes(p) + c];
+  }
+  et_map_release(map);
+  et_tensor_release(plane);
+  return bad;
+}
+
+/* Runs `pipeline_text` (an edgetensorsink on `path` with wait-receivers=1) while a C consumer receives every
+ * frame; *right counts frames equal to the reference, *stats gets the sink's stats. */
+static int consume_sink(const char* pipeline_text, const char* path, int frames, int* received, int* right,
+                        int* ended, GstStructure** stats) {
+  GByteArray** reference = reference_frames(frames);
+  CHECK(reference != NULL);
+  GstElement* pipeline = gst_parse_launch(pipeline_text, NULL);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  int32_t fd = -1;
+  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
+  CHECK(fd >= 0);
+  et_channel_receiver* receiver = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  *received = *right = *ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK) {
+      fprintf(stderr, "receive: %s\n", et_last_error_message());
+      break;
+    }
+    if (d.end_of_stream) {
+      *ended = 1;
+      break;
+    }
+    const int i = (int)d.sequence;
+    long bad = d.frame == NULL || i >= frames || !(d.has & ET_CHANNEL_HAS_PTS) ? -1 : 0;
+    for (unsigned p = 0; bad >= 0 && p < 2; ++p) {
+      const long b = frame_mismatches(d.frame, p, reference[i * 2 + p]);
+      bad = b < 0 ? -1 : bad + b;
+    }
+    if (bad != 0) fprintf(stderr, "frame %d: %ld bytes differ from the reference\n", i, bad);
+    *right += bad == 0 && i == *received;
+    ++*received;
+    et_frame_release(d.frame);
+    et_tensor_release(d.tensor);
+  }
+  et_channel_receiver_release(receiver);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  CHECK(message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS);
+  gst_message_unref(message);
+  gst_object_unref(bus);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  g_object_get(sink, "stats", stats, NULL);
+  gst_object_unref(sink);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  free_reference(reference, frames);
+  return 0;
+}
+
+static int sink_case(const char* between, guint64 expected_copies) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-sink-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d pattern=ball ! " CAPS " %s ! edgetensorsink name=sink "
+                               "socket-path=%s wait-receivers=1 sync=false",
+                               kFrames, between, path);
+  int received = 0, right = 0, ended = 0;
+  GstStructure* stats = NULL;
+  const int rc = consume_sink(text, path, kFrames, &received, &right, &ended, &stats);
+  g_free(text);
+  CHECK(rc == 0 && stats != NULL);
+  guint64 copies = 99, zero_copy = 99, deliveries = 0;
+  gst_structure_get_uint64(stats, "copies", &copies);
+  gst_structure_get_uint64(stats, "zero-copy", &zero_copy);
+  gst_structure_get_uint64(stats, "deliveries", &deliveries);
+  char* stats_text = gst_structure_to_string(stats);
+  printf("sink%s: C consumer got %d frames, %d equal to the reference, end of stream %d; %s\n", between, received, right,
+         ended, stats_text);
+  g_free(stats_text);
+  gst_structure_free(stats);
+  CHECK(received == kFrames && right == kFrames && ended == 1);
+  CHECK(copies == expected_copies && zero_copy == kFrames - expected_copies && deliveries == kFrames);
+  return 0;
+}
+
+static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
+static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
+
+int main(int argc, char** argv) {
+  gst_init(NULL, NULL);
+  if (gst_element_factory_find("edgetensorsink") == NULL || gst_element_factory_find("appsink") == NULL) {
+    fprintf(stderr, "edgetensorsink or appsink missing (GST_PLUGIN_PATH, gstreamer1.0-plugins-base)\n");
+    return getenv("EDGETENSOR_REQUIRE_GSTREAMER") != NULL ? 1 : 77;
+  }
+  static const struct test_case cases[] = {
+      {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
+      {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
+  };
+  return run_cases(cases, sizeof cases / sizeof *cases, argc, argv);
+}

@@ -79,10 +79,22 @@ gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_
                                GST_VIDEO_INFO_N_PLANES(info));
     return FALSE;
   }
+  /* The image's extent: one past the last byte of the plane that ends last (a buffer may be larger). */
+  uint64_t extent = 0;
   for (guint p = 0; p < layout->plane_count; ++p) {
     info->offset[p] = (gsize)layout->planes[p].offset_bytes;
     info->stride[p] = (gint)layout->planes[p].row_stride_bytes;
+    gint components[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(info->finfo, p, components);
+    const uint64_t rows = (uint64_t)GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(info->finfo, components[0], layout->height);
+    const uint64_t end = layout->planes[p].offset_bytes + rows * layout->planes[p].row_stride_bytes;
+    if (end > extent) extent = end;
   }
-  info->size = (gsize)buffer_bytes;
+  if (extent > buffer_bytes) {
+    *message = g_strdup_printf("%s %ux%u: the planes end at byte %llu, past the buffer's %llu", name, layout->width,
+                               layout->height, (unsigned long long)extent, (unsigned long long)buffer_bytes);
+    return FALSE;
+  }
+  info->size = (gsize)extent;
   return TRUE;
 }

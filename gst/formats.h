@@ -24,8 +24,9 @@ gboolean et_gst_pixel_format(GstVideoFormat format, int32_t* out);
  * set). FALSE with *message (g_free it) naming the format when the table has no row for it. */
 gboolean et_gst_layout_from_info(const GstVideoInfo* info, et_image_layout* out, char** message);
 
-/* `info` for a frame of `layout`: format, size, offsets and strides from the layout, size = buffer_bytes.
- * FALSE with *message (g_free it) when GStreamer has no name for the layout's format. */
+/* `info` for a frame of `layout` in a buffer of `buffer_bytes`: format, size, offsets and strides from the
+ * layout; info->size is the image's extent (one past the end of the plane that ends last). FALSE with
+ * *message (g_free it) when GStreamer has no name for the layout's format or the planes pass the buffer. */
 gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_bytes, GstVideoInfo* info,
                                  char** message);
 

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The elements in pipelines, checked pixel by pixel (C11; the C API and GStreamer only):
+ * - edgetensorsrc: a C producer (listener, sender) sends NV12 frames of a known pattern; the pipeline
+ *   `edgetensorsrc ! appsink` gets every frame with its pixels, as fd memory (no copy), then EOS; a producer
+ *   that dies without ending the stream becomes an element error naming it, and nothing hangs.
  * - edgetensorsink: `videotestsrc pattern=ball ! edgetensorsink` feeds a C consumer (connect, receiver),
  *   which checks every frame against the same pattern rendered to appsink by a reference pipeline; with the
  *   sink's pool taken upstream the stats show 0 copies, with the ALLOCATION query dropped (identity
@@ -17,10 +20,200 @@
 
 enum { kWidth = 320, kHeight = 240, kFrames = 30 };
 
+static uint8_t pattern(uint64_t sequence, unsigned plane, unsigned row, unsigned col) {
+  return (uint8_t)((sequence * 13u + plane * 50u + row * 3u + col * 7u) & 0xffu);
+}
+
 /* NV12's planes: rows and bytes per row. */
 static unsigned plane_rows(unsigned plane) { return plane == 0 ? kHeight : (kHeight + 1) / 2; }
 static unsigned plane_row_bytes(unsigned plane) { return plane == 0 ? kWidth : (kWidth + 1) / 2 * 2; }
 
+/* A new NV12 image holding frame `sequence`'s pattern. */
+static et_tensor* pattern_image(uint64_t sequence) {
+  et_allocate_options options = {0};
+  options.struct_size = sizeof options;
+  options.memory = ET_MEMORY_SHM;
+  et_tensor* image = NULL;
+  if (et_tensor_allocate_image(kWidth, kHeight, ET_PIXEL_FORMAT_NV12, NULL, &options, &image) != ET_OK) return NULL;
+  et_image_layout layout = {0};
+  layout.struct_size = sizeof layout;
+  et_map* map = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  if (et_tensor_get_image_layout(image, &layout) != ET_OK || et_tensor_map_write(image, &map, &data, &size) != ET_OK) {
+    et_tensor_release(image);
+    return NULL;
+  }
+  for (unsigned p = 0; p < 2; ++p)
+    for (unsigned r = 0; r < plane_rows(p); ++r) {
+      uint8_t* row = (uint8_t*)data + layout.planes[p].offset_bytes + r * layout.planes[p].row_stride_bytes;
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) row[c] = pattern(sequence, p, r, c);
+    }
+  et_map_release(map);
+  return image;
+}
+
+/* Mismatching bytes of a GStreamer NV12 frame against frame `sequence`'s pattern. */
+static long mismatches(const GstVideoFrame* frame, uint64_t sequence) {
+  long bad = 0;
+  for (unsigned p = 0; p < 2; ++p) {
+    const uint8_t* data = GST_VIDEO_FRAME_PLANE_DATA(frame, p);
+    const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
+    for (unsigned r = 0; r < plane_rows(p); ++r)
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) bad += data[(size_t)r * stride + c] != pattern(sequence, p, r, c);
+  }
+  return bad;
+}
+
+struct producer {
+  char path[108];
+  int frames;         /* frames to send */
+  int end_stream;     /* 1: end the stream; 0: vanish (as a producer killed mid-stream) */
+  int status;         /* 0 when every call succeeded */
+  pthread_t thread;
+};
+
+static void* produce(void* arg) {
+  struct producer* p = arg;
+  p->status = 1;
+  et_channel_listener* listener = NULL;
+  int32_t fd = -1;
+  et_channel_sender* sender = NULL;
+  if (et_channel_listener_create(p->path, NULL, &listener) != ET_OK) goto out;
+  if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
+  if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
+  for (int i = 0; i < p->frames; ++i) {
+    et_tensor* image = pattern_image((uint64_t)i);
+    et_frame* frame = NULL;
+    et_channel_send_options options = {0};
+    options.struct_size = sizeof options;
+    options.has = ET_CHANNEL_HAS_DURATION;
+    options.duration_ns = 33333333;
+    uint64_t sequence = 0;
+    const et_status status = image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
+    const et_status sent = status == ET_OK ? et_channel_sender_send_frame(sender, frame, &options, &sequence) : status;
+    et_frame_release(frame);
+    et_tensor_release(image);
+    if (sent != ET_OK) {
+      fprintf(stderr, "producer: frame %d: %s\n", i, et_last_error_message());
+      goto out;
+    }
+  }
+  /* No drain: appsink keeps its preroll buffer (a frame) until the consumer's pipeline stops, which closes
+   * the channel under a drain. */
+  if (p->end_stream && et_channel_sender_end_stream(sender) != ET_OK) goto out;
+  p->status = 0;
+out:
+  if (p->status != 0) fprintf(stderr, "producer failed: %s\n", et_last_error_message());
+  et_channel_sender_release(sender);
+  et_channel_listener_release(listener);
+  return NULL;
+}
+
+static void start_producer(struct producer* p, int frames, int end_stream) {
+  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d", (int)getpid(), end_stream);
+  p->frames = frames;
+  p->end_stream = end_stream;
+  pthread_create(&p->thread, NULL, produce, p);
+}
+
+/* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
+struct pulled {
+  int frames, matching, fd_memory, eos;
+  char error[512];
+};
+
+static GstElement* src_pipeline(const char* path, GstElement** sink) {
+  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 ! appsink name=out sync=false enable-last-sample=false", path);
+  GError* error = NULL;
+  GstElement* pipeline = gst_parse_launch(text, &error);
+  g_free(text);
+  if (pipeline == NULL) {
+    fprintf(stderr, "gst_parse_launch: %s\n", error->message);
+    g_error_free(error);
+    return NULL;
+  }
+  *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  return pipeline;
+}
+
+static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out) {
+  memset(out, 0, sizeof *out);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  for (;;) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break; /* EOS, error or nothing for 5 s */
+    GstBuffer* buffer = gst_sample_get_buffer(sample);
+    GstVideoInfo info;
+    GstVideoFrame frame;
+    out->fd_memory += gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0));
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) && gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ)) {
+      const long bad = mismatches(&frame, GST_BUFFER_OFFSET(buffer));
+      if (bad != 0) fprintf(stderr, "frame %llu: %ld bytes differ\n", (unsigned long long)GST_BUFFER_OFFSET(buffer), bad);
+      out->matching += bad == 0 && GST_BUFFER_OFFSET(buffer) == (guint64)out->frames;
+      gst_video_frame_unmap(&frame);
+    }
+    ++out->frames;
+    gst_sample_unref(sample);
+  }
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS) out->eos = 1;
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+    GError* error = NULL;
+    gst_message_parse_error(message, &error, NULL);
+    snprintf(out->error, sizeof out->error, "%s", error->message);
+    g_error_free(error);
+  }
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+}
+
+static int case_src_pushes_every_frame_with_its_pixels(void) {
+  struct producer producer;
+  start_producer(&producer, kFrames, 1);
+  GstElement* sink = NULL;
+  GstElement* pipeline = src_pipeline(producer.path, &sink);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  struct pulled got;
+  pull_all(pipeline, sink, &got);
+  GstStructure* stats = NULL;
+  g_object_get(gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0"), "stats", &stats, NULL);
+  guint64 wrapped = 0;
+  if (stats != NULL) gst_structure_get_uint64(stats, "memories-wrapped", &wrapped);
+  if (stats != NULL) gst_structure_free(stats);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer.thread, NULL);
+  printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped; error '%s'\n",
+         got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == kFrames && got.matching == kFrames && got.fd_memory == kFrames);
+  CHECK(got.eos == 1 && got.error[0] == '\0');
+  return 0;
+}
+
+static int case_src_reports_a_dead_producer(void) {
+  struct producer producer;
+  start_producer(&producer, 3, 0);
+  GstElement* sink = NULL;
+  GstElement* pipeline = src_pipeline(producer.path, &sink);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  struct pulled got;
+  pull_all(pipeline, sink, &got);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer.thread, NULL);
+  printf("src, producer gone after 3 frames: %d frames, %d right, EOS %d, error '%s'\n", got.frames, got.matching,
+         got.eos, got.error);
+  CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0);
+  CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
+  return 0;
+}
 
 /* ---- edgetensorsink ---- */
 #define CAPS "video/x-raw,format=NV12,width=320,height=240,framerate=30/1"
@@ -170,11 +363,13 @@ static int case_sink_copies_once_without_its_pool(void) { return sink_case("! id
 
 int main(int argc, char** argv) {
   gst_init(NULL, NULL);
-  if (gst_element_factory_find("edgetensorsink") == NULL || gst_element_factory_find("appsink") == NULL) {
-    fprintf(stderr, "edgetensorsink or appsink missing (GST_PLUGIN_PATH, gstreamer1.0-plugins-base)\n");
+  if (gst_element_factory_find("edgetensorsrc") == NULL || gst_element_factory_find("appsink") == NULL) {
+    fprintf(stderr, "edgetensorsrc or appsink missing (GST_PLUGIN_PATH, gstreamer1.0-plugins-base)\n");
     return getenv("EDGETENSOR_REQUIRE_GSTREAMER") != NULL ? 1 : 77;
   }
   static const struct test_case cases[] = {
+      {"src_pushes_every_frame_with_its_pixels", case_src_pushes_every_frame_with_its_pixels},
+      {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
   };

@@ -8,7 +8,7 @@ rm -rf "$prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null || fail "cmake --install"
 plugin="$prefix/$plugin_dir/libgstedgetensor.so"
 [ -f "$plugin" ] || fail "no $plugin"
-out=$(GST_PLUGIN_PATH="$prefix/$plugin_dir" GST_REGISTRY="$prefix/registry.bin" "$GST_INSPECT" "$plugin" 2>&1) ||
+out=$(GST_PLUGIN_PATH="$prefix/$plugin_dir" GST_REGISTRY="$prefix/registry.bin" $GST_INSPECT "$plugin" 2>&1) ||
   fail "gst-inspect-1.0 $plugin: $out"
 echo "$out" | grep -q edgetensorsink || fail "the installed plugin lists no edgetensorsink: $out"
 # Loaded from the prefix, not the build tree.

@@ -5,7 +5,7 @@ set -u
 . "$(dirname "$0")/common.sh"
 need_element videotestsrc gstreamer1.0-plugins-base
 dir=$(mktemp -d) && trap 'rm -rf "$dir"' EXIT
-out=$(timeout 30 "$GST_LAUNCH" -q videotestsrc num-buffers=2 ! video/x-raw,format=AYUV,width=64,height=48 ! \
+out=$(timeout 30 $GST_LAUNCH -q videotestsrc num-buffers=2 ! video/x-raw,format=AYUV,width=64,height=48 ! \
       edgetensorsink socket-path="$dir/s" 2>&1)
 rc=$?
 echo "$out"

@@ -15,14 +15,14 @@ caps="video/x-raw,format=NV12,width=320,height=240,framerate=30/1"
 frames=60
 
 # 1. Every frame, checked.
-timeout 30 "$GST_LAUNCH" -q videotestsrc num-buffers=$frames pattern=ball ! $caps ! filesink location="$dir/ref.nv12" ||
+timeout 30 $GST_LAUNCH -q videotestsrc num-buffers=$frames pattern=ball ! $caps ! filesink location="$dir/ref.nv12" ||
   fail "reference pipeline"
 # The src first (it retries its connect until the sink listens); the sink holds frames until it joins.
-timeout 60 "$GST_LAUNCH" -q edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! \
+timeout 60 $GST_LAUNCH -q edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! \
   filesink location="$dir/out.nv12" >"$dir/src.log" 2>&1 &
 src=$!
 pids="$src"
-timeout 60 "$GST_LAUNCH" -q videotestsrc num-buffers=$frames pattern=ball ! $caps ! \
+timeout 60 $GST_LAUNCH -q videotestsrc num-buffers=$frames pattern=ball ! $caps ! \
   edgetensorsink socket-path="$dir/sock" wait-receivers=1 >"$dir/sink.log" 2>&1 || { cat "$dir/sink.log"; fail "sink process"; }
 wait "$src" || { cat "$dir/src.log"; fail "src process (status $?)"; }
 expected=$((frames * 320 * 240 * 3 / 2))
@@ -33,9 +33,9 @@ echo "ok: $frames frames crossed from one gst-launch-1.0 to another, equal to th
 
 # 2. The sink killed: the src reports it and exits.
 rm -f "$dir/sock"
-timeout 30 "$GST_LAUNCH" edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! fakesink >"$dir/src2.log" 2>&1 &
+timeout 30 $GST_LAUNCH edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! fakesink >"$dir/src2.log" 2>&1 &
 src=$!
-"$GST_LAUNCH" -q videotestsrc is-live=true pattern=ball ! $caps ! edgetensorsink socket-path="$dir/sock" \
+$GST_LAUNCH -q videotestsrc is-live=true pattern=ball ! $caps ! edgetensorsink socket-path="$dir/sock" \
   wait-receivers=1 >"$dir/sink2.log" 2>&1 &
 sink=$!
 pids="$src $sink"
@@ -50,10 +50,10 @@ echo "ok: sink killed, the src reported: $(grep -m1 'producer is gone' "$dir/src
 
 # 3. The src killed: the sink notices the receiver leaving and finishes its stream.
 rm -f "$dir/sock"
-GST_DEBUG=edgetensorsink:4 timeout 30 "$GST_LAUNCH" -q videotestsrc is-live=true num-buffers=90 pattern=ball ! $caps ! \
+GST_DEBUG=edgetensorsink:4 timeout 30 $GST_LAUNCH -q videotestsrc is-live=true num-buffers=90 pattern=ball ! $caps ! \
   edgetensorsink socket-path="$dir/sock" wait-receivers=1 >"$dir/sink3.log" 2>&1 &
 sink=$!
-"$GST_LAUNCH" -q edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! fakesink >"$dir/src3.log" 2>&1 &
+$GST_LAUNCH -q edgetensorsrc socket-path="$dir/sock" connect-timeout=20000 ! fakesink >"$dir/src3.log" 2>&1 &
 src=$!
 pids="$src $sink"
 sleep 1.5

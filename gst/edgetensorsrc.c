@@ -17,6 +17,7 @@ enum {
   PROP_SOCKET_PATH,
   PROP_CONNECT_TIMEOUT,
   PROP_LATEST,
+  PROP_RECONNECT,
   PROP_STATS,
 };
 
@@ -40,6 +41,7 @@ struct _GstEdgetensorSrc {
   char* socket_path;
   guint connect_timeout_ms;
   gboolean latest;
+  gboolean reconnect;
   /* Between start and stop; the receiver's calls are thread-safe. */
   et_channel_receiver* receiver;
   gint unlocked;                 /* atomic: unlock() asked the streaming thread to stop waiting */
@@ -50,9 +52,11 @@ struct _GstEdgetensorSrc {
   GstVideoInfo info;             /* of the caps set last */
   gboolean have_caps;
   guint64 uses;
+  gboolean discont;              /* the next buffer follows a (re)connect */
   /* Counters (object lock). */
   guint64 frames;
   guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
+  guint64 reconnects;
 };
 
 G_DEFINE_TYPE(GstEdgetensorSrc, gst_edgetensor_src, GST_TYPE_PUSH_SRC)
@@ -67,6 +71,7 @@ static void gst_edgetensor_src_set_property(GObject* object, guint id, const GVa
       break;
     case PROP_CONNECT_TIMEOUT: self->connect_timeout_ms = g_value_get_uint(value); break;
     case PROP_LATEST: self->latest = g_value_get_boolean(value); break;
+    case PROP_RECONNECT: self->reconnect = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -80,7 +85,7 @@ static GstStructure* src_stats(GstEdgetensorSrc* self) {
   return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
                            G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
-                           r.frames_missing, NULL);
+                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, NULL);
 }
 
 static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
@@ -90,6 +95,7 @@ static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* v
     case PROP_SOCKET_PATH: g_value_set_string(value, self->socket_path); break;
     case PROP_CONNECT_TIMEOUT: g_value_set_uint(value, self->connect_timeout_ms); break;
     case PROP_LATEST: g_value_set_boolean(value, self->latest); break;
+    case PROP_RECONNECT: g_value_set_boolean(value, self->reconnect); break;
     case PROP_STATS: g_value_take_boxed(value, src_stats(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
@@ -111,19 +117,18 @@ static void gst_edgetensor_src_finalize(GObject* object) {
   G_OBJECT_CLASS(gst_edgetensor_src_parent_class)->finalize(object);
 }
 
-/* Connects to socket-path, trying again every 50 ms for up to connect-timeout while nobody listens there
- * yet (the producer may start after the consumer). */
-static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
-  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+/* A receiver on socket-path, trying to connect every 50 ms for up to connect-timeout while nobody listens
+ * there yet (the producer may start after the consumer, or restart), until unlock. NULL with *message
+ * (g_free it) on failure. */
+static et_channel_receiver* connect_receiver(GstEdgetensorSrc* self, char** message) {
   GST_OBJECT_LOCK(self);
   char* path = g_strdup(self->socket_path);
   const guint timeout_ms = self->connect_timeout_ms;
-  self->frames = self->memories_wrapped = 0;
   GST_OBJECT_UNLOCK(self);
   if (path == NULL || path[0] == '\0') {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("edgetensorsrc needs socket-path (the producer's socket)"), (NULL));
+    *message = g_strdup("edgetensorsrc needs socket-path (the producer's socket)");
     g_free(path);
-    return FALSE;
+    return NULL;
   }
   const gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
   int32_t fd = -1;
@@ -135,29 +140,64 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
       break;
     g_usleep(50 * 1000);
   }
-  if (status != ET_OK) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("cannot connect to %s: %s", path, et_last_error_message()), (NULL));
-    g_free(path);
-    return FALSE;
-  }
-  char* name = gst_object_get_name(GST_OBJECT(self));
-  et_channel_receiver_options options = {0};
-  options.struct_size = sizeof options;
-  options.name = name;
   et_channel_receiver* receiver = NULL;
-  status = et_channel_receiver_create_adopt(fd, &options, &receiver);
-  g_free(name);
-  if (status != ET_OK) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("receiving from %s: %s", path, et_last_error_message()), (NULL));
-    g_free(path);
+  if (status == ET_OK) {
+    char* name = gst_object_get_name(GST_OBJECT(self));
+    et_channel_receiver_options options = {0};
+    options.struct_size = sizeof options;
+    options.name = name;
+    status = et_channel_receiver_create_adopt(fd, &options, &receiver);
+    g_free(name);
+  }
+  if (status != ET_OK)
+    *message = g_strdup_printf("cannot receive from %s: %s", path, et_last_error_message());
+  else
+    GST_INFO_OBJECT(self, "receiving from %s", path);
+  g_free(path);
+  return receiver;
+}
+
+static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  GST_OBJECT_LOCK(self);
+  self->frames = self->memories_wrapped = self->reconnects = 0;
+  GST_OBJECT_UNLOCK(self);
+  char* message = NULL;
+  et_channel_receiver* receiver = connect_receiver(self, &message);
+  if (receiver == NULL) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("%s", message), (NULL));
+    g_free(message);
     return FALSE;
   }
-  GST_INFO_OBJECT(self, "receiving from %s", path);
-  g_free(path);
   GST_OBJECT_LOCK(self);
   self->receiver = receiver;
   GST_OBJECT_UNLOCK(self);
   self->have_caps = FALSE;
+  self->discont = TRUE;
+  return TRUE;
+}
+
+/* reconnect=true: the producer is gone, so wait for the next one on the same path (connect-timeout). */
+static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
+  GST_WARNING_OBJECT(self, "the producer is gone (%s): connecting again", why);
+  GST_OBJECT_LOCK(self);
+  et_channel_receiver* old = self->receiver;
+  self->receiver = NULL;
+  GST_OBJECT_UNLOCK(self);
+  et_channel_receiver_release(old);
+  clear_cache(self); /* the next producer's buffers are others */
+  char* message = NULL;
+  et_channel_receiver* receiver = connect_receiver(self, &message);
+  if (receiver == NULL) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("the producer is gone (%s) and no other came: %s", why, message), (NULL));
+    g_free(message);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  self->receiver = receiver;
+  ++self->reconnects;
+  GST_OBJECT_UNLOCK(self);
+  self->discont = TRUE;
   return TRUE;
 }
 
@@ -314,7 +354,7 @@ static void set_timing(GstEdgetensorSrc* self, const et_channel_delivery* d, Gst
 static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   GST_OBJECT_LOCK(self);
-  const gboolean latest = self->latest;
+  const gboolean latest = self->latest, again = self->reconnect;
   GST_OBJECT_UNLOCK(self);
   et_channel_delivery d = {0};
   for (;;) {
@@ -324,6 +364,13 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
     const et_status status = latest ? et_channel_receiver_receive_latest(self->receiver, RECEIVE_SLICE_MS, &d)
                                     : et_channel_receiver_receive(self->receiver, RECEIVE_SLICE_MS, &d);
     if (status == ET_BUSY) continue;
+    if (status != ET_OK && again) {
+      char* why = g_strdup(et_last_error_message());
+      const gboolean ok = reconnect(self, why);
+      g_free(why);
+      if (!ok) return g_atomic_int_get(&self->unlocked) ? GST_FLOW_FLUSHING : GST_FLOW_ERROR;
+      continue;
+    }
     if (status != ET_OK) {
       GST_ELEMENT_ERROR(self, RESOURCE, READ, ("the producer is gone: %s", et_last_error_message()), (NULL));
       return GST_FLOW_ERROR;
@@ -347,6 +394,8 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
   et_frame_release(frame); /* the buffer's memory holds it now */
   if (buffer == NULL) return GST_FLOW_ERROR;
   set_timing(self, &d, buffer);
+  if (self->discont) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
+  self->discont = FALSE;
   GST_BUFFER_OFFSET(buffer) = d.sequence;
   GST_OBJECT_LOCK(self);
   ++self->frames;
@@ -390,6 +439,12 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
       object_class, PROP_LATEST,
       g_param_spec_boolean("latest", "Latest frame",
                            "Push the newest frame only, releasing older ones at once (a consumer slower than the producer)",
+                           FALSE, rw));
+  g_object_class_install_property(
+      object_class, PROP_RECONNECT,
+      g_param_spec_boolean("reconnect", "Reconnect",
+                           "When the producer closes or dies without ending the stream, wait connect-timeout for "
+                           "the next one on socket-path instead of an error (its first buffer is DISCONT)",
                            FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,

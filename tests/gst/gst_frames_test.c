@@ -67,15 +67,16 @@ static long mismatches(const GstVideoFrame* frame, uint64_t sequence) {
 
 struct producer {
   char path[108];
-  int frames;         /* frames to send */
-  int end_stream;     /* 1: end the stream; 0: vanish (as a producer killed mid-stream) */
+  int frames;         /* frames to send, per round */
+  int end_stream;     /* 1: the last round ends the stream; 0: it vanishes (a producer killed mid-stream) */
+  int rounds;         /* producers one after the other on the same path; all but the last vanish */
   int status;         /* 0 when every call succeeded */
   pthread_t thread;
 };
 
-static void* produce(void* arg) {
-  struct producer* p = arg;
-  p->status = 1;
+/* One producer on p->path: accepts one receiver, sends p->frames frames, then ends the stream or vanishes. */
+static int produce_round(struct producer* p, int end_stream) {
+  int rc = 1;
   et_channel_listener* listener = NULL;
   int32_t fd = -1;
   et_channel_sender* sender = NULL;
@@ -101,30 +102,40 @@ static void* produce(void* arg) {
   }
   /* No drain: appsink keeps its preroll buffer (a frame) until the consumer's pipeline stops, which closes
    * the channel under a drain. */
-  if (p->end_stream && et_channel_sender_end_stream(sender) != ET_OK) goto out;
-  p->status = 0;
+  if (end_stream && et_channel_sender_end_stream(sender) != ET_OK) goto out;
+  rc = 0;
 out:
-  if (p->status != 0) fprintf(stderr, "producer failed: %s\n", et_last_error_message());
+  if (rc != 0) fprintf(stderr, "producer failed: %s\n", et_last_error_message());
   et_channel_sender_release(sender);
   et_channel_listener_release(listener);
+  return rc;
+}
+
+static void* produce(void* arg) {
+  struct producer* p = arg;
+  p->status = 0;
+  for (int round = 0; round < p->rounds && p->status == 0; ++round)
+    p->status = produce_round(p, round + 1 == p->rounds && p->end_stream);
   return NULL;
 }
 
-static void start_producer(struct producer* p, int frames, int end_stream) {
-  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d", (int)getpid(), end_stream);
+static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
+  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d", (int)getpid(), end_stream, rounds);
   p->frames = frames;
   p->end_stream = end_stream;
+  p->rounds = rounds;
   pthread_create(&p->thread, NULL, produce, p);
 }
 
 /* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
 struct pulled {
-  int frames, matching, fd_memory, eos;
+  int frames, matching, in_order, fd_memory, discont, eos;
   char error[512];
 };
 
-static GstElement* src_pipeline(const char* path, GstElement** sink) {
-  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 ! appsink name=out sync=false enable-last-sample=false", path);
+static GstElement* src_pipeline(const char* path, const char* properties, GstElement** sink) {
+  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 %s ! appsink name=out sync=false "
+                               "enable-last-sample=false", path, properties);
   GError* error = NULL;
   GstElement* pipeline = gst_parse_launch(text, &error);
   g_free(text);
@@ -151,7 +162,9 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
     if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) && gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ)) {
       const long bad = mismatches(&frame, GST_BUFFER_OFFSET(buffer));
       if (bad != 0) fprintf(stderr, "frame %llu: %ld bytes differ\n", (unsigned long long)GST_BUFFER_OFFSET(buffer), bad);
-      out->matching += bad == 0 && GST_BUFFER_OFFSET(buffer) == (guint64)out->frames;
+      out->matching += bad == 0;
+      out->in_order += GST_BUFFER_OFFSET(buffer) == (guint64)out->frames;
+      out->discont += GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DISCONT);
       gst_video_frame_unmap(&frame);
     }
     ++out->frames;
@@ -171,9 +184,9 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
 
 static int case_src_pushes_every_frame_with_its_pixels(void) {
   struct producer producer;
-  start_producer(&producer, kFrames, 1);
+  start_producer(&producer, kFrames, 1, 1);
   GstElement* sink = NULL;
-  GstElement* pipeline = src_pipeline(producer.path, &sink);
+  GstElement* pipeline = src_pipeline(producer.path, "", &sink);
   CHECK(pipeline != NULL);
   CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   struct pulled got;
@@ -190,16 +203,17 @@ static int case_src_pushes_every_frame_with_its_pixels(void) {
   printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped; error '%s'\n",
          got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.error);
   CHECK(producer.status == 0);
-  CHECK(got.frames == kFrames && got.matching == kFrames && got.fd_memory == kFrames);
+  CHECK(got.frames == kFrames && got.matching == kFrames && got.in_order == kFrames && got.fd_memory == kFrames);
+  CHECK(got.discont == 1);
   CHECK(got.eos == 1 && got.error[0] == '\0');
   return 0;
 }
 
 static int case_src_reports_a_dead_producer(void) {
   struct producer producer;
-  start_producer(&producer, 3, 0);
+  start_producer(&producer, 3, 0, 1);
   GstElement* sink = NULL;
-  GstElement* pipeline = src_pipeline(producer.path, &sink);
+  GstElement* pipeline = src_pipeline(producer.path, "", &sink);
   CHECK(pipeline != NULL);
   CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   struct pulled got;
@@ -212,6 +226,34 @@ static int case_src_reports_a_dead_producer(void) {
          got.eos, got.error);
   CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0);
   CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
+  return 0;
+}
+
+/* reconnect=true: a producer that vanishes after 3 frames is followed by another on the same path, which
+ * sends 3 and ends the stream: 6 frames, each right, the first after each connect DISCONT, then EOS. */
+static int case_src_reconnects_to_the_next_producer(void) {
+  struct producer producer;
+  start_producer(&producer, 3, 1, 2);
+  GstElement* sink = NULL;
+  GstElement* pipeline = src_pipeline(producer.path, "reconnect=true", &sink);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  struct pulled got;
+  pull_all(pipeline, sink, &got);
+  GstStructure* stats = NULL;
+  g_object_get(gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0"), "stats", &stats, NULL);
+  guint64 reconnects = 0;
+  if (stats != NULL) gst_structure_get_uint64(stats, "reconnects", &reconnects);
+  if (stats != NULL) gst_structure_free(stats);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer.thread, NULL);
+  printf("src, reconnect=true, two producers of 3 frames: %d frames, %d right, %d DISCONT, %llu reconnects, EOS %d, "
+         "error '%s'\n", got.frames, got.matching, got.discont, (unsigned long long)reconnects, got.eos, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 6 && got.matching == 6 && got.discont == 2 && reconnects == 1);
+  CHECK(got.eos == 1 && got.error[0] == '\0');
   return 0;
 }
 
@@ -370,6 +412,7 @@ int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       {"src_pushes_every_frame_with_its_pixels", case_src_pushes_every_frame_with_its_pixels},
       {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
+      {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
   };

@@ -12,7 +12,7 @@ for word in socket-path policy max-frames-out pool-size wait-receivers stats "SI
 done
 echo "$out" | grep -q "edgetensorsrc" || fail "the plugin does not list edgetensorsrc"
 src=$($GST_INSPECT edgetensorsrc 2>&1) || fail "gst-inspect-1.0 edgetensorsrc: $src"
-for word in socket-path connect-timeout latest stats "SRC template" NV12 P010_10LE; do
+for word in socket-path connect-timeout latest reconnect stats "SRC template" NV12 P010_10LE; do
   echo "$src" | grep -q -- "$word" || fail "edgetensorsrc does not show '$word'"
 done
 echo "ok: edgetensorsink and edgetensorsrc listed with their properties and pad templates"

@@ -32,6 +32,7 @@ enum {
   PROP_MAX_FRAMES_OUT,
   PROP_POOL_SIZE,
   PROP_WAIT_RECEIVERS,
+  PROP_DRAIN_TIMEOUT,
   PROP_STATS,
 };
 
@@ -39,6 +40,7 @@ enum {
 #define DEFAULT_MAX_FRAMES_OUT 0
 #define DEFAULT_POOL_SIZE 6
 #define DEFAULT_WAIT_RECEIVERS 0
+#define DEFAULT_DRAIN_TIMEOUT_MS 1000
 /* No memory kind chosen yet (before the first caps). */
 #define ET_MEMORY_UNSET_ (-1)
 
@@ -50,6 +52,7 @@ struct _GstEdgetensorSink {
   guint max_frames_out;
   guint pool_size;
   guint wait_receivers;
+  guint drain_timeout_ms;
   gint unlocked;            /* atomic: unlock() asked render to stop waiting for receivers */
   gboolean waited;          /* wait-receivers was met (once per stream) */
   /* Between start and stop (the publisher's calls are thread-safe). */
@@ -83,6 +86,7 @@ static void gst_edgetensor_sink_set_property(GObject* object, guint id, const GV
     case PROP_MAX_FRAMES_OUT: self->max_frames_out = g_value_get_uint(value); break;
     case PROP_POOL_SIZE: self->pool_size = g_value_get_uint(value); break;
     case PROP_WAIT_RECEIVERS: self->wait_receivers = g_value_get_uint(value); break;
+    case PROP_DRAIN_TIMEOUT: self->drain_timeout_ms = g_value_get_uint(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -109,6 +113,7 @@ static void gst_edgetensor_sink_get_property(GObject* object, guint id, GValue* 
     case PROP_MAX_FRAMES_OUT: g_value_set_uint(value, self->max_frames_out); break;
     case PROP_POOL_SIZE: g_value_set_uint(value, self->pool_size); break;
     case PROP_WAIT_RECEIVERS: g_value_set_uint(value, self->wait_receivers); break;
+    case PROP_DRAIN_TIMEOUT: g_value_set_uint(value, self->drain_timeout_ms); break;
     case PROP_STATS: g_value_take_boxed(value, sink_stats(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
@@ -273,9 +278,24 @@ static gboolean gst_edgetensor_sink_stop(GstBaseSink* sink) {
   return TRUE;
 }
 
+/* After the end of stream: waits up to drain-timeout for every receiver to release its frames, so that none
+ * is still reading from the socket when the pipeline stops and closes it (a receiver that finds its peer
+ * gone stops reading: frames and the end still queued would be lost). */
+static void drain(GstEdgetensorSink* self) {
+  GST_OBJECT_LOCK(self);
+  const guint timeout_ms = self->drain_timeout_ms;
+  GST_OBJECT_UNLOCK(self);
+  if (self->publisher == NULL || timeout_ms == 0) return;
+  if (et_channel_publisher_drain(self->publisher, (int32_t)MIN(timeout_ms, (guint)G_MAXINT32)) != ET_OK)
+    GST_INFO_OBJECT(self, "after the end of stream: %s", et_last_error_message());
+}
+
 static gboolean gst_edgetensor_sink_event(GstBaseSink* sink, GstEvent* event) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
-  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) end_stream(self);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+    end_stream(self);
+    drain(self);
+  }
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) self->ended = FALSE;
   return GST_BASE_SINK_CLASS(gst_edgetensor_sink_parent_class)->event(sink, event);
 }
@@ -446,6 +466,12 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
                         "a frame published to no receiver is not kept)",
                         0, 1024, DEFAULT_WAIT_RECEIVERS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(
+      object_class, PROP_DRAIN_TIMEOUT,
+      g_param_spec_uint("drain-timeout", "Drain timeout",
+                        "At EOS, after the end of stream: milliseconds to wait for receivers to release every frame "
+                        "(0: none)",
+                        0, G_MAXINT32, DEFAULT_DRAIN_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property(
       object_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics", "Frames published, zero-copy and copied frames, receivers",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
@@ -472,6 +498,7 @@ static void gst_edgetensor_sink_init(GstEdgetensorSink* self) {
   self->policy = DEFAULT_POLICY;
   self->max_frames_out = DEFAULT_MAX_FRAMES_OUT;
   self->pool_size = DEFAULT_POOL_SIZE;
+  self->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
   self->memory = ET_MEMORY_UNSET_;
   gst_video_info_init(&self->info);
 }

@@ -100,14 +100,22 @@ static int produce_round(struct producer* p, int end_stream) {
       goto out;
     }
   }
-  /* No drain: appsink keeps its preroll buffer (a frame) until the consumer's pipeline stops, which closes
-   * the channel under a drain. */
   if (end_stream && et_channel_sender_end_stream(sender) != ET_OK) goto out;
+  /* Before the sender goes, the consumer has everything: frames still in the socket would be lost with it
+   * (a receiver whose release meets a closed peer closes too). Not drain(): appsink keeps its preroll
+   * buffer, a frame, until the consumer's pipeline stops. */
+  for (int waits = 0; waits < 500; ++waits) {
+    et_channel_sender_stats stats = {0};
+    stats.struct_size = sizeof stats;
+    if (et_channel_sender_get_stats(sender, &stats) != ET_OK || stats.frames_out <= 1) break;
+    g_usleep(10000);
+  }
   rc = 0;
 out:
   if (rc != 0) fprintf(stderr, "producer failed: %s\n", et_last_error_message());
-  et_channel_sender_release(sender);
+  /* The listener first: a consumer reconnecting as the sender goes must not reach this listener's queue. */
   et_channel_listener_release(listener);
+  et_channel_sender_release(sender);
   return rc;
 }
 
@@ -226,6 +234,89 @@ static int case_src_reports_a_dead_producer(void) {
          got.eos, got.error);
   CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0);
   CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
+  return 0;
+}
+
+/* A GstSample of frame `sequence`'s NV12 pattern in GStreamer's default layout. */
+static GstSample* pattern_sample(uint64_t sequence) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
+  GstBuffer* buffer = gst_buffer_new_allocate(NULL, info.size, NULL);
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info, buffer, GST_MAP_WRITE)) return NULL;
+  for (unsigned p = 0; p < 2; ++p)
+    for (unsigned r = 0; r < plane_rows(p); ++r) {
+      uint8_t* row = (uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&frame, p) + (size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) row[c] = pattern(sequence, p, r, c);
+    }
+  gst_video_frame_unmap(&frame);
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstSample* sample = gst_sample_new(buffer, caps, NULL, NULL);
+  gst_caps_unref(caps);
+  gst_buffer_unref(buffer);
+  return sample;
+}
+
+/* Bytes of two RGB samples that differ (-1: unreadable or another size). */
+static long rgb_mismatches(GstSample* a, GstSample* b) {
+  GstVideoInfo ia, ib;
+  GstVideoFrame fa, fb;
+  if (!gst_video_info_from_caps(&ia, gst_sample_get_caps(a)) || !gst_video_info_from_caps(&ib, gst_sample_get_caps(b)) ||
+      ia.width != ib.width || ia.height != ib.height)
+    return -1;
+  if (!gst_video_frame_map(&fa, &ia, gst_sample_get_buffer(a), GST_MAP_READ)) return -1;
+  if (!gst_video_frame_map(&fb, &ib, gst_sample_get_buffer(b), GST_MAP_READ)) {
+    gst_video_frame_unmap(&fa);
+    return -1;
+  }
+  long bad = 0;
+  for (int r = 0; r < ia.height; ++r)
+    for (int c = 0; c < ia.width * 3; ++c)
+      bad += ((const uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&fa, 0))[(size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&fa, 0) + c] !=
+             ((const uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&fb, 0))[(size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&fb, 0) + c];
+  gst_video_frame_unmap(&fa);
+  gst_video_frame_unmap(&fb);
+  return bad;
+}
+
+/* The issue's second pipeline: a producer into `edgetensorsrc ! videoconvert ! video/x-raw,format=RGB !
+ * appsink`; each RGB frame equals GStreamer's own conversion of the NV12 frame sent
+ * (gst_video_convert_sample), pixel by pixel. */
+static int case_src_feeds_videoconvert_to_rgb(void) {
+  enum { kRgbFrames = 10 };
+  struct producer producer;
+  start_producer(&producer, kRgbFrames, 1, 1);
+  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 ! videoconvert ! "
+                               "video/x-raw,format=RGB ! appsink name=out sync=false enable-last-sample=false",
+                               producer.path);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  CHECK(pipeline != NULL);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  GstCaps* rgb = gst_caps_from_string("video/x-raw,format=RGB");
+  int frames = 0, right = 0;
+  for (;;) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break;
+    GstSample* sent = pattern_sample((uint64_t)frames);
+    GstSample* expected = sent == NULL ? NULL : gst_video_convert_sample(sent, rgb, 5 * GST_SECOND, NULL);
+    const long bad = expected == NULL ? -1 : rgb_mismatches(sample, expected);
+    if (bad != 0) fprintf(stderr, "RGB frame %d: %ld bytes differ from gst_video_convert_sample's\n", frames, bad);
+    right += bad == 0;
+    ++frames;
+    if (expected != NULL) gst_sample_unref(expected);
+    if (sent != NULL) gst_sample_unref(sent);
+    gst_sample_unref(sample);
+  }
+  gst_caps_unref(rgb);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer.thread, NULL);
+  printf("src ! videoconvert ! RGB: %d frames, %d equal to GStreamer's conversion of the frame sent\n", frames, right);
+  CHECK(producer.status == 0 && frames == kRgbFrames && right == kRgbFrames);
   return 0;
 }
 
@@ -413,6 +504,7 @@ int main(int argc, char** argv) {
       {"src_pushes_every_frame_with_its_pixels", case_src_pushes_every_frame_with_its_pixels},
       {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
       {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
+      {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
   };

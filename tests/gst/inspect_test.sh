@@ -7,7 +7,7 @@ out=$($GST_INSPECT edgetensor 2>&1) || fail "gst-inspect-1.0 edgetensor: $out"
 echo "$out"
 echo "$out" | grep -q "edgetensorsink" || fail "the plugin does not list edgetensorsink"
 sink=$($GST_INSPECT edgetensorsink 2>&1) || fail "gst-inspect-1.0 edgetensorsink: $sink"
-for word in socket-path policy max-frames-out pool-size wait-receivers stats "SINK template" NV12 P010_10LE GRAY16_LE; do
+for word in socket-path policy max-frames-out pool-size wait-receivers drain-timeout stats "SINK template" NV12 P010_10LE GRAY16_LE; do
   echo "$sink" | grep -q -- "$word" || fail "edgetensorsink does not show '$word'"
 done
 echo "$out" | grep -q "edgetensorsrc" || fail "the plugin does not list edgetensorsrc"

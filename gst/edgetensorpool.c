@@ -121,17 +121,7 @@ static GstFlowReturn pool_alloc_buffer(GstBufferPool* pool, GstBuffer** out, Gst
   }
   /* The tensor lives as long as the memory: a frame sent from it keeps its own reference in the channel. */
   gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), tensor, (GDestroyNotify)et_tensor_release);
-  GstBuffer* buffer = gst_buffer_new();
-  gst_buffer_append_memory(buffer, memory);
-  gsize offsets[GST_VIDEO_MAX_PLANES] = {0};
-  gint strides[GST_VIDEO_MAX_PLANES] = {0};
-  for (guint p = 0; p < layout.plane_count; ++p) {
-    offsets[p] = (gsize)layout.planes[p].offset_bytes;
-    strides[p] = (gint)layout.planes[p].row_stride_bytes;
-  }
-  gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&self->info),
-                                 layout.width, layout.height, layout.plane_count, offsets, strides);
-  *out = buffer;
+  *out = et_gst_buffer_new_image(memory, &layout);
   return GST_FLOW_OK;
 }
 

@@ -325,17 +325,7 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame) {
   gst_memory_unref(parent);
   gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), frame_quark(), et_frame_retain(frame),
                             (GDestroyNotify)et_frame_release);
-  GstBuffer* buffer = gst_buffer_new();
-  gst_buffer_append_memory(buffer, memory);
-  gsize offsets[GST_VIDEO_MAX_PLANES] = {0};
-  gint strides[GST_VIDEO_MAX_PLANES] = {0};
-  for (guint p = 0; p < layout.plane_count; ++p) {
-    offsets[p] = (gsize)layout.planes[p].offset_bytes;
-    strides[p] = (gint)layout.planes[p].row_stride_bytes;
-  }
-  gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&vinfo), layout.width,
-                                 layout.height, layout.plane_count, offsets, strides);
-  return buffer;
+  return et_gst_buffer_new_image(memory, &layout);
 }
 
 /* The producer's time (its pts, or its send stamp: CLOCK_MONOTONIC, as GStreamer's system clock) re-based

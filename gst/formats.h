@@ -30,6 +30,9 @@ gboolean et_gst_layout_from_info(const GstVideoInfo* info, et_image_layout* out,
 gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_bytes, GstVideoInfo* info,
                                  char** message);
 
+/* A buffer of `memory` (taken) with GstVideoMeta from `layout` (format, size, plane offsets and strides). */
+GstBuffer* et_gst_buffer_new_image(GstMemory* memory, const et_image_layout* layout);
+
 G_END_DECLS
 
 #endif /* ET_GST_FORMATS_H */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 enum { kWidth = 320, kHeight = 240, kFrames = 30 };
+enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2 };
 
 static uint8_t pattern(uint64_t sequence, unsigned plane, unsigned row, unsigned col) {
   return (uint8_t)((sequence * 13u + plane * 50u + row * 3u + col * 7u) & 0xffu);
@@ -70,9 +71,43 @@ struct producer {
   int frames;         /* frames to send, per round */
   int end_stream;     /* 1: the last round ends the stream; 0: it vanishes (a producer killed mid-stream) */
   int rounds;         /* producers one after the other on the same path; all but the last vanish */
+  int kind;           /* what it sends: PATTERN frames, a PLAIN tensor (no layout), TWO_BUFFER frames */
   int status;         /* 0 when every call succeeded */
   pthread_t thread;
 };
+
+/* Sends what edgetensorsrc refuses: a tensor with no image layout, or an NV12 frame whose planes lie in two
+ * buffers. */
+static et_status send_bad(et_channel_sender* sender, int kind) {
+  et_allocate_options options = {0};
+  options.struct_size = sizeof options;
+  options.memory = ET_MEMORY_SHM;
+  const uint64_t sizes[2] = {(uint64_t)kWidth * kHeight, (uint64_t)kWidth * kHeight / 2};
+  et_tensor* buffers[2] = {NULL, NULL};
+  et_status status = ET_OK;
+  for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_allocate(1, &sizes[b], ET_DTYPE_U8, &options, &buffers[b]);
+  uint64_t sequence = 0;
+  if (status == ET_OK && kind == PLAIN) status = et_channel_sender_send(sender, buffers[0], NULL, &sequence);
+  if (status == ET_OK && kind == TWO_BUFFER) {
+    int32_t fds[2] = {-1, -1};
+    et_image_layout layout = {0};
+    layout.struct_size = sizeof layout;
+    layout.format = ET_PIXEL_FORMAT_NV12;
+    layout.width = kWidth;
+    layout.height = kHeight;
+    layout.planes[0].row_stride_bytes = layout.planes[1].row_stride_bytes = kWidth;
+    et_frame* frame = NULL;
+    for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_export_fd(buffers[b], &fds[b]);
+    if (status == ET_OK) status = et_frame_import_planes_dup(fds, 2, &layout, NULL, &frame);
+    if (status == ET_OK) status = et_channel_sender_send_frame(sender, frame, NULL, &sequence);
+    et_frame_release(frame);
+    for (int b = 0; b < 2; ++b)
+      if (fds[b] >= 0) close(fds[b]);
+  }
+  et_tensor_release(buffers[0]);
+  et_tensor_release(buffers[1]);
+  return status;
+}
 
 /* One producer on p->path: accepts one receiver, sends p->frames frames, then ends the stream or vanishes. */
 static int produce_round(struct producer* p, int end_stream) {
@@ -84,6 +119,10 @@ static int produce_round(struct producer* p, int end_stream) {
   if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
   if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
   for (int i = 0; i < p->frames; ++i) {
+    if (p->kind != PATTERN) {
+      if (send_bad(sender, p->kind) != ET_OK) goto out;
+      continue;
+    }
     et_tensor* image = pattern_image((uint64_t)i);
     et_frame* frame = NULL;
     et_channel_send_options options = {0};
@@ -127,12 +166,17 @@ static void* produce(void* arg) {
   return NULL;
 }
 
-static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
-  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d", (int)getpid(), end_stream, rounds);
+static void start_producer_of(struct producer* p, int frames, int end_stream, int rounds, int kind) {
+  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d-%d", (int)getpid(), end_stream, rounds, kind);
+  p->kind = kind;
   p->frames = frames;
   p->end_stream = end_stream;
   p->rounds = rounds;
   pthread_create(&p->thread, NULL, produce, p);
+}
+
+static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
+  start_producer_of(p, frames, end_stream, rounds, PATTERN);
 }
 
 /* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
@@ -190,24 +234,35 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
   gst_object_unref(bus);
 }
 
-static int case_src_pushes_every_frame_with_its_pixels(void) {
-  struct producer producer;
-  start_producer(&producer, kFrames, 1, 1);
+/* `edgetensorsrc <properties> ! appsink` against `producer` until EOS or an error; *stat gets the src's stats
+ * field `stat_name` (0 when absent). */
+static int run_src(struct producer* producer, const char* properties, struct pulled* got, const char* stat_name,
+                   guint64* stat) {
   GstElement* sink = NULL;
-  GstElement* pipeline = src_pipeline(producer.path, "", &sink);
+  GstElement* pipeline = src_pipeline(producer->path, properties, &sink);
   CHECK(pipeline != NULL);
   CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  struct pulled got;
-  pull_all(pipeline, sink, &got);
+  pull_all(pipeline, sink, got);
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0");
   GstStructure* stats = NULL;
-  g_object_get(gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0"), "stats", &stats, NULL);
-  guint64 wrapped = 0;
-  if (stats != NULL) gst_structure_get_uint64(stats, "memories-wrapped", &wrapped);
+  g_object_get(src, "stats", &stats, NULL);
+  *stat = 0;
+  if (stats != NULL) gst_structure_get_uint64(stats, stat_name, stat);
   if (stats != NULL) gst_structure_free(stats);
+  gst_object_unref(src);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
-  pthread_join(producer.thread, NULL);
+  pthread_join(producer->thread, NULL);
+  return 0;
+}
+
+static int case_src_pushes_every_frame_with_its_pixels(void) {
+  struct producer producer;
+  start_producer(&producer, kFrames, 1, 1);
+  struct pulled got;
+  guint64 wrapped = 0;
+  CHECK(run_src(&producer, "", &got, "memories-wrapped", &wrapped) == 0);
   printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped; error '%s'\n",
          got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.error);
   CHECK(producer.status == 0);
@@ -220,19 +275,12 @@ static int case_src_pushes_every_frame_with_its_pixels(void) {
 static int case_src_reports_a_dead_producer(void) {
   struct producer producer;
   start_producer(&producer, 3, 0, 1);
-  GstElement* sink = NULL;
-  GstElement* pipeline = src_pipeline(producer.path, "", &sink);
-  CHECK(pipeline != NULL);
-  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   struct pulled got;
-  pull_all(pipeline, sink, &got);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
-  pthread_join(producer.thread, NULL);
+  guint64 frames = 0;
+  CHECK(run_src(&producer, "", &got, "frames", &frames) == 0);
   printf("src, producer gone after 3 frames: %d frames, %d right, EOS %d, error '%s'\n", got.frames, got.matching,
          got.eos, got.error);
-  CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0);
+  CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0 && frames == 3);
   CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
   return 0;
 }
@@ -325,27 +373,92 @@ static int case_src_feeds_videoconvert_to_rgb(void) {
 static int case_src_reconnects_to_the_next_producer(void) {
   struct producer producer;
   start_producer(&producer, 3, 1, 2);
-  GstElement* sink = NULL;
-  GstElement* pipeline = src_pipeline(producer.path, "reconnect=true", &sink);
-  CHECK(pipeline != NULL);
-  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   struct pulled got;
-  pull_all(pipeline, sink, &got);
-  GstStructure* stats = NULL;
-  g_object_get(gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0"), "stats", &stats, NULL);
   guint64 reconnects = 0;
-  if (stats != NULL) gst_structure_get_uint64(stats, "reconnects", &reconnects);
-  if (stats != NULL) gst_structure_free(stats);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
-  pthread_join(producer.thread, NULL);
+  CHECK(run_src(&producer, "reconnect=true", &got, "reconnects", &reconnects) == 0);
   printf("src, reconnect=true, two producers of 3 frames: %d frames, %d right, %d DISCONT, %llu reconnects, EOS %d, "
          "error '%s'\n", got.frames, got.matching, got.discont, (unsigned long long)reconnects, got.eos, got.error);
   CHECK(producer.status == 0);
   CHECK(got.frames == 6 && got.matching == 6 && got.discont == 2 && reconnects == 1);
   CHECK(got.eos == 1 && got.error[0] == '\0');
   return 0;
+}
+
+/* Runs `text` to PLAYING and waits (at most 10 s) for an element error: 0 when it comes and its message holds
+ * `expected`. */
+static int expect_error(const char* text, const char* expected) {
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  CHECK(pipeline != NULL);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  char text_of_error[512] = "";
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+    GError* error = NULL;
+    gst_message_parse_error(message, &error, NULL);
+    snprintf(text_of_error, sizeof text_of_error, "%s", error->message);
+    g_error_free(error);
+  }
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  printf("'%s': error '%s'\n", text, text_of_error);
+  CHECK(strstr(text_of_error, expected) != NULL);
+  return 0;
+}
+
+static int case_sink_needs_a_socket_path(void) {
+  return expect_error("videotestsrc num-buffers=1 ! edgetensorsink", "needs socket-path");
+}
+
+/* A path where a live sink listens is refused, naming it. */
+static int case_sink_refuses_a_live_socket(void) {
+  char text[256];
+  snprintf(text, sizeof text, "videotestsrc ! edgetensorsink socket-path=@edgetensor-gst-live-%d", (int)getpid());
+  GstElement* first = gst_parse_launch(text, NULL);
+  CHECK(first != NULL);
+  CHECK(gst_element_set_state(first, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
+  const int rc = expect_error(text, "AlreadyExists");
+  gst_element_set_state(first, GST_STATE_NULL);
+  gst_object_unref(first);
+  return rc;
+}
+
+static int case_src_needs_a_socket_path(void) {
+  return expect_error("edgetensorsrc ! fakesink", "needs socket-path");
+}
+
+/* Nobody listens: after connect-timeout the error names the path and the library's reason. */
+static int case_src_without_a_producer_fails_after_connect_timeout(void) {
+  char text[256];
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=@edgetensor-gst-nobody-%d connect-timeout=300 ! fakesink",
+           (int)getpid());
+  const gint64 start = g_get_monotonic_time();
+  CHECK(expect_error(text, "nobody listens there") == 0);
+  const gint64 waited_ms = (g_get_monotonic_time() - start) / 1000;
+  printf("failed after %lld ms (connect-timeout 300)\n", (long long)waited_ms);
+  CHECK(waited_ms >= 250 && waited_ms < 5000);
+  return 0;
+}
+
+/* What the src cannot push is an element error naming it, not a crash or a wrong buffer. */
+static int refused_by_src(int kind, const char* expected) {
+  struct producer producer;
+  start_producer_of(&producer, 1, 1, 1, kind);
+  char text[256];
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=%s connect-timeout=10000 ! fakesink", producer.path);
+  const int rc = expect_error(text, expected);
+  pthread_join(producer.thread, NULL);
+  return rc;
+}
+
+static int case_src_refuses_a_tensor_without_layout(void) {
+  return refused_by_src(PLAIN, "without an image layout");
+}
+
+static int case_src_refuses_planes_in_two_buffers(void) {
+  return refused_by_src(TWO_BUFFER, "planes in 2 buffers");
 }
 
 /* ---- edgetensorsink ---- */
@@ -505,6 +618,12 @@ int main(int argc, char** argv) {
       {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
       {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
       {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
+      {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
+      {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
+      {"src_needs_a_socket_path", case_src_needs_a_socket_path},
+      {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},
+      {"src_refuses_a_tensor_without_layout", case_src_refuses_a_tensor_without_layout},
+      {"src_refuses_planes_in_two_buffers", case_src_refuses_planes_in_two_buffers},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
   };

@@ -171,10 +171,44 @@ static int case_fences_pools_dlpack(void) {
   return 0;
 }
 
+/* A receiver on one end of a new socket pair; the other end is closed again. (Not a sender: its reader
+ * thread would take its share of the armed failures, which count allocations on every thread.) */
+static et_status receiver_on_a_pair(et_channel_receiver** out) {
+  int32_t fds[2] = {-1, -1};
+  et_status s = et_channel_socket_pair(fds);
+  if (s != ET_OK) return s;
+  s = et_channel_receiver_create_adopt(fds[0], NULL, out);
+  close(fds[1]);
+  return s;
+}
+
+static int case_frames_and_channel(void) {
+  et_allocate_options o = {.struct_size = sizeof o, .memory = ET_MEMORY_SHM};
+  et_tensor* image = NULL;
+  CHECK_OK(et_tensor_allocate_image(8, 4, ET_PIXEL_FORMAT_NV12, NULL, &o, &image));
+  et_frame* f = NULL;
+  EACH_ALLOCATION_FAILS(f, et_frame_from_tensor(image, &f), et_frame_release);
+  int32_t fd = -1;
+  CHECK_OK(et_tensor_export_fd(image, &fd));
+  et_image_layout layout = {.struct_size = sizeof layout};
+  CHECK_OK(et_tensor_get_image_layout(image, &layout));
+  const int32_t fds[2] = {fd, fd};
+  EACH_ALLOCATION_FAILS(f, et_frame_import_planes_dup(fds, 2, &layout, NULL, &f), et_frame_release);
+  close(fd);
+  et_tensor_release(image);
+  et_channel_receiver* r = NULL;
+  EACH_ALLOCATION_FAILS(r, receiver_on_a_pair(&r), et_channel_receiver_release);
+  et_channel_publisher* p = NULL;
+  et_channel_publisher_options po = {.struct_size = sizeof po, .name = "a publisher name longer than the SSO"};
+  EACH_ALLOCATION_FAILS(p, et_channel_publisher_create(&po, &p), et_channel_publisher_release);
+  return 0;
+}
+
 static const struct test_case kCases[] = {
     {"fences_pools_dlpack", case_fences_pools_dlpack},
     {"allocate", case_allocate},
     {"views_maps_and_import", case_views_maps_and_import},
+    {"frames_and_channel", case_frames_and_channel},
 };
 
 int main(int argc, char** argv) {

@@ -985,10 +985,11 @@ ET_C_API et_channel_receiver* et_channel_receiver_retain(et_channel_receiver* re
  * delivered stay valid. */
 ET_C_API void et_channel_receiver_release(et_channel_receiver* receiver);
 /* The next frame into *out, waiting at most `timeout_ms`. After the sender's end of stream: end_of_stream
- * 1, on every later call (ET_OK). On failure *out's handles are NULL. Errors: ET_INVALID_ARGUMENT (NULL, bad
- * struct_size, a bad timeout: the channel stays open; a malformed message), ET_BUSY (no frame in time: the
- * channel stays open), ET_UNAVAILABLE (the sender closed or died), ET_FAILED_PRECONDITION (closed before),
- * ET_OUT_OF_RANGE (a buffer past the limits). All but ET_BUSY and argument errors close the channel. */
+ * 1, on every later call (ET_OK). A failure leaves *out zeroed (handles NULL) once its struct_size was
+ * accepted. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size, a bad timeout: the channel stays open; a
+ * malformed message), ET_BUSY (no frame in time: the channel stays open), ET_UNAVAILABLE (the sender
+ * closed or died), ET_FAILED_PRECONDITION (closed before), ET_OUT_OF_RANGE (a buffer past the limits).
+ * All but ET_BUSY and argument errors close the channel. Threads: one receive at a time (others wait). */
 ET_C_API et_status et_channel_receiver_receive(et_channel_receiver* receiver, int32_t timeout_ms,
                                                et_channel_delivery* out);
 /* As et_channel_receiver_receive, but the newest frame: every older frame already there is released at once

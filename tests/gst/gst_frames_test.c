@@ -604,6 +604,56 @@ static int sink_case(const char* between, guint64 expected_copies) {
   return 0;
 }
 
+/* policy=drop max-frames-out=1: a receiver that holds its first frame and reads nothing more never stalls the
+ * pipeline; it misses the other 29 (stats.drops) and still gets the end of stream. */
+static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-drop-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
+                               "wait-receivers=1 policy=drop max-frames-out=1 drain-timeout=0 sync=false",
+                               kFrames, path);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  int32_t fd = -1;
+  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
+  CHECK(fd >= 0);
+  et_channel_receiver* receiver = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  et_channel_delivery held = {0};
+  held.struct_size = sizeof held;
+  CHECK_OK(et_channel_receiver_receive(receiver, 10000, &held));
+  const gint64 start = g_get_monotonic_time();
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  const gint64 eos_ms = (g_get_monotonic_time() - start) / 1000;
+  const int eos = message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS;
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+  et_channel_delivery end = {0};
+  end.struct_size = sizeof end;
+  const et_status got_end = et_channel_receiver_receive(receiver, 5000, &end);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstStructure* stats = NULL;
+  g_object_get(sink, "stats", &stats, NULL);
+  gst_object_unref(sink);
+  guint64 deliveries = 0, drops = 0;
+  gst_structure_get_uint64(stats, "deliveries", &deliveries);
+  gst_structure_get_uint64(stats, "drops", &drops);
+  gst_structure_free(stats);
+  printf("drop policy, a receiver holding frame %llu: pipeline EOS %d after %lld ms, %llu delivered, %llu dropped, "
+         "end of stream %u\n", (unsigned long long)held.sequence, eos, (long long)eos_ms, (unsigned long long)deliveries,
+         (unsigned long long)drops, got_end == ET_OK ? end.end_of_stream : 0u);
+  et_frame_release(held.frame);
+  et_channel_receiver_release(receiver);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  CHECK(eos && held.sequence == 0 && deliveries == 1 && drops == kFrames - 1);
+  CHECK(got_end == ET_OK && end.end_of_stream == 1);
+  return 0;
+}
+
 static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
 static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
 
@@ -618,6 +668,7 @@ int main(int argc, char** argv) {
       {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
       {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
       {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
+      {"sink_drop_policy_never_stalls_for_a_holding_receiver", case_sink_drop_policy_never_stalls_for_a_holding_receiver},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},

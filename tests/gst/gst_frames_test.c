@@ -654,6 +654,69 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   return 0;
 }
 
+/* A caps change mid-stream (320x240 to 160x120 after frame 9) becomes a new layout on the channel: every frame
+ * after it carries 160x120 planes, still sent from the sink's pool (0 copies). */
+static int case_sink_caps_change_is_a_new_layout(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-caps-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
+                               "name=sink socket-path=%s wait-receivers=1 sync=false",
+                               kFrames, path);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  int32_t fd = -1;
+  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
+  CHECK(fd >= 0);
+  et_channel_receiver* receiver = NULL;
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  int frames = 0, large = 0, small = 0, other = 0, ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK || d.end_of_stream) {
+      ended = d.end_of_stream;
+      break;
+    }
+    et_image_layout layout = {0};
+    layout.struct_size = sizeof layout;
+    if (d.frame != NULL && et_frame_get_layout(d.frame, &layout) == ET_OK && layout.format == ET_PIXEL_FORMAT_NV12) {
+      const int is_large = layout.width == 320 && layout.height == 240 && layout.planes[0].row_stride_bytes == 320;
+      const int is_small = layout.width == 160 && layout.height == 120 && layout.planes[0].row_stride_bytes == 160;
+      large += is_large;
+      small += is_small && large > 0;
+      other += !is_large && !is_small;
+    } else {
+      ++other;
+    }
+    et_frame_release(d.frame);
+    et_tensor_release(d.tensor);
+    if (++frames == 10) {
+      GstElement* filter = gst_bin_get_by_name(GST_BIN(pipeline), "f");
+      GstCaps* caps = gst_caps_from_string("video/x-raw,format=NV12,width=160,height=120,framerate=30/1");
+      g_object_set(filter, "caps", caps, NULL);
+      gst_caps_unref(caps);
+      gst_object_unref(filter);
+    }
+  }
+  et_channel_receiver_release(receiver);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstStructure* stats = NULL;
+  g_object_get(sink, "stats", &stats, NULL);
+  gst_object_unref(sink);
+  guint64 copies = 99;
+  gst_structure_get_uint64(stats, "copies", &copies);
+  gst_structure_free(stats);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  printf("caps change after frame 9: %d frames, %d at 320x240, then %d at 160x120, %d other; %llu copies; end %d\n",
+         frames, large, small, other, (unsigned long long)copies, ended);
+  CHECK(frames == kFrames && ended == 1 && other == 0 && large >= 10 && small >= 1 && large + small == kFrames);
+  CHECK(copies == 0);
+  return 0;
+}
+
 static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
 static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
 
@@ -669,6 +732,7 @@ int main(int argc, char** argv) {
       {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
       {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
       {"sink_drop_policy_never_stalls_for_a_holding_receiver", case_sink_drop_policy_never_stalls_for_a_holding_receiver},
+      {"sink_caps_change_is_a_new_layout", case_sink_caps_change_is_a_new_layout},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},

@@ -271,8 +271,9 @@ static GQuark frame_quark(void) {
 
 /* A buffer over the delivered frame: a GstMemory of its own sharing the cached one (so copies of the
  * GstBuffer keep it), holding the frame until GStreamer frees that memory, and GstVideoMeta from the
- * layout. Sets caps first when the layout changed. NULL (element error posted) on failure. */
-static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame) {
+ * layout. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
+ * time). NULL (element error posted) on failure. */
+static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_channel_delivery* d) {
   et_image_layout layout = {0};
   layout.struct_size = sizeof layout;
   uint32_t buffer_count = 0, plane_buffers[ET_MAX_PLANES] = {0};
@@ -307,6 +308,13 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame) {
     g_free(message);
     gst_memory_unref(parent);
     return NULL;
+  }
+  /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
+  if (self->have_caps) {
+    GST_VIDEO_INFO_FPS_N(&vinfo) = GST_VIDEO_INFO_FPS_N(&self->info);
+    GST_VIDEO_INFO_FPS_D(&vinfo) = GST_VIDEO_INFO_FPS_D(&self->info);
+  } else if ((d->has & ET_CHANNEL_HAS_DURATION) && d->duration_ns > 0) {
+    gst_video_guess_framerate((GstClockTime)d->duration_ns, &GST_VIDEO_INFO_FPS_N(&vinfo), &GST_VIDEO_INFO_FPS_D(&vinfo));
   }
   if (!self->have_caps || !gst_video_info_is_equal(&vinfo, &self->info)) {
     GstCaps* caps = gst_video_info_to_caps(&vinfo);
@@ -380,7 +388,7 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
     }
   }
   et_tensor_release(d.tensor);
-  GstBuffer* buffer = buffer_of(self, frame);
+  GstBuffer* buffer = buffer_of(self, frame, &d);
   et_frame_release(frame); /* the buffer's memory holds it now */
   if (buffer == NULL) return GST_FLOW_ERROR;
   set_timing(self, &d, buffer);

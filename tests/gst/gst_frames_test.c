@@ -182,6 +182,7 @@ static void start_producer(struct producer* p, int frames, int end_stream, int r
 /* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
 struct pulled {
   int frames, matching, in_order, fd_memory, discont, eos;
+  int fps_n, fps_d;  /* of the last sample's caps */
   char error[512];
 };
 
@@ -211,6 +212,10 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
     GstVideoInfo info;
     GstVideoFrame frame;
     out->fd_memory += gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0));
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample))) {
+      out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
+      out->fps_d = GST_VIDEO_INFO_FPS_D(&info);
+    }
     if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) && gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ)) {
       const long bad = mismatches(&frame, GST_BUFFER_OFFSET(buffer));
       if (bad != 0) fprintf(stderr, "frame %llu: %ld bytes differ\n", (unsigned long long)GST_BUFFER_OFFSET(buffer), bad);
@@ -263,11 +268,13 @@ static int case_src_pushes_every_frame_with_its_pixels(void) {
   struct pulled got;
   guint64 wrapped = 0;
   CHECK(run_src(&producer, "", &got, "memories-wrapped", &wrapped) == 0);
-  printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped; error '%s'\n",
-         got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.error);
+  printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped, caps framerate "
+         "%d/%d; error '%s'\n", got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.fps_n,
+         got.fps_d, got.error);
   CHECK(producer.status == 0);
   CHECK(got.frames == kFrames && got.matching == kFrames && got.in_order == kFrames && got.fd_memory == kFrames);
   CHECK(got.discont == 1);
+  CHECK(got.fps_n == 30 && got.fps_d == 1); /* guessed from the frames' 33.3 ms duration */
   CHECK(got.eos == 1 && got.error[0] == '\0');
   return 0;
 }

@@ -187,7 +187,7 @@ struct pulled {
 };
 
 static GstElement* src_pipeline(const char* path, const char* properties, GstElement** sink) {
-  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 %s ! appsink name=out sync=false "
+  char* text = g_strdup_printf("edgetensorsrc name=src socket-path=%s connect-timeout=10000 %s ! appsink name=out sync=false "
                                "enable-last-sample=false", path, properties);
   GError* error = NULL;
   GstElement* pipeline = gst_parse_launch(text, &error);
@@ -248,7 +248,7 @@ static int run_src(struct producer* producer, const char* properties, struct pul
   CHECK(pipeline != NULL);
   CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   pull_all(pipeline, sink, got);
-  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "edgetensorsrc0");
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
   GstStructure* stats = NULL;
   g_object_get(src, "stats", &stats, NULL);
   *stat = 0;

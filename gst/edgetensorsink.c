@@ -250,11 +250,12 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   return TRUE;
 }
 
-/* Ends the stream on every receiver (once): they see end of stream, not an error. */
-static void end_stream(GstEdgetensorSink* self) {
+/* Ends the stream on every receiver (once): they see end of stream, not an error. A receiver whose socket
+ * stays full makes each try wait the send timeout: `tries` bounds the wait. */
+static void end_stream(GstEdgetensorSink* self, int tries) {
   if (self->publisher == NULL || self->ended) return;
   et_status status = ET_BUSY;
-  for (int tries = 0; tries < 10 && status == ET_BUSY; ++tries) status = et_channel_publisher_end_stream(self->publisher);
+  for (int i = 0; i < tries && status == ET_BUSY; ++i) status = et_channel_publisher_end_stream(self->publisher);
   if (status != ET_OK) GST_WARNING_OBJECT(self, "ending the stream: %s", et_last_error_message());
   self->ended = TRUE;
 }
@@ -263,7 +264,7 @@ static void end_stream(GstEdgetensorSink* self) {
  * for their releases (frames they hold stay valid in their process). */
 static gboolean gst_edgetensor_sink_stop(GstBaseSink* sink) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
-  end_stream(self);
+  end_stream(self, 1); /* stopping: one try, the receivers are closed next anyway */
   GST_OBJECT_LOCK(self);
   et_channel_publisher* publisher = self->publisher;
   self->publisher = NULL;
@@ -293,7 +294,7 @@ static void drain(GstEdgetensorSink* self) {
 static gboolean gst_edgetensor_sink_event(GstBaseSink* sink, GstEvent* event) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
-    end_stream(self);
+    end_stream(self, 3);
     drain(self);
   }
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) self->ended = FALSE;

@@ -533,20 +533,39 @@ static long frame_mismatches(const et_frame* frame, unsigned p, const GByteArray
   return bad;
 }
 
+/* Plays `text` (an edgetensorsink named sink on `path`, wait-receivers=1) and connects a receiver to it. */
+static int play_and_connect(const char* text, const char* path, GstElement** pipeline, et_channel_receiver** receiver) {
+  *pipeline = gst_parse_launch(text, NULL);
+  CHECK(*pipeline != NULL);
+  CHECK(gst_element_set_state(*pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  int32_t fd = -1;
+  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
+  CHECK(fd >= 0);
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, receiver));
+  return 0;
+}
+
+/* Field `name` of the stats of the element named sink in `pipeline` (0 when absent). */
+static guint64 sink_stat(GstElement* pipeline, const char* name) {
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstStructure* stats = NULL;
+  g_object_get(sink, "stats", &stats, NULL);
+  gst_object_unref(sink);
+  guint64 value = 0;
+  gst_structure_get_uint64(stats, name, &value);
+  gst_structure_free(stats);
+  return value;
+}
+
 /* Runs `pipeline_text` (an edgetensorsink on `path` with wait-receivers=1) while a C consumer receives every
  * frame; *right counts frames equal to the reference, *stats gets the sink's stats. */
 static int consume_sink(const char* pipeline_text, const char* path, int frames, int* received, int* right,
                         int* ended, GstStructure** stats) {
   GByteArray** reference = reference_frames(frames);
   CHECK(reference != NULL);
-  GstElement* pipeline = gst_parse_launch(pipeline_text, NULL);
-  CHECK(pipeline != NULL);
-  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  int32_t fd = -1;
-  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
-  CHECK(fd >= 0);
+  GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;
-  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  CHECK(play_and_connect(pipeline_text, path, &pipeline, &receiver) == 0);
   *received = *right = *ended = 0;
   for (;;) {
     et_channel_delivery d = {0};
@@ -619,15 +638,11 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
                                "wait-receivers=1 policy=drop max-frames-out=1 drain-timeout=0 sync=false",
                                kFrames, path);
-  GstElement* pipeline = gst_parse_launch(text, NULL);
-  g_free(text);
-  CHECK(pipeline != NULL);
-  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  int32_t fd = -1;
-  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
-  CHECK(fd >= 0);
+  GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;
-  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
   et_channel_delivery held = {0};
   held.struct_size = sizeof held;
   CHECK_OK(et_channel_receiver_receive(receiver, 10000, &held));
@@ -641,14 +656,7 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   et_channel_delivery end = {0};
   end.struct_size = sizeof end;
   const et_status got_end = et_channel_receiver_receive(receiver, 5000, &end);
-  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstStructure* stats = NULL;
-  g_object_get(sink, "stats", &stats, NULL);
-  gst_object_unref(sink);
-  guint64 deliveries = 0, drops = 0;
-  gst_structure_get_uint64(stats, "deliveries", &deliveries);
-  gst_structure_get_uint64(stats, "drops", &drops);
-  gst_structure_free(stats);
+  const guint64 deliveries = sink_stat(pipeline, "deliveries"), drops = sink_stat(pipeline, "drops");
   printf("drop policy, a receiver holding frame %llu: pipeline EOS %d after %lld ms, %llu delivered, %llu dropped, "
          "end of stream %u\n", (unsigned long long)held.sequence, eos, (long long)eos_ms, (unsigned long long)deliveries,
          (unsigned long long)drops, got_end == ET_OK ? end.end_of_stream : 0u);
@@ -669,15 +677,11 @@ static int case_sink_caps_change_is_a_new_layout(void) {
   char* text = g_strdup_printf("videotestsrc num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
                                "name=sink socket-path=%s wait-receivers=1 sync=false",
                                kFrames, path);
-  GstElement* pipeline = gst_parse_launch(text, NULL);
-  g_free(text);
-  CHECK(pipeline != NULL);
-  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
-  int32_t fd = -1;
-  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
-  CHECK(fd >= 0);
+  GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;
-  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, &receiver));
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
   int frames = 0, large = 0, small = 0, other = 0, ended = 0;
   for (;;) {
     et_channel_delivery d = {0};
@@ -708,13 +712,7 @@ static int case_sink_caps_change_is_a_new_layout(void) {
     }
   }
   et_channel_receiver_release(receiver);
-  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstStructure* stats = NULL;
-  g_object_get(sink, "stats", &stats, NULL);
-  gst_object_unref(sink);
-  guint64 copies = 99;
-  gst_structure_get_uint64(stats, "copies", &copies);
-  gst_structure_free(stats);
+  const guint64 copies = sink_stat(pipeline, "copies");
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
   printf("caps change after frame 9: %d frames, %d at 320x240, then %d at 160x120, %d other; %llu copies; end %d\n",

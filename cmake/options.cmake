@@ -23,6 +23,15 @@ endif()
 option(ET_BUILD_PYTHON "Build the Python module when pybind11 and the Python 3 headers are found" ${ET_PYTHON_DEFAULT})
 option(ET_REQUIRE_PYTHON "Fail the configure when the Python module or its test tools are missing (CI)" OFF)
 option(ET_WERROR "Treat warnings as errors" OFF)
+# The GStreamer plugin (gst/: edgetensorsink, edgetensorsrc; C on the C API): built when pkg-config finds
+# GStreamer 1.x's development files (Debian: libgstreamer1.0-dev, libgstreamer-plugins-base1.0-dev).
+# ET_REQUIRE_GSTREAMER (CI) fails the configure instead of leaving it out, and needs gst-launch-1.0 and
+# gst-inspect-1.0 (gstreamer1.0-tools) for its tests.
+option(ET_WITH_GSTREAMER "Build the GStreamer plugin when GStreamer 1.x development files are found" ${ET_MASTER_PROJECT})
+option(ET_REQUIRE_GSTREAMER "Fail the configure when the GStreamer plugin or its test tools cannot be built (CI)" OFF)
+if(ET_REQUIRE_GSTREAMER AND NOT ET_WITH_GSTREAMER)
+  message(FATAL_ERROR "ET_REQUIRE_GSTREAMER=ON needs ET_WITH_GSTREAMER=ON")
+endif()
 set(ET_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
 # libFuzzer targets (tests/fuzz): clang only; everything is compiled with coverage for libFuzzer
 # (-fsanitize=fuzzer-no-link). Pair it with ET_SANITIZE=address,undefined (tests/fuzz/README.md).

@@ -12,6 +12,30 @@ if(ET_SANITIZE)
     add_link_options(-shared-libasan -Wl,-rpath,${ET_CLANG_RUNTIME_DIR})
   endif()
 endif()
+# ET_SANITIZER_PRELOAD: the sanitizer runtimes a program that is not instrumented (python3, gst-launch-1.0)
+# must preload to load this tree's libraries (LD_PRELOAD, ':'-separated). gcc: libasan.so and libubsan.so.
+# clang: its shared ASan runtime (linked into every binary of the tree above), which holds UBSan's handlers.
+set(ET_SANITIZER_PRELOAD "")
+if(ET_SANITIZE MATCHES "address")
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(ET_SANITIZER_PRELOAD ${ET_CLANG_RUNTIME_DIR}/libclang_rt.asan-${CMAKE_SYSTEM_PROCESSOR}.so)
+    if(NOT EXISTS ${ET_SANITIZER_PRELOAD})
+      message(FATAL_ERROR "ET_SANITIZE=${ET_SANITIZE} with clang: programs that are not instrumented need "
+                          "${ET_SANITIZER_PRELOAD} (clang's shared ASan runtime)")
+    endif()
+  else()
+    set(libs asan)
+    if(ET_SANITIZE MATCHES "undefined")
+      list(APPEND libs ubsan)
+    endif()
+    foreach(lib IN LISTS libs)
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${lib}.so OUTPUT_VARIABLE path
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      list(APPEND ET_SANITIZER_PRELOAD ${path})
+    endforeach()
+  endif()
+  string(REPLACE ";" ":" ET_SANITIZER_PRELOAD "${ET_SANITIZER_PRELOAD}")
+endif()
 # Coverage for libFuzzer in every object (the library's code is what is fuzzed); the fuzz targets
 # alone link libFuzzer (-fsanitize=fuzzer, tests/fuzz/CMakeLists.txt).
 if(ET_BUILD_FUZZ)

@@ -26,6 +26,9 @@ packages=(
   # Test-only: DRM_FORMAT_* macros for the pixel format table test; GStreamer as the image layout oracle
   # (tests/oracle, built only when pkg-config finds gstreamer-video-1.0).
   libdrm-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  # The GStreamer plugin (gst/, built where those -dev packages are found) and its pipeline tests (ctest -L
+  # gstreamer): gst-launch-1.0, gst-inspect-1.0, videotestsrc, videoconvert, appsink, the check sinks.
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   # Test-only: Debian's DLPack 0.6 header, an independent check of our legacy DLManagedTensor
   # (tests/unit/dlpack; built only where <dlpack/dlpack.h> is found). One plain C header with no
   # architecture-specific content: the ARM cross builds use this host copy from /usr/include, as the

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The buffer pool edgetensorsink proposes upstream: each buffer is an edgetensor image (DMA-BUF when a
+ * dma-heap serves, memfd otherwise) wrapped as GstDmaBufMemory / GstFdMemory with GstVideoMeta, so upstream
+ * writes straight into memory the frame channel shares. docs/GSTREAMER.md, "The sink's pool". */
+#ifndef ET_GST_POOL_H
+#define ET_GST_POOL_H
+
+#include <edgetensor/c/edgetensor_c.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_EDGETENSOR_BUFFER_POOL (gst_edgetensor_buffer_pool_get_type())
+G_DECLARE_FINAL_TYPE(GstEdgetensorBufferPool, gst_edgetensor_buffer_pool, GST, EDGETENSOR_BUFFER_POOL, GstBufferPool)
+
+/* A pool whose buffers are images of `memory` (ET_MEMORY_DMABUF or ET_MEMORY_SHM), configured with
+ * gst_buffer_pool_config_set_params (caps of a format the table maps). */
+GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory);
+
+/* The edgetensor image behind `memory` when it is one of these pools' (borrowed: valid while `memory`
+ * lives); NULL otherwise. */
+et_tensor* gst_edgetensor_memory_tensor(GstMemory* memory);
+
+/* The memory kind that serves images here: ET_MEMORY_DMABUF when a dma-heap allocates one of `info`,
+ * else ET_MEMORY_SHM (memfd). */
+int32_t gst_edgetensor_probe_memory(const et_image_layout* layout);
+
+G_END_DECLS
+
+#endif /* ET_GST_POOL_H */

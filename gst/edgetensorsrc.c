@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "edgetensorsrc.h"
+
+#include "formats.h"
+
+#include <edgetensor/c/edgetensor_c.h>
+#include <gst/allocators/allocators.h>
+#include <gst/video/video.h>
+
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC(et_gst_src_debug);
+#define GST_CAT_DEFAULT et_gst_src_debug
+
+enum {
+  PROP_0,
+  PROP_SOCKET_PATH,
+  PROP_CONNECT_TIMEOUT,
+  PROP_LATEST,
+  PROP_RECONNECT,
+  PROP_STATS,
+};
+
+#define DEFAULT_CONNECT_TIMEOUT_MS 5000
+/* How long one receive waits before it looks at unlock (flushing, state changes). */
+#define RECEIVE_SLICE_MS 50
+/* Received buffers kept wrapped as GstMemory (one fd and one mapping each), least recently used evicted:
+ * the receiver's own table (32 by default) fits. */
+#define MAX_CACHED_MEMORIES 64
+
+/* One received buffer wrapped once: its GstMemory (KEEP_MAPPED: mapped once, never re-faulted), by key. */
+typedef struct {
+  uint64_t buffer_key;
+  GstMemory* memory;
+  guint64 last_used;
+} CachedMemory;
+
+struct _GstEdgetensorSrc {
+  GstPushSrc parent;
+  /* Properties (object lock). */
+  char* socket_path;
+  guint connect_timeout_ms;
+  gboolean latest;
+  gboolean reconnect;
+  /* Between start and stop; the receiver's calls are thread-safe. */
+  et_channel_receiver* receiver;
+  gint unlocked;                 /* atomic: unlock() asked the streaming thread to stop waiting */
+  /* Streaming thread only. */
+  GArray* cache;                 /* CachedMemory */
+  GstAllocator* fd_allocator;
+  GstAllocator* dmabuf_allocator;
+  GstVideoInfo info;             /* of the caps set last */
+  gboolean have_caps;
+  guint64 uses;
+  gboolean discont;              /* the next buffer follows a (re)connect */
+  /* Counters (object lock). */
+  guint64 frames;
+  guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
+  guint64 reconnects;
+};
+
+G_DEFINE_TYPE(GstEdgetensorSrc, gst_edgetensor_src, GST_TYPE_PUSH_SRC)
+
+static void gst_edgetensor_src_set_property(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(object);
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+    case PROP_SOCKET_PATH:
+      g_free(self->socket_path);
+      self->socket_path = g_value_dup_string(value);
+      break;
+    case PROP_CONNECT_TIMEOUT: self->connect_timeout_ms = g_value_get_uint(value); break;
+    case PROP_LATEST: self->latest = g_value_get_boolean(value); break;
+    case PROP_RECONNECT: self->reconnect = g_value_get_boolean(value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* Object lock held. */
+static GstStructure* src_stats(GstEdgetensorSrc* self) {
+  et_channel_receiver_stats r = {0};
+  r.struct_size = sizeof r;
+  if (self->receiver != NULL && et_channel_receiver_get_stats(self->receiver, &r) != ET_OK) memset(&r, 0, sizeof r);
+  return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
+                           G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
+                           "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
+                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, NULL);
+}
+
+static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(object);
+  GST_OBJECT_LOCK(self);
+  switch (id) {
+    case PROP_SOCKET_PATH: g_value_set_string(value, self->socket_path); break;
+    case PROP_CONNECT_TIMEOUT: g_value_set_uint(value, self->connect_timeout_ms); break;
+    case PROP_LATEST: g_value_set_boolean(value, self->latest); break;
+    case PROP_RECONNECT: g_value_set_boolean(value, self->reconnect); break;
+    case PROP_STATS: g_value_take_boxed(value, src_stats(self)); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void clear_cache(GstEdgetensorSrc* self) {
+  for (guint i = 0; i < self->cache->len; ++i) gst_memory_unref(g_array_index(self->cache, CachedMemory, i).memory);
+  g_array_set_size(self->cache, 0);
+}
+
+static void gst_edgetensor_src_finalize(GObject* object) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(object);
+  clear_cache(self);
+  g_array_unref(self->cache);
+  gst_object_unref(self->fd_allocator);
+  gst_object_unref(self->dmabuf_allocator);
+  g_free(self->socket_path);
+  G_OBJECT_CLASS(gst_edgetensor_src_parent_class)->finalize(object);
+}
+
+/* A receiver on socket-path, trying to connect every 50 ms for up to connect-timeout while nobody listens
+ * there yet (the producer may start after the consumer, or restart), until unlock. NULL with *message
+ * (g_free it) on failure. */
+static et_channel_receiver* connect_receiver(GstEdgetensorSrc* self, char** message) {
+  GST_OBJECT_LOCK(self);
+  char* path = g_strdup(self->socket_path);
+  const guint timeout_ms = self->connect_timeout_ms;
+  GST_OBJECT_UNLOCK(self);
+  if (path == NULL || path[0] == '\0') {
+    *message = g_strdup("edgetensorsrc needs socket-path (the producer's socket)");
+    g_free(path);
+    return NULL;
+  }
+  const gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  int32_t fd = -1;
+  et_status status;
+  for (;;) {
+    status = et_channel_connect(path, 1000, &fd);
+    if (status == ET_OK || (status != ET_NOT_FOUND && status != ET_UNAVAILABLE) || g_get_monotonic_time() >= deadline ||
+        g_atomic_int_get(&self->unlocked))
+      break;
+    g_usleep(50 * 1000);
+  }
+  et_channel_receiver* receiver = NULL;
+  if (status == ET_OK) {
+    char* name = gst_object_get_name(GST_OBJECT(self));
+    et_channel_receiver_options options = {0};
+    options.struct_size = sizeof options;
+    options.name = name;
+    status = et_channel_receiver_create_adopt(fd, &options, &receiver);
+    g_free(name);
+  }
+  if (status != ET_OK)
+    *message = g_strdup_printf("cannot receive from %s: %s", path, et_last_error_message());
+  else
+    GST_INFO_OBJECT(self, "receiving from %s", path);
+  g_free(path);
+  return receiver;
+}
+
+static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  GST_OBJECT_LOCK(self);
+  self->frames = self->memories_wrapped = self->reconnects = 0;
+  GST_OBJECT_UNLOCK(self);
+  char* message = NULL;
+  et_channel_receiver* receiver = connect_receiver(self, &message);
+  if (receiver == NULL) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("%s", message), (NULL));
+    g_free(message);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  self->receiver = receiver;
+  GST_OBJECT_UNLOCK(self);
+  self->have_caps = FALSE;
+  self->discont = TRUE;
+  return TRUE;
+}
+
+/* reconnect=true: the producer is gone, so wait for the next one on the same path (connect-timeout). */
+static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
+  GST_WARNING_OBJECT(self, "the producer is gone (%s): connecting again", why);
+  GST_OBJECT_LOCK(self);
+  et_channel_receiver* old = self->receiver;
+  self->receiver = NULL;
+  GST_OBJECT_UNLOCK(self);
+  et_channel_receiver_release(old);
+  clear_cache(self); /* the next producer's buffers are others */
+  char* message = NULL;
+  et_channel_receiver* receiver = connect_receiver(self, &message);
+  if (receiver == NULL) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("the producer is gone (%s) and no other came: %s", why, message), (NULL));
+    g_free(message);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  self->receiver = receiver;
+  ++self->reconnects;
+  GST_OBJECT_UNLOCK(self);
+  self->discont = TRUE;
+  return TRUE;
+}
+
+static gboolean gst_edgetensor_src_stop(GstBaseSrc* src) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  GST_OBJECT_LOCK(self);
+  et_channel_receiver* receiver = self->receiver;
+  self->receiver = NULL;
+  GST_OBJECT_UNLOCK(self);
+  clear_cache(self);
+  et_channel_receiver_release(receiver); /* buffers still downstream stay valid; they release on their own */
+  return TRUE;
+}
+
+static gboolean gst_edgetensor_src_unlock(GstBaseSrc* src) {
+  g_atomic_int_set(&GST_EDGETENSOR_SRC(src)->unlocked, 1);
+  return TRUE;
+}
+
+static gboolean gst_edgetensor_src_unlock_stop(GstBaseSrc* src) {
+  g_atomic_int_set(&GST_EDGETENSOR_SRC(src)->unlocked, 0);
+  return TRUE;
+}
+
+/* The GstMemory of the buffer `buffer` (a u8 tensor over the whole received buffer): the cached one, or a
+ * new one over an fd of it (KEEP_MAPPED). A new reference to the cached memory; NULL on failure (logged). */
+static GstMemory* memory_of(GstEdgetensorSrc* self, const et_tensor* buffer) {
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  if (et_tensor_get_info(buffer, &info) != ET_OK) return NULL;
+  ++self->uses;
+  for (guint i = 0; i < self->cache->len; ++i) {
+    CachedMemory* c = &g_array_index(self->cache, CachedMemory, i);
+    if (c->buffer_key == info.buffer_key) {
+      c->last_used = self->uses;
+      return gst_memory_ref(c->memory);
+    }
+  }
+  int32_t fd = -1;
+  if (et_tensor_export_fd(buffer, &fd) != ET_OK) {
+    GST_ERROR_OBJECT(self, "exporting a received buffer: %s", et_last_error_message());
+    return NULL;
+  }
+  GstMemory* memory = info.memory == ET_MEMORY_DMABUF
+                          ? gst_fd_allocator_alloc(self->dmabuf_allocator, fd, (gsize)info.buffer_bytes,
+                                                   GST_FD_MEMORY_FLAG_KEEP_MAPPED)
+                          : gst_fd_allocator_alloc(self->fd_allocator, fd, (gsize)info.buffer_bytes,
+                                                   GST_FD_MEMORY_FLAG_KEEP_MAPPED);
+  if (memory == NULL) return NULL;
+  if (self->cache->len >= MAX_CACHED_MEMORIES) {
+    guint oldest = 0;
+    for (guint i = 1; i < self->cache->len; ++i)
+      if (g_array_index(self->cache, CachedMemory, i).last_used < g_array_index(self->cache, CachedMemory, oldest).last_used)
+        oldest = i;
+    gst_memory_unref(g_array_index(self->cache, CachedMemory, oldest).memory);
+    g_array_remove_index_fast(self->cache, oldest);
+  }
+  CachedMemory c = {info.buffer_key, memory, self->uses};
+  g_array_append_val(self->cache, c);
+  GST_OBJECT_LOCK(self);
+  ++self->memories_wrapped;
+  GST_OBJECT_UNLOCK(self);
+  return gst_memory_ref(memory);
+}
+
+static GQuark frame_quark(void) {
+  static GQuark quark = 0;
+  if (quark == 0) quark = g_quark_from_static_string("edgetensor-frame");
+  return quark;
+}
+
+/* A buffer over the delivered frame: a GstMemory of its own sharing the cached one (so copies of the
+ * GstBuffer keep it), holding the frame until GStreamer frees that memory, and GstVideoMeta from the
+ * layout. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
+ * time). NULL (element error posted) on failure. */
+static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_channel_delivery* d) {
+  et_image_layout layout = {0};
+  layout.struct_size = sizeof layout;
+  uint32_t buffer_count = 0, plane_buffers[ET_MAX_PLANES] = {0};
+  if (et_frame_get_layout(frame, &layout) != ET_OK || et_frame_get_buffers(frame, &buffer_count, plane_buffers) != ET_OK) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("reading a frame: %s", et_last_error_message()), (NULL));
+    return NULL;
+  }
+  if (buffer_count != 1) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("frames with planes in %u buffers are not supported yet (one buffer per frame)", buffer_count),
+                      (NULL));
+    return NULL;
+  }
+  et_tensor* whole = NULL;
+  if (et_frame_buffer(frame, 0, &whole) != ET_OK) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("reading a frame's buffer: %s", et_last_error_message()), (NULL));
+    return NULL;
+  }
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  (void)et_tensor_get_info(whole, &info);
+  GstMemory* parent = memory_of(self, whole);
+  et_tensor_release(whole);
+  if (parent == NULL) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping a received buffer as GstMemory"), (NULL));
+    return NULL;
+  }
+  GstVideoInfo vinfo;
+  char* message = NULL;
+  if (!et_gst_info_from_layout(&layout, info.buffer_bytes, &vinfo, &message)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+    g_free(message);
+    gst_memory_unref(parent);
+    return NULL;
+  }
+  /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
+  if (self->have_caps) {
+    GST_VIDEO_INFO_FPS_N(&vinfo) = GST_VIDEO_INFO_FPS_N(&self->info);
+    GST_VIDEO_INFO_FPS_D(&vinfo) = GST_VIDEO_INFO_FPS_D(&self->info);
+  } else if ((d->has & ET_CHANNEL_HAS_DURATION) && d->duration_ns > 0) {
+    gst_video_guess_framerate((GstClockTime)d->duration_ns, &GST_VIDEO_INFO_FPS_N(&vinfo), &GST_VIDEO_INFO_FPS_D(&vinfo));
+  }
+  if (!self->have_caps || !gst_video_info_is_equal(&vinfo, &self->info)) {
+    GstCaps* caps = gst_video_info_to_caps(&vinfo);
+    const gboolean ok = gst_base_src_set_caps(GST_BASE_SRC(self), caps);
+    GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT, (void*)caps);
+    gst_caps_unref(caps);
+    if (!ok) {
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("downstream refused the frames' caps"), (NULL));
+      gst_memory_unref(parent);
+      return NULL;
+    }
+    self->info = vinfo;
+    self->have_caps = TRUE;
+  }
+  GstMemory* memory = gst_memory_share(parent, 0, (gssize)vinfo.size); /* the image, not the buffer's tail */
+  gst_memory_unref(parent);
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), frame_quark(), et_frame_retain(frame),
+                            (GDestroyNotify)et_frame_release);
+  return et_gst_buffer_new_image(memory, &layout);
+}
+
+/* The producer's time (its pts, or its send stamp: CLOCK_MONOTONIC, as GStreamer's system clock) re-based
+ * on this pipeline's base time. */
+static void set_timing(GstEdgetensorSrc* self, const et_channel_delivery* d, GstBuffer* buffer) {
+  const int64_t at = (d->has & ET_CHANNEL_HAS_PTS) ? d->pts_ns : d->timestamp_ns;
+  const GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
+  GST_BUFFER_PTS(buffer) = (GST_CLOCK_TIME_IS_VALID(base) && at > 0 && (GstClockTime)at >= base) ? (GstClockTime)at - base : 0;
+  if (d->has & ET_CHANNEL_HAS_DURATION) GST_BUFFER_DURATION(buffer) = (GstClockTime)d->duration_ns;
+  /* The producer's own buffer flags (GstBufferFlags), those that describe the data. */
+  const guint carried = GST_BUFFER_FLAG_DELTA_UNIT | GST_BUFFER_FLAG_CORRUPTED | GST_BUFFER_FLAG_MARKER |
+                        GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_DROPPABLE;
+  GST_BUFFER_FLAG_SET(buffer, d->flags & carried);
+}
+
+static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  GST_OBJECT_LOCK(self);
+  const gboolean latest = self->latest, again = self->reconnect;
+  GST_OBJECT_UNLOCK(self);
+  et_channel_delivery d = {0};
+  for (;;) {
+    if (g_atomic_int_get(&self->unlocked)) return GST_FLOW_FLUSHING;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    const et_status status = latest ? et_channel_receiver_receive_latest(self->receiver, RECEIVE_SLICE_MS, &d)
+                                    : et_channel_receiver_receive(self->receiver, RECEIVE_SLICE_MS, &d);
+    if (status == ET_BUSY) continue;
+    if (status != ET_OK && again) {
+      char* why = g_strdup(et_last_error_message());
+      const gboolean ok = reconnect(self, why);
+      g_free(why);
+      if (!ok) return g_atomic_int_get(&self->unlocked) ? GST_FLOW_FLUSHING : GST_FLOW_ERROR;
+      continue;
+    }
+    if (status != ET_OK) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ, ("the producer is gone: %s", et_last_error_message()), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    break;
+  }
+  if (d.end_of_stream) {
+    GST_INFO_OBJECT(self, "end of stream after %llu frames", (unsigned long long)d.sequence);
+    return GST_FLOW_EOS;
+  }
+  et_frame* frame = d.frame;
+  if (frame == NULL && d.tensor != NULL) {
+    if (et_frame_from_tensor(d.tensor, &frame) != ET_OK) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("a tensor without an image layout: %s", et_last_error_message()), (NULL));
+      et_tensor_release(d.tensor);
+      return GST_FLOW_ERROR;
+    }
+  }
+  et_tensor_release(d.tensor);
+  GstBuffer* buffer = buffer_of(self, frame, &d);
+  et_frame_release(frame); /* the buffer's memory holds it now */
+  if (buffer == NULL) return GST_FLOW_ERROR;
+  set_timing(self, &d, buffer);
+  if (self->discont) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
+  self->discont = FALSE;
+  GST_BUFFER_OFFSET(buffer) = d.sequence;
+  GST_OBJECT_LOCK(self);
+  ++self->frames;
+  GST_OBJECT_UNLOCK(self);
+  *out = buffer;
+  return GST_FLOW_OK;
+}
+
+/* Live: frames arrive as the producer sends them; a frame's duration is the latency it adds. */
+static gboolean gst_edgetensor_src_query(GstBaseSrc* src, GstQuery* query) {
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    GstClockTime min = 0;
+    if (self->have_caps && GST_VIDEO_INFO_FPS_N(&self->info) > 0)
+      min = gst_util_uint64_scale_int(GST_SECOND, GST_VIDEO_INFO_FPS_D(&self->info), GST_VIDEO_INFO_FPS_N(&self->info));
+    gst_query_set_latency(query, TRUE, min, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS(gst_edgetensor_src_parent_class)->query(src, query);
+}
+
+static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
+  GObjectClass* object_class = G_OBJECT_CLASS(klass);
+  GstElementClass* element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseSrcClass* base_class = GST_BASE_SRC_CLASS(klass);
+  GST_DEBUG_CATEGORY_INIT(et_gst_src_debug, "edgetensorsrc", 0, "edgetensor source");
+  object_class->set_property = gst_edgetensor_src_set_property;
+  object_class->get_property = gst_edgetensor_src_get_property;
+  object_class->finalize = gst_edgetensor_src_finalize;
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+  g_object_class_install_property(
+      object_class, PROP_SOCKET_PATH,
+      g_param_spec_string("socket-path", "Socket path", "The producer's named socket ('@' first: an abstract name)",
+                          NULL, rw));
+  g_object_class_install_property(
+      object_class, PROP_CONNECT_TIMEOUT,
+      g_param_spec_uint("connect-timeout", "Connect timeout",
+                        "Milliseconds to keep trying to connect while nobody listens on socket-path yet (0: once)", 0,
+                        G_MAXINT32, DEFAULT_CONNECT_TIMEOUT_MS, rw));
+  g_object_class_install_property(
+      object_class, PROP_LATEST,
+      g_param_spec_boolean("latest", "Latest frame",
+                           "Push the newest frame only, releasing older ones at once (a consumer slower than the producer)",
+                           FALSE, rw));
+  g_object_class_install_property(
+      object_class, PROP_RECONNECT,
+      g_param_spec_boolean("reconnect", "Reconnect",
+                           "When the producer closes or dies without ending the stream, wait connect-timeout for "
+                           "the next one on socket-path instead of an error (its first buffer is DISCONT)",
+                           FALSE, rw));
+  g_object_class_install_property(
+      object_class, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics", "Frames pushed, buffers wrapped, frames skipped and missing",
+                         GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  GstCaps* caps = et_gst_template_caps();
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
+  gst_element_class_set_static_metadata(element_class, "edgetensor source", "Source/Video",
+                                        "Receives raw video frames from an edgetensor producer over a named socket, "
+                                        "zero-copy (the frame channel)",
+                                        "edgetensor");
+  base_class->start = gst_edgetensor_src_start;
+  base_class->stop = gst_edgetensor_src_stop;
+  base_class->unlock = gst_edgetensor_src_unlock;
+  base_class->unlock_stop = gst_edgetensor_src_unlock_stop;
+  base_class->query = gst_edgetensor_src_query;
+  GST_PUSH_SRC_CLASS(klass)->create = gst_edgetensor_src_create;
+}
+
+static void gst_edgetensor_src_init(GstEdgetensorSrc* self) {
+  self->connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
+  self->cache = g_array_new(FALSE, TRUE, sizeof(CachedMemory));
+  self->fd_allocator = gst_fd_allocator_new();
+  self->dmabuf_allocator = gst_dmabuf_allocator_new();
+  gst_video_info_init(&self->info);
+  gst_base_src_set_live(GST_BASE_SRC(self), TRUE);
+  gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
+}

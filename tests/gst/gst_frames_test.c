@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The elements in pipelines, checked pixel by pixel (C11; the C API and GStreamer only):
+ * - edgetensorsrc: a C producer (listener, sender) sends NV12 frames of a known pattern; the pipeline
+ *   `edgetensorsrc ! appsink` gets every frame with its pixels, as fd memory (no copy), then EOS; a producer
+ *   that dies without ending the stream becomes an element error naming it, and nothing hangs.
+ * - edgetensorsink: `videotestsrc pattern=ball ! edgetensorsink` feeds a C consumer (connect, receiver),
+ *   which checks every frame against the same pattern rendered to appsink by a reference pipeline; with the
+ *   sink's pool taken upstream the stats show 0 copies, with the ALLOCATION query dropped (identity
+ *   drop-allocation) every frame is one copy, and the pixels are the same. */
+#include "../capi/capi_check.h"
+
+#include <gst/allocators/allocators.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { kWidth = 320, kHeight = 240, kFrames = 30 };
+enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2 };
+
+static uint8_t pattern(uint64_t sequence, unsigned plane, unsigned row, unsigned col) {
+  return (uint8_t)((sequence * 13u + plane * 50u + row * 3u + col * 7u) & 0xffu);
+}
+
+/* NV12's planes: rows and bytes per row. */
+static unsigned plane_rows(unsigned plane) { return plane == 0 ? kHeight : (kHeight + 1) / 2; }
+static unsigned plane_row_bytes(unsigned plane) { return plane == 0 ? kWidth : (kWidth + 1) / 2 * 2; }
+
+/* A new NV12 image holding frame `sequence`'s pattern. */
+static et_tensor* pattern_image(uint64_t sequence) {
+  et_allocate_options options = {0};
+  options.struct_size = sizeof options;
+  options.memory = ET_MEMORY_SHM;
+  et_tensor* image = NULL;
+  if (et_tensor_allocate_image(kWidth, kHeight, ET_PIXEL_FORMAT_NV12, NULL, &options, &image) != ET_OK) return NULL;
+  et_image_layout layout = {0};
+  layout.struct_size = sizeof layout;
+  et_map* map = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  if (et_tensor_get_image_layout(image, &layout) != ET_OK || et_tensor_map_write(image, &map, &data, &size) != ET_OK) {
+    et_tensor_release(image);
+    return NULL;
+  }
+  for (unsigned p = 0; p < 2; ++p)
+    for (unsigned r = 0; r < plane_rows(p); ++r) {
+      uint8_t* row = (uint8_t*)data + layout.planes[p].offset_bytes + r * layout.planes[p].row_stride_bytes;
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) row[c] = pattern(sequence, p, r, c);
+    }
+  et_map_release(map);
+  return image;
+}
+
+/* Mismatching bytes of a GStreamer NV12 frame against frame `sequence`'s pattern. */
+static long mismatches(const GstVideoFrame* frame, uint64_t sequence) {
+  long bad = 0;
+  for (unsigned p = 0; p < 2; ++p) {
+    const uint8_t* data = GST_VIDEO_FRAME_PLANE_DATA(frame, p);
+    const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
+    for (unsigned r = 0; r < plane_rows(p); ++r)
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) bad += data[(size_t)r * stride + c] != pattern(sequence, p, r, c);
+  }
+  return bad;
+}
+
+struct producer {
+  char path[108];
+  int frames;         /* frames to send, per round */
+  int end_stream;     /* 1: the last round ends the stream; 0: it vanishes (a producer killed mid-stream) */
+  int rounds;         /* producers one after the other on the same path; all but the last vanish */
+  int kind;           /* what it sends: PATTERN frames, a PLAIN tensor (no layout), TWO_BUFFER frames */
+  int status;         /* 0 when every call succeeded */
+  pthread_t thread;
+};
+
+/* Sends what edgetensorsrc refuses: a tensor with no image layout, or an NV12 frame whose planes lie in two
+ * buffers. */
+static et_status send_bad(et_channel_sender* sender, int kind) {
+  et_allocate_options options = {0};
+  options.struct_size = sizeof options;
+  options.memory = ET_MEMORY_SHM;
+  const uint64_t sizes[2] = {(uint64_t)kWidth * kHeight, (uint64_t)kWidth * kHeight / 2};
+  et_tensor* buffers[2] = {NULL, NULL};
+  et_status status = ET_OK;
+  for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_allocate(1, &sizes[b], ET_DTYPE_U8, &options, &buffers[b]);
+  uint64_t sequence = 0;
+  if (status == ET_OK && kind == PLAIN) status = et_channel_sender_send(sender, buffers[0], NULL, &sequence);
+  if (status == ET_OK && kind == TWO_BUFFER) {
+    int32_t fds[2] = {-1, -1};
+    et_image_layout layout = {0};
+    layout.struct_size = sizeof layout;
+    layout.format = ET_PIXEL_FORMAT_NV12;
+    layout.width = kWidth;
+    layout.height = kHeight;
+    layout.planes[0].row_stride_bytes = layout.planes[1].row_stride_bytes = kWidth;
+    et_frame* frame = NULL;
+    for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_export_fd(buffers[b], &fds[b]);
+    if (status == ET_OK) status = et_frame_import_planes_dup(fds, 2, &layout, NULL, &frame);
+    if (status == ET_OK) status = et_channel_sender_send_frame(sender, frame, NULL, &sequence);
+    et_frame_release(frame);
+    for (int b = 0; b < 2; ++b)
+      if (fds[b] >= 0) close(fds[b]);
+  }
+  et_tensor_release(buffers[0]);
+  et_tensor_release(buffers[1]);
+  return status;
+}
+
+/* One producer on p->path: accepts one receiver, sends p->frames frames, then ends the stream or vanishes. */
+static int produce_round(struct producer* p, int end_stream) {
+  int rc = 1;
+  et_channel_listener* listener = NULL;
+  int32_t fd = -1;
+  et_channel_sender* sender = NULL;
+  if (et_channel_listener_create(p->path, NULL, &listener) != ET_OK) goto out;
+  if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
+  if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
+  for (int i = 0; i < p->frames; ++i) {
+    if (p->kind != PATTERN) {
+      if (send_bad(sender, p->kind) != ET_OK) goto out;
+      continue;
+    }
+    et_tensor* image = pattern_image((uint64_t)i);
+    et_frame* frame = NULL;
+    et_channel_send_options options = {0};
+    options.struct_size = sizeof options;
+    options.has = ET_CHANNEL_HAS_DURATION;
+    options.duration_ns = 33333333;
+    uint64_t sequence = 0;
+    const et_status status = image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
+    const et_status sent = status == ET_OK ? et_channel_sender_send_frame(sender, frame, &options, &sequence) : status;
+    et_frame_release(frame);
+    et_tensor_release(image);
+    if (sent != ET_OK) {
+      fprintf(stderr, "producer: frame %d: %s\n", i, et_last_error_message());
+      goto out;
+    }
+  }
+  if (end_stream && et_channel_sender_end_stream(sender) != ET_OK) goto out;
+  /* Before the sender goes, the consumer has everything: frames still in the socket would be lost with it
+   * (a receiver whose release meets a closed peer closes too). Not drain(): appsink keeps its preroll
+   * buffer, a frame, until the consumer's pipeline stops. */
+  for (int waits = 0; waits < 500; ++waits) {
+    et_channel_sender_stats stats = {0};
+    stats.struct_size = sizeof stats;
+    if (et_channel_sender_get_stats(sender, &stats) != ET_OK || stats.frames_out <= 1) break;
+    g_usleep(10000);
+  }
+  rc = 0;
+out:
+  if (rc != 0) fprintf(stderr, "producer failed: %s\n", et_last_error_message());
+  /* The listener first: a consumer reconnecting as the sender goes must not reach this listener's queue. */
+  et_channel_listener_release(listener);
+  et_channel_sender_release(sender);
+  return rc;
+}
+
+static void* produce(void* arg) {
+  struct producer* p = arg;
+  p->status = 0;
+  for (int round = 0; round < p->rounds && p->status == 0; ++round)
+    p->status = produce_round(p, round + 1 == p->rounds && p->end_stream);
+  return NULL;
+}
+
+static void start_producer_of(struct producer* p, int frames, int end_stream, int rounds, int kind) {
+  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d-%d", (int)getpid(), end_stream, rounds, kind);
+  p->kind = kind;
+  p->frames = frames;
+  p->end_stream = end_stream;
+  p->rounds = rounds;
+  pthread_create(&p->thread, NULL, produce, p);
+}
+
+static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
+  start_producer_of(p, frames, end_stream, rounds, PATTERN);
+}
+
+/* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
+struct pulled {
+  int frames, matching, in_order, fd_memory, discont, eos;
+  int fps_n, fps_d;  /* of the last sample's caps */
+  char error[512];
+};
+
+static GstElement* src_pipeline(const char* path, const char* properties, GstElement** sink) {
+  char* text = g_strdup_printf("edgetensorsrc name=src socket-path=%s connect-timeout=10000 %s ! appsink name=out sync=false "
+                               "enable-last-sample=false", path, properties);
+  GError* error = NULL;
+  GstElement* pipeline = gst_parse_launch(text, &error);
+  g_free(text);
+  if (pipeline == NULL) {
+    fprintf(stderr, "gst_parse_launch: %s\n", error->message);
+    g_error_free(error);
+    return NULL;
+  }
+  *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  return pipeline;
+}
+
+static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out) {
+  memset(out, 0, sizeof *out);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  for (;;) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break; /* EOS, error or nothing for 5 s */
+    GstBuffer* buffer = gst_sample_get_buffer(sample);
+    GstVideoInfo info;
+    GstVideoFrame frame;
+    out->fd_memory += gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0));
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample))) {
+      out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
+      out->fps_d = GST_VIDEO_INFO_FPS_D(&info);
+    }
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) && gst_video_frame_map(&frame, &info, buffer, GST_MAP_READ)) {
+      const long bad = mismatches(&frame, GST_BUFFER_OFFSET(buffer));
+      if (bad != 0) fprintf(stderr, "frame %llu: %ld bytes differ\n", (unsigned long long)GST_BUFFER_OFFSET(buffer), bad);
+      out->matching += bad == 0;
+      out->in_order += GST_BUFFER_OFFSET(buffer) == (guint64)out->frames;
+      out->discont += GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DISCONT);
+      gst_video_frame_unmap(&frame);
+    }
+    ++out->frames;
+    gst_sample_unref(sample);
+  }
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS) out->eos = 1;
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+    GError* error = NULL;
+    gst_message_parse_error(message, &error, NULL);
+    snprintf(out->error, sizeof out->error, "%s", error->message);
+    g_error_free(error);
+  }
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+}
+
+/* `edgetensorsrc <properties> ! appsink` against `producer` until EOS or an error; *stat gets the src's stats
+ * field `stat_name` (0 when absent). */
+static int run_src(struct producer* producer, const char* properties, struct pulled* got, const char* stat_name,
+                   guint64* stat) {
+  GstElement* sink = NULL;
+  GstElement* pipeline = src_pipeline(producer->path, properties, &sink);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  pull_all(pipeline, sink, got);
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstStructure* stats = NULL;
+  g_object_get(src, "stats", &stats, NULL);
+  *stat = 0;
+  if (stats != NULL) gst_structure_get_uint64(stats, stat_name, stat);
+  if (stats != NULL) gst_structure_free(stats);
+  gst_object_unref(src);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer->thread, NULL);
+  return 0;
+}
+
+static int case_src_pushes_every_frame_with_its_pixels(void) {
+  struct producer producer;
+  start_producer(&producer, kFrames, 1, 1);
+  struct pulled got;
+  guint64 wrapped = 0;
+  CHECK(run_src(&producer, "", &got, "memories-wrapped", &wrapped) == 0);
+  printf("src: %d frames, %d with every pixel right, %d as fd memory, EOS %d, %llu buffers wrapped, caps framerate "
+         "%d/%d; error '%s'\n", got.frames, got.matching, got.fd_memory, got.eos, (unsigned long long)wrapped, got.fps_n,
+         got.fps_d, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == kFrames && got.matching == kFrames && got.in_order == kFrames && got.fd_memory == kFrames);
+  CHECK(got.discont == 1);
+  CHECK(got.fps_n == 30 && got.fps_d == 1); /* guessed from the frames' 33.3 ms duration */
+  CHECK(got.eos == 1 && got.error[0] == '\0');
+  return 0;
+}
+
+static int case_src_reports_a_dead_producer(void) {
+  struct producer producer;
+  start_producer(&producer, 3, 0, 1);
+  struct pulled got;
+  guint64 frames = 0;
+  CHECK(run_src(&producer, "", &got, "frames", &frames) == 0);
+  printf("src, producer gone after 3 frames: %d frames, %d right, EOS %d, error '%s'\n", got.frames, got.matching,
+         got.eos, got.error);
+  CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0 && frames == 3);
+  CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
+  return 0;
+}
+
+/* A GstSample of frame `sequence`'s NV12 pattern in GStreamer's default layout. */
+static GstSample* pattern_sample(uint64_t sequence) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
+  GstBuffer* buffer = gst_buffer_new_allocate(NULL, info.size, NULL);
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info, buffer, GST_MAP_WRITE)) return NULL;
+  for (unsigned p = 0; p < 2; ++p)
+    for (unsigned r = 0; r < plane_rows(p); ++r) {
+      uint8_t* row = (uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&frame, p) + (size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c) row[c] = pattern(sequence, p, r, c);
+    }
+  gst_video_frame_unmap(&frame);
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstSample* sample = gst_sample_new(buffer, caps, NULL, NULL);
+  gst_caps_unref(caps);
+  gst_buffer_unref(buffer);
+  return sample;
+}
+
+/* Bytes of two RGB samples that differ (-1: unreadable or another size). */
+static long rgb_mismatches(GstSample* a, GstSample* b) {
+  GstVideoInfo ia, ib;
+  GstVideoFrame fa, fb;
+  if (!gst_video_info_from_caps(&ia, gst_sample_get_caps(a)) || !gst_video_info_from_caps(&ib, gst_sample_get_caps(b)) ||
+      ia.width != ib.width || ia.height != ib.height)
+    return -1;
+  if (!gst_video_frame_map(&fa, &ia, gst_sample_get_buffer(a), GST_MAP_READ)) return -1;
+  if (!gst_video_frame_map(&fb, &ib, gst_sample_get_buffer(b), GST_MAP_READ)) {
+    gst_video_frame_unmap(&fa);
+    return -1;
+  }
+  long bad = 0;
+  for (int r = 0; r < ia.height; ++r)
+    for (int c = 0; c < ia.width * 3; ++c)
+      bad += ((const uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&fa, 0))[(size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&fa, 0) + c] !=
+             ((const uint8_t*)GST_VIDEO_FRAME_PLANE_DATA(&fb, 0))[(size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&fb, 0) + c];
+  gst_video_frame_unmap(&fa);
+  gst_video_frame_unmap(&fb);
+  return bad;
+}
+
+/* The issue's second pipeline: a producer into `edgetensorsrc ! videoconvert ! video/x-raw,format=RGB !
+ * appsink`; each RGB frame equals GStreamer's own conversion of the NV12 frame sent
+ * (gst_video_convert_sample), pixel by pixel. */
+static int case_src_feeds_videoconvert_to_rgb(void) {
+  enum { kRgbFrames = 10 };
+  struct producer producer;
+  start_producer(&producer, kRgbFrames, 1, 1);
+  char* text = g_strdup_printf("edgetensorsrc socket-path=%s connect-timeout=10000 ! videoconvert ! "
+                               "video/x-raw,format=RGB ! appsink name=out sync=false enable-last-sample=false",
+                               producer.path);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  CHECK(pipeline != NULL);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  GstCaps* rgb = gst_caps_from_string("video/x-raw,format=RGB");
+  int frames = 0, right = 0;
+  for (;;) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break;
+    GstSample* sent = pattern_sample((uint64_t)frames);
+    GstSample* expected = sent == NULL ? NULL : gst_video_convert_sample(sent, rgb, 5 * GST_SECOND, NULL);
+    const long bad = expected == NULL ? -1 : rgb_mismatches(sample, expected);
+    if (bad != 0) fprintf(stderr, "RGB frame %d: %ld bytes differ from gst_video_convert_sample's\n", frames, bad);
+    right += bad == 0;
+    ++frames;
+    if (expected != NULL) gst_sample_unref(expected);
+    if (sent != NULL) gst_sample_unref(sent);
+    gst_sample_unref(sample);
+  }
+  gst_caps_unref(rgb);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  pthread_join(producer.thread, NULL);
+  printf("src ! videoconvert ! RGB: %d frames, %d equal to GStreamer's conversion of the frame sent\n", frames, right);
+  CHECK(producer.status == 0 && frames == kRgbFrames && right == kRgbFrames);
+  return 0;
+}
+
+/* reconnect=true: a producer that vanishes after 3 frames is followed by another on the same path, which
+ * sends 3 and ends the stream: 6 frames, each right, the first after each connect DISCONT, then EOS. */
+static int case_src_reconnects_to_the_next_producer(void) {
+  struct producer producer;
+  start_producer(&producer, 3, 1, 2);
+  struct pulled got;
+  guint64 reconnects = 0;
+  CHECK(run_src(&producer, "reconnect=true", &got, "reconnects", &reconnects) == 0);
+  printf("src, reconnect=true, two producers of 3 frames: %d frames, %d right, %d DISCONT, %llu reconnects, EOS %d, "
+         "error '%s'\n", got.frames, got.matching, got.discont, (unsigned long long)reconnects, got.eos, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 6 && got.matching == 6 && got.discont == 2 && reconnects == 1);
+  CHECK(got.eos == 1 && got.error[0] == '\0');
+  return 0;
+}
+
+/* Runs `text` to PLAYING and waits (at most 10 s) for an element error: 0 when it comes and its message holds
+ * `expected`. */
+static int expect_error(const char* text, const char* expected) {
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  CHECK(pipeline != NULL);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  char text_of_error[512] = "";
+  if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+    GError* error = NULL;
+    gst_message_parse_error(message, &error, NULL);
+    snprintf(text_of_error, sizeof text_of_error, "%s", error->message);
+    g_error_free(error);
+  }
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  printf("'%s': error '%s'\n", text, text_of_error);
+  CHECK(strstr(text_of_error, expected) != NULL);
+  return 0;
+}
+
+static int case_sink_needs_a_socket_path(void) {
+  return expect_error("videotestsrc num-buffers=1 ! edgetensorsink", "needs socket-path");
+}
+
+/* A path where a live sink listens is refused, naming it. */
+static int case_sink_refuses_a_live_socket(void) {
+  char text[256];
+  snprintf(text, sizeof text, "videotestsrc ! edgetensorsink socket-path=@edgetensor-gst-live-%d", (int)getpid());
+  GstElement* first = gst_parse_launch(text, NULL);
+  CHECK(first != NULL);
+  CHECK(gst_element_set_state(first, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
+  const int rc = expect_error(text, "AlreadyExists");
+  gst_element_set_state(first, GST_STATE_NULL);
+  gst_object_unref(first);
+  return rc;
+}
+
+static int case_src_needs_a_socket_path(void) {
+  return expect_error("edgetensorsrc ! fakesink", "needs socket-path");
+}
+
+/* Nobody listens: after connect-timeout the error names the path and the library's reason. */
+static int case_src_without_a_producer_fails_after_connect_timeout(void) {
+  char text[256];
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=@edgetensor-gst-nobody-%d connect-timeout=300 ! fakesink",
+           (int)getpid());
+  const gint64 start = g_get_monotonic_time();
+  CHECK(expect_error(text, "nobody listens there") == 0);
+  const gint64 waited_ms = (g_get_monotonic_time() - start) / 1000;
+  printf("failed after %lld ms (connect-timeout 300)\n", (long long)waited_ms);
+  CHECK(waited_ms >= 250 && waited_ms < 5000);
+  return 0;
+}
+
+/* What the src cannot push is an element error naming it, not a crash or a wrong buffer. */
+static int refused_by_src(int kind, const char* expected) {
+  struct producer producer;
+  start_producer_of(&producer, 1, 1, 1, kind);
+  char text[256];
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=%s connect-timeout=10000 ! fakesink", producer.path);
+  const int rc = expect_error(text, expected);
+  pthread_join(producer.thread, NULL);
+  return rc;
+}
+
+static int case_src_refuses_a_tensor_without_layout(void) {
+  return refused_by_src(PLAIN, "without an image layout");
+}
+
+static int case_src_refuses_planes_in_two_buffers(void) {
+  return refused_by_src(TWO_BUFFER, "planes in 2 buffers");
+}
+
+/* ---- edgetensorsink ---- */
+#define CAPS "video/x-raw,format=NV12,width=320,height=240,framerate=30/1"
+
+/* Frame i of the reference pipeline, plane p, as tight rows: reference[i * 2 + p]. */
+static GByteArray** reference_frames(int frames) {
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d pattern=ball ! " CAPS " ! appsink name=out sync=false", frames);
+  GstElement* pipeline = gst_parse_launch(text, NULL);
+  g_free(text);
+  if (pipeline == NULL) return NULL;
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GByteArray** planes = g_new0(GByteArray*, (size_t)frames * 2);
+  for (int i = 0; i < frames; ++i) {
+    GstSample* sample = NULL;
+    g_signal_emit_by_name(sink, "try-pull-sample", (GstClockTime)(5 * GST_SECOND), &sample);
+    if (sample == NULL) break;
+    GstVideoInfo info;
+    GstVideoFrame frame;
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) &&
+        gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ)) {
+      for (unsigned p = 0; p < 2; ++p) {
+        planes[i * 2 + p] = g_byte_array_new();
+        for (unsigned r = 0; r < plane_rows(p); ++r)
+          g_byte_array_append(planes[i * 2 + p],
+                              (const guint8*)GST_VIDEO_FRAME_PLANE_DATA(&frame, p) + (size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p),
+                              plane_row_bytes(p));
+      }
+      gst_video_frame_unmap(&frame);
+    }
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return planes;
+}
+
+static void free_reference(GByteArray** planes, int frames) {
+  for (int i = 0; i < frames * 2; ++i)
+    if (planes[i] != NULL) g_byte_array_unref(planes[i]);
+  g_free(planes);
+}
+
+/* Bytes of a delivered frame's plane p that differ from the reference (-1: the plane cannot be read). */
+static long frame_mismatches(const et_frame* frame, unsigned p, const GByteArray* reference) {
+  et_tensor* plane = NULL;
+  et_map* map = NULL;
+  const void* data = NULL;
+  size_t size = 0;
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  long bad = -1;
+  if (reference != NULL && et_frame_plane(frame, p, &plane) == ET_OK && et_tensor_get_info(plane, &info) == ET_OK &&
+      et_tensor_map_read(plane, &map, &data, &size) == ET_OK && info.shape[0] == plane_rows(p)) {
+    bad = 0;
+    for (unsigned r = 0; r < plane_rows(p); ++r)
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c)
+        bad += ((const uint8_t*)data)[(size_t)r * (size_t)info.strides_bytes[0] + c] !=
+               reference->data[(size_t)r * plane_row_bytes(p) + c];
+  }
+  et_map_release(map);
+  et_tensor_release(plane);
+  return bad;
+}
+
+/* Plays `text` (an edgetensorsink named sink on `path`, wait-receivers=1) and connects a receiver to it. */
+static int play_and_connect(const char* text, const char* path, GstElement** pipeline, et_channel_receiver** receiver) {
+  *pipeline = gst_parse_launch(text, NULL);
+  CHECK(*pipeline != NULL);
+  CHECK(gst_element_set_state(*pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  int32_t fd = -1;
+  for (int tries = 0; tries < 500 && et_channel_connect(path, 1000, &fd) != ET_OK; ++tries) g_usleep(10000);
+  CHECK(fd >= 0);
+  CHECK_OK(et_channel_receiver_create_adopt(fd, NULL, receiver));
+  return 0;
+}
+
+/* Field `name` of the stats of the element named sink in `pipeline` (0 when absent). */
+static guint64 sink_stat(GstElement* pipeline, const char* name) {
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstStructure* stats = NULL;
+  g_object_get(sink, "stats", &stats, NULL);
+  gst_object_unref(sink);
+  guint64 value = 0;
+  gst_structure_get_uint64(stats, name, &value);
+  gst_structure_free(stats);
+  return value;
+}
+
+/* Runs `pipeline_text` (an edgetensorsink on `path` with wait-receivers=1) while a C consumer receives every
+ * frame; *right counts frames equal to the reference, *stats gets the sink's stats. */
+static int consume_sink(const char* pipeline_text, const char* path, int frames, int* received, int* right,
+                        int* ended, GstStructure** stats) {
+  GByteArray** reference = reference_frames(frames);
+  CHECK(reference != NULL);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  CHECK(play_and_connect(pipeline_text, path, &pipeline, &receiver) == 0);
+  *received = *right = *ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK) {
+      fprintf(stderr, "receive: %s\n", et_last_error_message());
+      break;
+    }
+    if (d.end_of_stream) {
+      *ended = 1;
+      break;
+    }
+    const int i = (int)d.sequence;
+    long bad = d.frame == NULL || i >= frames || !(d.has & ET_CHANNEL_HAS_PTS) ? -1 : 0;
+    for (unsigned p = 0; bad >= 0 && p < 2; ++p) {
+      const long b = frame_mismatches(d.frame, p, reference[i * 2 + p]);
+      bad = b < 0 ? -1 : bad + b;
+    }
+    if (bad != 0) fprintf(stderr, "frame %d: %ld bytes differ from the reference\n", i, bad);
+    *right += bad == 0 && i == *received;
+    ++*received;
+    et_frame_release(d.frame);
+    et_tensor_release(d.tensor);
+  }
+  et_channel_receiver_release(receiver);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  CHECK(message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS);
+  gst_message_unref(message);
+  gst_object_unref(bus);
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  g_object_get(sink, "stats", stats, NULL);
+  gst_object_unref(sink);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  free_reference(reference, frames);
+  return 0;
+}
+
+static int sink_case(const char* between, guint64 expected_copies) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-sink-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d pattern=ball ! " CAPS " %s ! edgetensorsink name=sink "
+                               "socket-path=%s wait-receivers=1 sync=false",
+                               kFrames, between, path);
+  int received = 0, right = 0, ended = 0;
+  GstStructure* stats = NULL;
+  const int rc = consume_sink(text, path, kFrames, &received, &right, &ended, &stats);
+  g_free(text);
+  CHECK(rc == 0 && stats != NULL);
+  guint64 copies = 99, zero_copy = 99, deliveries = 0;
+  gst_structure_get_uint64(stats, "copies", &copies);
+  gst_structure_get_uint64(stats, "zero-copy", &zero_copy);
+  gst_structure_get_uint64(stats, "deliveries", &deliveries);
+  char* stats_text = gst_structure_to_string(stats);
+  printf("sink%s: C consumer got %d frames, %d equal to the reference, end of stream %d; %s\n", between, received, right,
+         ended, stats_text);
+  g_free(stats_text);
+  gst_structure_free(stats);
+  CHECK(received == kFrames && right == kFrames && ended == 1);
+  CHECK(copies == expected_copies && zero_copy == kFrames - expected_copies && deliveries == kFrames);
+  return 0;
+}
+
+/* policy=drop max-frames-out=1: a receiver that holds its first frame and reads nothing more never stalls the
+ * pipeline; it misses the other 29 (stats.drops) and still gets the end of stream. */
+static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-drop-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
+                               "wait-receivers=1 policy=drop max-frames-out=1 drain-timeout=0 sync=false",
+                               kFrames, path);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  et_channel_delivery held = {0};
+  held.struct_size = sizeof held;
+  CHECK_OK(et_channel_receiver_receive(receiver, 10000, &held));
+  const gint64 start = g_get_monotonic_time();
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  const gint64 eos_ms = (g_get_monotonic_time() - start) / 1000;
+  const int eos = message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS;
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+  et_channel_delivery end = {0};
+  end.struct_size = sizeof end;
+  const et_status got_end = et_channel_receiver_receive(receiver, 5000, &end);
+  const guint64 deliveries = sink_stat(pipeline, "deliveries"), drops = sink_stat(pipeline, "drops");
+  printf("drop policy, a receiver holding frame %llu: pipeline EOS %d after %lld ms, %llu delivered, %llu dropped, "
+         "end of stream %u\n", (unsigned long long)held.sequence, eos, (long long)eos_ms, (unsigned long long)deliveries,
+         (unsigned long long)drops, got_end == ET_OK ? end.end_of_stream : 0u);
+  et_frame_release(held.frame);
+  et_channel_receiver_release(receiver);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  CHECK(eos && held.sequence == 0 && deliveries == 1 && drops == kFrames - 1);
+  CHECK(got_end == ET_OK && end.end_of_stream == 1);
+  return 0;
+}
+
+/* A caps change mid-stream (320x240 to 160x120 after frame 9) becomes a new layout on the channel: every frame
+ * after it carries 160x120 planes, still sent from the sink's pool (0 copies). */
+static int case_sink_caps_change_is_a_new_layout(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-caps-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
+                               "name=sink socket-path=%s wait-receivers=1 sync=false",
+                               kFrames, path);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  int frames = 0, large = 0, small = 0, other = 0, ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK || d.end_of_stream) {
+      ended = d.end_of_stream;
+      break;
+    }
+    et_image_layout layout = {0};
+    layout.struct_size = sizeof layout;
+    if (d.frame != NULL && et_frame_get_layout(d.frame, &layout) == ET_OK && layout.format == ET_PIXEL_FORMAT_NV12) {
+      const int is_large = layout.width == 320 && layout.height == 240 && layout.planes[0].row_stride_bytes == 320;
+      const int is_small = layout.width == 160 && layout.height == 120 && layout.planes[0].row_stride_bytes == 160;
+      large += is_large;
+      small += is_small && large > 0;
+      other += !is_large && !is_small;
+    } else {
+      ++other;
+    }
+    et_frame_release(d.frame);
+    et_tensor_release(d.tensor);
+    if (++frames == 10) {
+      GstElement* filter = gst_bin_get_by_name(GST_BIN(pipeline), "f");
+      GstCaps* caps = gst_caps_from_string("video/x-raw,format=NV12,width=160,height=120,framerate=30/1");
+      g_object_set(filter, "caps", caps, NULL);
+      gst_caps_unref(caps);
+      gst_object_unref(filter);
+    }
+  }
+  et_channel_receiver_release(receiver);
+  const guint64 copies = sink_stat(pipeline, "copies");
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  printf("caps change after frame 9: %d frames, %d at 320x240, then %d at 160x120, %d other; %llu copies; end %d\n",
+         frames, large, small, other, (unsigned long long)copies, ended);
+  CHECK(frames == kFrames && ended == 1 && other == 0 && large >= 10 && small >= 1 && large + small == kFrames);
+  CHECK(copies == 0);
+  return 0;
+}
+
+static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
+static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
+
+int main(int argc, char** argv) {
+  gst_init(NULL, NULL);
+  if (gst_element_factory_find("edgetensorsrc") == NULL || gst_element_factory_find("appsink") == NULL) {
+    fprintf(stderr, "edgetensorsrc or appsink missing (GST_PLUGIN_PATH, gstreamer1.0-plugins-base)\n");
+    return getenv("EDGETENSOR_REQUIRE_GSTREAMER") != NULL ? 1 : 77;
+  }
+  static const struct test_case cases[] = {
+      {"src_pushes_every_frame_with_its_pixels", case_src_pushes_every_frame_with_its_pixels},
+      {"src_reports_a_dead_producer", case_src_reports_a_dead_producer},
+      {"src_reconnects_to_the_next_producer", case_src_reconnects_to_the_next_producer},
+      {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
+      {"sink_drop_policy_never_stalls_for_a_holding_receiver", case_sink_drop_policy_never_stalls_for_a_holding_receiver},
+      {"sink_caps_change_is_a_new_layout", case_sink_caps_change_is_a_new_layout},
+      {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
+      {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
+      {"src_needs_a_socket_path", case_src_needs_a_socket_path},
+      {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},
+      {"src_refuses_a_tensor_without_layout", case_src_refuses_a_tensor_without_layout},
+      {"src_refuses_planes_in_two_buffers", case_src_refuses_planes_in_two_buffers},
+      {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
+      {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
+  };
+  return run_cases(cases, sizeof cases / sizeof *cases, argc, argv);
+}

@@ -674,7 +674,9 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
 static int case_sink_caps_change_is_a_new_layout(void) {
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-caps-test-%d", (int)getpid());
-  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
+  // A live source paces the frames (1/30 s each), so the caps change after frame 9 lands well before the
+  // last frame however slow this machine is (a non-live one could send all 30 before the change).
+  char* text = g_strdup_printf("videotestsrc is-live=true num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
                                "name=sink socket-path=%s wait-receivers=1 sync=false",
                                kFrames, path);
   GstElement* pipeline = NULL;

@@ -228,6 +228,11 @@ void ChannelReceiver::close_locked(Table& dropped) noexcept {
 // they stay queued and a receive() waiting in another thread is woken to send them when there is room.
 void ChannelReceiver::flush_locked() noexcept {
   if (closed_) return;
+  if (releases_unsendable_) {  // the sender is gone: nobody reads releases (closes our fence fds)
+    pending_.clear();
+    device_wait_.clear();
+    return;
+  }
   for (auto it = device_wait_.begin(); it != device_wait_.end();) {
     if (!it->home->device_work_complete()) {
       ++it;
@@ -267,9 +272,15 @@ void ChannelReceiver::flush_locked() noexcept {
       }
       return;
     }
-    // The sender is gone (EPIPE, ECONNRESET) or the socket failed: close; no text is built here.
+    // The sender is gone (EPIPE, ECONNRESET, ENOTCONN): its releases have nowhere to go, but what it sent
+    // before it went is still queued here (frames, the end of stream): receive() reads on and closes at
+    // the end of the socket. Any other failure closes now; no text is built here.
+    if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
+      releases_unsendable_ = true;
+      pending_.clear();
+      return;
+    }
     Table dropped;  // empty unless a release is the first to see the end; then its imports close here
-    peer_closed_ = err == EPIPE || err == ECONNRESET || err == ENOTCONN;
     close_errno_ = err;
     close_locked(dropped);
   }

@@ -144,6 +144,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   channel::ReceiverStats stats_;
   bool closed_ = false;
   bool peer_closed_ = false;
+  bool releases_unsendable_ = false;  // a release met the sender gone (EPIPE): later ones are dropped
   bool peer_hello_ = false;                // the sender's hello arrived
   bool peer_fences_ = false;               // the sender's hello carries kCapabilityFences
   std::optional<std::uint64_t> ended_;    // the end of stream arrived: the frames the sender sent

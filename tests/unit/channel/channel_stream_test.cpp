@@ -342,3 +342,34 @@ TEST(ChannelStream, TheReceiverFdTurnsReadableWhenAFrameArrives) {
   EXPECT_EQ(ends->receiver.fd(), -1);  // NOLINT(bugprone-use-after-move): moved-from answers -1
   EXPECT_EQ(moved.fd(), fd);
 }
+
+// A producer that ends the stream and goes at once: a consumer that releases a frame after that (the
+// release meets a closed socket) still gets every frame sent before and the end of stream (the GStreamer
+// sink's finding: it used to close the channel and lose them).
+TEST(ChannelStream, AReleaseAfterTheSenderWentLosesNothingQueued) {
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  auto r = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(r);
+  auto t = TensorDyn::allocate({8}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(t);
+  auto first = [&] {
+    auto s = channel::Sender::create(std::move(sp->first));
+    EXPECT_TRUE(s.has_value());
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(s->send(*t).has_value());
+    EXPECT_TRUE(s->end_stream().has_value());
+  };
+  first();  // the Sender is gone: its socket shut down
+  auto d0 = r->receive(1s);
+  ASSERT_OK(d0);
+  d0->tensor = TensorDyn{};  // the release meets the closed socket
+  for (std::uint64_t seq = 1; seq < 3; ++seq) {
+    auto d = r->receive(1s);
+    ASSERT_OK(d);
+    EXPECT_EQ(d->sequence, seq);
+    d->tensor = TensorDyn{};
+  }
+  auto end = r->receive(1s);
+  ASSERT_OK(end);
+  EXPECT_TRUE(end->end_of_stream);
+}

@@ -77,8 +77,8 @@ bool has_pattern(const TensorDyn& t, unsigned seed) {
 // A memfd is sparse: 1 PiB "allocates" and fails only at a map (issue 25's trial). Past RAM + swap it is
 // refused at allocate, naming the size and the machine's memory.
 TEST(Shm, AMemfdLargerThanTheMachinesMemoryIsRefusedAtAllocate) {
-  const std::size_t pib = std::size_t{1} << 50;
   if (sizeof(std::size_t) < 8) GTEST_SKIP() << "a 32-bit size_t cannot name 1 PiB";
+  const auto pib = static_cast<std::size_t>(std::uint64_t{1} << 50);
   EXPECT_ERROR(TensorDyn::allocate({pib}, DType::U8, et_test::mem(MemoryKind::Shm)), ErrorCode::OutOfMemory,
                "memfd of 1125899906842624 B is larger than this machine's memory");
   auto small = TensorDyn::allocate({4096}, DType::U8, et_test::mem(MemoryKind::Shm));

@@ -306,7 +306,9 @@ struct ReceiverOptions {
 /// One frame as delivered: either `tensor` (sent with Sender::send) or `frame` (Sender::send_frame); or,
 /// with end_of_stream set, the end of the stream (no tensor, no frame).
 struct Delivery {
-  std::uint64_t sequence = 0;               ///< End of stream: the number of frames the sender sent.
+  /// End of stream: the number of frames the sender sent on this channel (through a Publisher: to this
+  /// receiver, so a late joiner or a Drop receiver counts only its own).
+  std::uint64_t sequence = 0;
   std::int64_t timestamp_ns = 0;            ///< The sender's CLOCK_MONOTONIC, ns.
   std::optional<std::int64_t> pts_ns;       ///< SendOptions::pts_ns (ns, the producer's timeline); unset: none.
   std::optional<std::int64_t> duration_ns;  ///< SendOptions::duration_ns (ns, >= 0); unset: none.

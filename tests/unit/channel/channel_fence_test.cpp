@@ -26,6 +26,7 @@
 #include "channel/channel_wire.h"
 #include "support/nv12.h"
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 #include "unit/ipc/ipc_wire_support.h"
 
 using namespace edgetensor;
@@ -34,7 +35,15 @@ using et_test::ipc_wire::Pair;
 using et_test::ipc_wire::sealed_memfd;
 using et_test::ipc_wire::valid_header;
 
+using et_test::channel_support::Ends;
+using et_test::channel_support::make_ends;
+
 namespace {
+
+// make_ends with both ends named "fences" (unless `so` names the sender otherwise).
+std::optional<Ends> fence_ends(channel::SenderOptions so = {.name = "fences"}) {
+  return make_ends(so, {.name = "fences"});
+}
 
 std::uint64_t inode_of(int fd) {
   struct stat st {};
@@ -107,22 +116,6 @@ class ChannelFence : public ::testing::Test {
   int fds_before_ = 0;
 };
 
-struct Ends {
-  channel::Sender sender;
-  channel::Receiver receiver;
-};
-
-std::optional<Ends> make_ends(channel::SenderOptions so = {.name = "fences"}) {
-  auto sp = channel::socket_pair();
-  if (!sp) return std::nullopt;
-  auto s = channel::Sender::create(std::move(sp->first), so);
-  auto r = channel::Receiver::create(std::move(sp->second), {.name = "fences"});
-  EXPECT_TRUE(s.has_value()) << s.error().to_string();
-  EXPECT_TRUE(r.has_value()) << r.error().to_string();
-  if (!s || !r) return std::nullopt;
-  return Ends{std::move(*s), std::move(*r)};
-}
-
 TensorDyn shm_tensor(std::size_t bytes = 4096) {
   auto t = TensorDyn::allocate({bytes}, DType::U8, et_test::mem(MemoryKind::Shm));
   EXPECT_TRUE(t.has_value());
@@ -132,7 +125,7 @@ TensorDyn shm_tensor(std::size_t bytes = 4096) {
 // ---- acquire fences ----------------------------------------------------------------------------
 
 TEST_F(ChannelFence, AcquireFenceHoldsTheReceiversMapsUntilSignalled) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   const TensorDyn t = shm_tensor();
   sync::Fence fence = pending_fence();
@@ -160,7 +153,7 @@ TEST_F(ChannelFence, AcquireFenceHoldsTheReceiversMapsUntilSignalled) {
 }
 
 TEST_F(ChannelFence, OneAcquireFenceCoversEveryBufferOfAFrame) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   ASSERT_OK(luma);
@@ -185,7 +178,7 @@ TEST_F(ChannelFence, OneAcquireFenceCoversEveryBufferOfAFrame) {
 }
 
 TEST_F(ChannelFence, PerBufferFencesAndSignalledOnesSendNothingForTheirBuffer) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   auto frame = et_test::import_frame({two, luma, chroma});
@@ -212,7 +205,7 @@ TEST_F(ChannelFence, PerBufferFencesAndSignalledOnesSendNothingForTheirBuffer) {
 }
 
 TEST_F(ChannelFence, AcquireFenceCountIsCheckedBeforeSending) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   std::vector<sync::Fence> three;
   for (int i = 0; i < 3; ++i) three.push_back(pending_fence());
@@ -256,7 +249,7 @@ TEST_F(ChannelFence, SenderWaitsOnTheFenceForAReceiverWithoutTheCapability) {
 // ---- release fences ----------------------------------------------------------------------------
 
 TEST_F(ChannelFence, ReleaseFenceHoldsThePoolsBufferBackUntilSignalled) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   auto pool = Pool::create({4096}, DType::U8, {.name = "held", .max_buffers = 1, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
@@ -291,7 +284,7 @@ TEST_F(ChannelFence, ReleaseFenceHoldsThePoolsBufferBackUntilSignalled) {
 }
 
 TEST_F(ChannelFence, SecondReleaseFenceIsMergedWithTheFirst) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   auto pool = Pool::create({4096}, DType::U8, {.name = "two", .max_buffers = 1, .allocate = {.memory = MemoryKind::Shm}});
   ASSERT_OK(pool);
@@ -317,7 +310,7 @@ TEST_F(ChannelFence, SecondReleaseFenceIsMergedWithTheFirst) {
 }
 
 TEST_F(ChannelFence, AddReleaseFenceRefusesWhatItCannotHonour) {
-  auto ends = make_ends();
+  auto ends = fence_ends();
   ASSERT_TRUE(ends);
   EXPECT_ERROR(ends->receiver.add_release_fence(shm_tensor(), pending_fence()), ErrorCode::InvalidArgument,
                "channel 'fences': add_release_fence: the tensor is not a frame buffer this receiver delivered");
@@ -325,7 +318,7 @@ TEST_F(ChannelFence, AddReleaseFenceRefusesWhatItCannotHonour) {
                "not a frame buffer this receiver delivered");
   EXPECT_ERROR(ends->receiver.add_release_fence(Frame(), pending_fence()), ErrorCode::InvalidArgument, "the frame is empty");
   // Another receiver's tensor.
-  auto other = make_ends();
+  auto other = fence_ends();
   ASSERT_TRUE(other);
   ASSERT_OK(other->sender.send(shm_tensor()));
   auto d = other->receiver.receive(1s);

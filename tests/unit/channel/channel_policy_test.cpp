@@ -10,29 +10,19 @@
 #include <vector>
 
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
 using et_test::eventually;
 
+using et_test::channel_support::Ends;
+using et_test::channel_support::make_ends;
+
 namespace {
 
-struct Ends {
-  channel::Sender sender;
-  channel::Receiver receiver;
-};
-
-std::optional<Ends> make_ends(channel::SenderOptions so) {
-  auto sp = channel::socket_pair();
-  EXPECT_TRUE(sp.has_value());
-  if (!sp) return std::nullopt;
-  auto s = channel::Sender::create(std::move(sp->first), so);
-  auto r = channel::Receiver::create(std::move(sp->second), {.name = so.name});
-  EXPECT_TRUE(s.has_value()) << s.error().to_string();
-  EXPECT_TRUE(r.has_value()) << r.error().to_string();
-  if (!s || !r) return std::nullopt;
-  return Ends{std::move(*s), std::move(*r)};
-}
+// make_ends with the receiver named as the sender.
+std::optional<Ends> policy_ends(channel::SenderOptions so) { return make_ends(so, {.name = so.name}); }
 
 TensorDyn shm_tensor() {
   auto t = TensorDyn::allocate({256}, DType::U8, {.memory = MemoryKind::Shm});
@@ -55,7 +45,7 @@ std::vector<channel::Delivery> hold_two(Ends& ends, const TensorDyn& t) {
 }
 
 TEST(ChannelPolicy, DropSendsNothingToAReceiverAtItsLimitAndNeverWaits) {
-  auto ends = make_ends({.name = "drop", .send_timeout = 2000ms, .policy = channel::ReceiverPolicy::Drop,
+  auto ends = policy_ends({.name = "drop", .send_timeout = 2000ms, .policy = channel::ReceiverPolicy::Drop,
                          .max_frames_out = 2});
   ASSERT_TRUE(ends);
   const TensorDyn t = shm_tensor();
@@ -84,7 +74,7 @@ TEST(ChannelPolicy, DropSendsNothingToAReceiverAtItsLimitAndNeverWaits) {
 }
 
 TEST(ChannelPolicy, BlockWaitsAtTheFrameLimitThenBusy) {
-  auto ends = make_ends({.name = "block", .send_timeout = 60ms, .max_frames_out = 2});
+  auto ends = policy_ends({.name = "block", .send_timeout = 60ms, .max_frames_out = 2});
   ASSERT_TRUE(ends);
   const TensorDyn t = shm_tensor();
   std::vector<channel::Delivery> held = hold_two(*ends, t);
@@ -105,7 +95,7 @@ TEST(ChannelPolicy, BlockWaitsAtTheFrameLimitThenBusy) {
 
 // No frame limit: every announced buffer out is the limit; Drop drops instead of waiting send_timeout.
 TEST(ChannelPolicy, DropAtAFullBufferTable) {
-  auto ends = make_ends({.name = "table", .max_buffers = 2, .send_timeout = 2000ms,
+  auto ends = policy_ends({.name = "table", .max_buffers = 2, .send_timeout = 2000ms,
                          .policy = channel::ReceiverPolicy::Drop});
   ASSERT_TRUE(ends);
   std::vector<TensorDyn> ts{shm_tensor(), shm_tensor(), shm_tensor()};
@@ -127,7 +117,7 @@ TEST(ChannelPolicy, DropAtAFullBufferTable) {
 // in acquire, whatever the receiver holds; one buffer fewer does.
 TEST(ChannelPolicy, PoolSizedByTheRuleNeverStallsAcquire) {
   for (const std::size_t pool_buffers : {std::size_t{3}, std::size_t{2}}) {
-    auto ends = make_ends({.name = "sized", .policy = channel::ReceiverPolicy::Drop, .max_frames_out = 2});
+    auto ends = policy_ends({.name = "sized", .policy = channel::ReceiverPolicy::Drop, .max_frames_out = 2});
     ASSERT_TRUE(ends);
     auto pool = Pool::create({256}, DType::U8, {.name = "rule", .max_buffers = pool_buffers,
                                                 .allocate = {.memory = MemoryKind::Shm}});

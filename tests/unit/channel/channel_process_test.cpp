@@ -20,9 +20,13 @@
 
 #include "support/nv12.h"
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
+
+using et_test::channel_support::stamp;
+using et_test::channel_support::stamped;
 
 namespace {
 
@@ -38,27 +42,6 @@ int wait_child(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Writes `sequence` into the first 8 bytes and `sequence & 0xff` into every other byte.
-bool stamp(const TensorDyn& t, std::uint64_t sequence) {
-  auto m = t.map_write();
-  if (!m) return false;
-  std::memset(m->data(), static_cast<int>(sequence & 0xff), m->extent_bytes());
-  std::memcpy(m->data(), &sequence, sizeof sequence);
-  return true;
-}
-
-// Whether every byte still says `sequence` (stamp's pattern).
-bool stamped(const TensorDyn& t, std::uint64_t sequence) {
-  auto m = t.map_read();
-  if (!m) return false;
-  std::uint64_t first = 0;
-  std::memcpy(&first, m->data(), sizeof first);
-  if (first != sequence) return false;
-  for (std::size_t i = sizeof first; i < m->extent_bytes(); ++i)
-    if (m->data()[i] != static_cast<std::byte>(sequence & 0xff)) return false;
-  return true;
 }
 
 // Blocks until the peer writes one byte on `fd` (or closes it).

@@ -20,32 +20,17 @@
 #include <vector>
 
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
 using et_test::eventually;
 
+using et_test::channel_support::stamp;
+using et_test::channel_support::stamped;
+using et_test::channel_support::shm_pool;
+
 namespace {
-
-// Writes `sequence & 0xff` into every byte.
-bool stamp(const TensorDyn& t, std::uint64_t sequence) {
-  auto m = t.map_write();
-  if (!m) return false;
-  std::memset(m->data(), static_cast<int>(sequence & 0xff), m->extent_bytes());
-  return true;
-}
-
-bool stamped(const TensorDyn& t, std::uint64_t sequence) {
-  auto m = t.map_read();
-  if (!m) return false;
-  for (std::size_t i = 0; i < m->extent_bytes(); ++i)
-    if (m->data()[i] != static_cast<std::byte>(sequence & 0xff)) return false;
-  return true;
-}
-
-Result<Pool> shm_pool(const char* name, std::size_t buffers) {
-  return Pool::create({64, 64}, DType::U8, {.name = name, .max_buffers = buffers, .allocate = {.memory = MemoryKind::Shm}});
-}
 
 // A receiver on a socket pair whose other end `publisher` serves with `options` (its defaults when unset).
 std::optional<channel::Receiver> join(channel::Publisher& publisher, std::optional<channel::SenderOptions> options = {},
@@ -77,7 +62,7 @@ TEST(ChannelPublisher, EveryReceiverGetsEveryFrameWithOneSequence) {
     ASSERT_TRUE(r);
     rs.push_back(std::move(*r));
   }
-  auto pool = shm_pool("three", 4);
+  auto pool = shm_pool("three", 4, {64, 64});
   ASSERT_OK(pool);
   for (std::uint64_t f = 0; f < 20; ++f) {
     auto t = p->acquire(*pool, 1s);
@@ -117,7 +102,7 @@ TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
   auto a = join(*p, std::nullopt, &holder_id);
   auto b = join(*p);
   ASSERT_TRUE(a && b);
-  auto pool = shm_pool("last-release", 1);
+  auto pool = shm_pool("last-release", 1, {64, 64});
   ASSERT_OK(pool);
   auto t = p->acquire(*pool, 1s);
   ASSERT_OK(t);
@@ -169,7 +154,7 @@ TEST(ChannelPublisher, SlowFastAndDyingReceivers) {
   ASSERT_TRUE(fast && slow);
   ASSERT_OK(p->add_receiver(std::move(dying->first)));
   // Pool: fast holds 1 at a time, slow 2, the producer 1; the dying one may hold a few until it goes.
-  auto pool = shm_pool("mixed", 8);
+  auto pool = shm_pool("mixed", 8, {64, 64});
   ASSERT_OK(pool);
 
   std::deque<channel::Delivery> slow_held;
@@ -229,7 +214,7 @@ TEST(ChannelPublisher, ALateJoinerIsAnnouncedWhatItNeeds) {
   ASSERT_OK(p);
   auto early = join(*p);
   ASSERT_TRUE(early);
-  auto pool = shm_pool("late", 3);
+  auto pool = shm_pool("late", 3, {64, 64});
   ASSERT_OK(pool);
   std::optional<channel::Receiver> late;
   for (std::uint64_t f = 0; f < 20; ++f) {
@@ -356,7 +341,7 @@ TEST(ChannelPublisher, DisconnectTakesTheBuffersBack) {
   std::uint64_t id = 0;
   auto r = join(*p, std::nullopt, &id);
   ASSERT_TRUE(r);
-  auto pool = shm_pool("disconnect", 1);
+  auto pool = shm_pool("disconnect", 1, {64, 64});
   ASSERT_OK(pool);
   auto t = p->acquire(*pool, 1s);
   ASSERT_OK(t);

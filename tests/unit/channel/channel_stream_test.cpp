@@ -20,34 +20,18 @@
 
 #include "channel/channel_wire.h"
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 #include "unit/ipc/ipc_wire_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
 using et_test::eventually;
 
+using et_test::channel_support::Ends;
+using et_test::channel_support::make_ends;
+using et_test::channel_support::shm_pool;
+
 namespace {
-
-struct Ends {
-  channel::Sender sender;
-  channel::Receiver receiver;
-};
-
-std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverOptions ro = {}) {
-  auto sp = channel::socket_pair();
-  EXPECT_TRUE(sp.has_value());
-  if (!sp) return std::nullopt;
-  auto s = channel::Sender::create(std::move(sp->first), so);
-  auto r = channel::Receiver::create(std::move(sp->second), ro);
-  EXPECT_TRUE(s.has_value()) << s.error().to_string();
-  EXPECT_TRUE(r.has_value()) << r.error().to_string();
-  if (!s || !r) return std::nullopt;
-  return Ends{std::move(*s), std::move(*r)};
-}
-
-Result<Pool> shm_pool(const char* name, std::size_t buffers) {
-  return Pool::create({16, 16}, DType::U8, {.name = name, .max_buffers = buffers, .allocate = {.memory = MemoryKind::Shm}});
-}
 
 
 TEST(ChannelStream, PresentationTimeDurationAndFlagsTravel) {

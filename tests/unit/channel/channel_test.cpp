@@ -16,28 +16,15 @@
 
 #include "support/nv12.h"
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 
 using namespace edgetensor;
 using namespace std::chrono_literals;
 
+using et_test::channel_support::Ends;
+using et_test::channel_support::make_ends;
+
 namespace {
-
-struct Ends {
-  channel::Sender sender;
-  channel::Receiver receiver;
-};
-
-std::optional<Ends> make_ends(channel::SenderOptions so = {}, channel::ReceiverOptions ro = {}) {
-  auto sp = channel::socket_pair();
-  EXPECT_TRUE(sp.has_value());
-  if (!sp) return std::nullopt;
-  auto s = channel::Sender::create(std::move(sp->first), so);
-  auto r = channel::Receiver::create(std::move(sp->second), ro);
-  EXPECT_TRUE(s.has_value()) << s.error().to_string();
-  EXPECT_TRUE(r.has_value()) << r.error().to_string();
-  if (!s || !r) return std::nullopt;
-  return Ends{std::move(*s), std::move(*r)};
-}
 
 std::int64_t now_ns() {
   timespec ts{};

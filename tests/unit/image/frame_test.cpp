@@ -19,7 +19,7 @@ using et_test::open_fd_count;
 
 namespace {
 
-UniqueFd sealed_memfd(std::size_t size, std::uint8_t fill) {
+UniqueFd filled_memfd(std::size_t size, std::uint8_t fill) {
   UniqueFd fd(::memfd_create("et-frame", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   EXPECT_TRUE(fd.is_valid());
   EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
@@ -34,8 +34,8 @@ UniqueFd sealed_memfd(std::size_t size, std::uint8_t fill) {
 TEST(Frame, PlanesInSeparateBuffers) {
   const int fds_before = open_fd_count();
   {
-    UniqueFd y = sealed_memfd(64 * 48, 0x10);
-    UniqueFd uv = sealed_memfd(64 * 24, 0x80);
+    UniqueFd y = filled_memfd(64 * 48, 0x10);
+    UniqueFd uv = filled_memfd(64 * 24, 0x80);
     const int planes[] = {y.get(), uv.get()};
     auto f = Frame::import_planes_dup(planes, nv12_layout(64, 48, 64));
     ASSERT_OK(f);
@@ -73,7 +73,7 @@ TEST(Frame, PlanesInSeparateBuffers) {
 TEST(Frame, OneBufferPassedOncePerPlaneIsImportedOnce) {
   const int fds_before = open_fd_count();
   {
-    UniqueFd buf = sealed_memfd(64 * 48 + 64 * 24, 0x33);
+    UniqueFd buf = filled_memfd(64 * 48 + 64 * 24, 0x33);
     UniqueFd dup(::dup(buf.get()));  // another fd of the same buffer
     const ImageLayout l = nv12_layout(64, 48, 64, 64 * 48);
     const int planes[] = {buf.get(), dup.get()};
@@ -93,8 +93,8 @@ TEST(Frame, OneBufferPassedOncePerPlaneIsImportedOnce) {
 }
 
 TEST(Frame, BadImportsAreNamed) {
-  UniqueFd y = sealed_memfd(64 * 48, 0);
-  UniqueFd small = sealed_memfd(64 * 24 - 1, 0);
+  UniqueFd y = filled_memfd(64 * 48, 0);
+  UniqueFd small = filled_memfd(64 * 24 - 1, 0);
   const int one[] = {y.get()};
   EXPECT_ERROR(Frame::import_planes_dup(one, nv12_layout(64, 48, 64)), ErrorCode::InvalidArgument, "1 fds for a nv12 image of 2 planes");
   const int planes[] = {y.get(), small.get()};
@@ -141,7 +141,7 @@ TEST(Frame, FromTensorCountsOffsetsFromTheBuffer) {
 // A 16-bit plane at an odd offset of its buffer (adversarial trial: accepted through tensors) is refused
 // by import_planes_dup too: a frame's offsets count from the buffer's start.
 TEST(Frame, SixteenBitPlaneAtAnOddOffsetIsRefused) {
-  UniqueFd buf = sealed_memfd(256, 0);
+  UniqueFd buf = filled_memfd(256, 0);
   auto l = ImageLayout::make(4, 4, PixelFormat::P010);
   ASSERT_OK(l);
   const int planes[] = {buf.get(), buf.get()};
@@ -155,12 +155,12 @@ TEST(Frame, SixteenBitPlaneAtAnOddOffsetIsRefused) {
 TEST(Frame, OverlappingPlanesInOneBufferAreRefused) {
   const int fds_before = open_fd_count();
   {
-    UniqueFd buf = sealed_memfd(1280 * 720 * 2, 0);
+    UniqueFd buf = filled_memfd(1280 * 720 * 2, 0);
     ImageLayout l = nv12_layout(1280, 720, 1280, 1280 * 100);  // UV inside the Y plane
     const int planes[] = {buf.get(), buf.get()};
     EXPECT_ERROR(Frame::import_planes_dup(planes, l), ErrorCode::InvalidArgument,
                  "plane 0 (Y) [0, 921600) and plane 1 (UV) [128000, 588800) overlap in buffer 0");
-    UniqueFd other = sealed_memfd(1280 * 360, 0);
+    UniqueFd other = filled_memfd(1280 * 360, 0);
     const int separate[] = {buf.get(), other.get()};
     l.planes[1].offset_bytes = 0;  // the same offsets in two buffers are fine
     ASSERT_OK(Frame::import_planes_dup(separate, l));
@@ -182,7 +182,7 @@ TEST(Frame, InterleavedPlaneRowsThatShareNoByteAreAcceptedAndKeptApart) {
     l.planes[0] = {0, 4};
     l.planes[1] = {16, 4};
     l.planes[2] = {18, 4};
-    UniqueFd buf = sealed_memfd(24, 0);
+    UniqueFd buf = filled_memfd(24, 0);
     const int planes[] = {buf.get(), buf.get(), buf.get()};
     auto f = Frame::import_planes_dup(planes, l);
     ASSERT_OK(f);

@@ -24,7 +24,7 @@ std::vector<std::size_t> shape_of(const TensorDyn& t) { return {t.shape().begin(
 std::vector<std::int64_t> strides_of(const TensorDyn& t) { return {t.strides().begin(), t.strides().end()}; }
 
 // A memfd of `size` bytes, sealed against shrinking (what a careful producer sends).
-UniqueFd sealed_memfd(std::size_t size) {
+UniqueFd image_memfd(std::size_t size) {
   UniqueFd fd(::memfd_create("et-image", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   EXPECT_TRUE(fd.is_valid());
   EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
@@ -59,7 +59,7 @@ void for_each_byte(const TensorDyn& v, F f) {
 TEST(TensorImage, DecoderPaddingRowsAreNeverInAPlaneView) {
   const std::size_t w = 1920, h = 1080, stride = 1920, uv = 1920 * 1088;
   const std::size_t size = uv + stride * 540;
-  UniqueFd fd = sealed_memfd(size);
+  UniqueFd fd = image_memfd(size);
   write_bytes(fd.get(), 0, stride * h, 0x10);
   write_bytes(fd.get(), stride * h, uv - stride * h, 0xEE);
   write_bytes(fd.get(), uv, stride * 540, 0x80);
@@ -87,7 +87,7 @@ TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
   const std::size_t tight = 768 * 480 + 768 * 239 + 640;
   const ImageLayout l = nv12_layout(640, 480, stride, uv);
   {
-    UniqueFd fd = sealed_memfd(tight);
+    UniqueFd fd = image_memfd(tight);
     write_bytes(fd.get(), tight - 1, 1, 0x5a);  // the very last UV byte
     auto t = TensorDyn::import_image_dup(fd.get(), l);
     ASSERT_OK(t);
@@ -99,7 +99,7 @@ TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
     EXPECT_EQ(m->extent_bytes(), 768u * 239u + 640u);
     EXPECT_EQ(m->bytes()[m->extent_bytes() - 1], std::byte{0x5a});
   }
-  UniqueFd short_fd = sealed_memfd(tight - 1);
+  UniqueFd short_fd = image_memfd(tight - 1);
   auto t = TensorDyn::import_image_dup(short_fd.get(), l);
   EXPECT_ERROR(t, ErrorCode::OutOfRange, std::to_string(tight));
   EXPECT_NE(t.error().message().find(std::to_string(tight - 1)), std::string::npos) << t.error().message();
@@ -107,7 +107,7 @@ TEST(TensorImage, TightLastRowIsAcceptedAndOneByteLessIsRefused) {
   EXPECT_NE(t.error().message().find("plane 1"), std::string::npos) << t.error().message();
   EXPECT_EQ(t.error().message().find("plane 0"), std::string::npos) << t.error().message();
   // An image at an offset: the offset is said too.
-  UniqueFd fd = sealed_memfd(tight + 64);
+  UniqueFd fd = image_memfd(tight + 64);
   ImportOptions at;
   at.offset_bytes = 128;
   auto o = TensorDyn::import_image_dup(fd.get(), l, at);
@@ -201,7 +201,7 @@ TEST(TensorImage, NonLinearModifierRefusesPlaneViewsButExports) {
 }
 
 TEST(TensorImage, ImportRefusesStridesInOptions) {
-  UniqueFd fd = sealed_memfd(4096);
+  UniqueFd fd = image_memfd(4096);
   ImportOptions o;
   o.strides_bytes = {1};
   EXPECT_ERROR(TensorDyn::import_image_dup(fd.get(), nv12_layout(8, 8, 8, 64), o), ErrorCode::InvalidArgument, "strides_bytes");
@@ -392,7 +392,7 @@ TEST(TensorImage, SixteenBitImageAtAnOddByteOffsetIsRefused) {
   ASSERT_OK(frame);
   ASSERT_OK(frame->plane(0));
   // import_image_dup at offset_bytes 1, before anything is imported.
-  UniqueFd fd = sealed_memfd(256);
+  UniqueFd fd = image_memfd(256);
   ImportOptions at1;
   at1.offset_bytes = 1;
   const int fds = et_test::open_fd_count();

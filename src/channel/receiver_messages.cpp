@@ -36,7 +36,8 @@ class AcquireFence final : public AccessFence {
   std::string what_;  // "the acquire fence of channel 'cam0' frame sequence 3 (buffer 0)"
 };
 
-Unexpected bad(std::string what) { return fail(ErrorCode::InvalidArgument, std::move(what)); }
+// An InvalidArgument error carrying `what` as its whole message.
+Unexpected refuse(std::string what) { return fail(ErrorCode::InvalidArgument, std::move(what)); }
 
 void set_timing(channel::Delivery& d, const FrameTiming& t) {
   if (t.pts_ns != kNoTime) d.pts_ns = t.pts_ns;
@@ -64,14 +65,14 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
     }
     ET_TRY_ASSIGN(const FrameMessage m, decode_frame(bytes, agreed));
     if (fds.size() != p.fence_count)
-      return bad(text::format("malformed channel message: {} sequence {} with fence_count {} carried {} fd{}",
+      return refuse(text::format("malformed channel message: {} sequence {} with fence_count {} carried {} fd{}",
                               frame_kind(m), m.sequence, p.fence_count, fds.size(), fds.size() == 1 ? "" : "s"));
     ET_TRY(check_sequence(m));
     if (type == ChannelMessage::TensorFrame) return on_tensor_frame(m, fds);
     return on_frame(m, fds);
   }
   if (!fds.empty())
-    return bad(text::format("malformed channel message: {} fd{} arrived with a message of type {}; only an announce "
+    return refuse(text::format("malformed channel message: {} fd{} arrived with a message of type {}; only an announce "
                             "carries one", fds.size(), fds.size() == 1 ? "" : "s", p.type));
   switch (type) {
     case ChannelMessage::Retire:
@@ -84,22 +85,22 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
     case ChannelMessage::TensorFrame:
     case ChannelMessage::Frame: break;  // above
     case ChannelMessage::Release:
-      return bad("malformed channel message: a release arrived at the receiver; releases go from the receiver to the "
+      return refuse("malformed channel message: a release arrived at the receiver; releases go from the receiver to the "
                  "sender");
     case ChannelMessage::Announce: break;
   }
-  return bad("malformed channel message: unknown type");  // decode_prefix refused it already
+  return refuse("malformed channel message: unknown type");  // decode_prefix refused it already
 }
 
 Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds) {
   ET_TRY_ASSIGN(const Announce a, decode_announce(bytes));
   if (fds.size() != 1)
-    return bad(text::format("malformed channel message: announce of buffer {} with {} fds; it carries exactly 1",
+    return refuse(text::format("malformed channel message: announce of buffer {} with {} fds; it carries exactly 1",
                             a.buffer_id, fds.size()));
   {
     std::lock_guard lock(mutex_);
     if (table_.count(a.buffer_id) != 0)
-      return bad(text::format("duplicate announce of buffer {}: it was announced before and not retired", a.buffer_id));
+      return refuse(text::format("duplicate announce of buffer {}: it was announced before and not retired", a.buffer_id));
     if (table_.size() >= options_.max_buffers)
       return fail(ErrorCode::OutOfRange,
                   text::format("announce of buffer {} would make {} imported buffers, over ReceiverOptions::max_buffers "
@@ -109,7 +110,7 @@ Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std:
   const std::string who = text::format("announce of buffer {}", a.buffer_id);
   ET_TRY_ASSIGN(const FdInfo info, probe_received(fds[0].get(), a.memory, options_.limits, who));
   if (info.buffer_bytes != a.buffer_bytes)
-    return bad(text::format("{} says {} B, its fd ({}) has {} B", who, a.buffer_bytes, info.what, info.buffer_bytes));
+    return refuse(text::format("{} says {} B, its fd ({}) has {} B", who, a.buffer_bytes, info.what, info.buffer_bytes));
   const std::size_t bytes_count = info.buffer_bytes;
   ET_TRY_ASSIGN(TensorDyn whole, tensor_from_fd(std::move(fds[0]), info, ArrayRef<std::size_t>(&bytes_count, 1),
                                                 DType::U8, {}));
@@ -131,9 +132,9 @@ Result<void> ChannelReceiver::on_retire(std::span<const std::byte> bytes) {
   for (const std::uint32_t id : ids) {
     auto it = table_.find(id);
     if (it == table_.end())
-      return bad(text::format("retire of buffer {}, which was never announced (or was retired already)", id));
+      return refuse(text::format("retire of buffer {}, which was never announced (or was retired already)", id));
     if (it->second.out != 0)
-      return bad(text::format("retire of buffer {} while {} frame{} of it {} still held here", id, it->second.out,
+      return refuse(text::format("retire of buffer {} while {} frame{} of it {} still held here", id, it->second.out,
                               it->second.out == 1 ? "" : "s", it->second.out == 1 ? "is" : "are"));
     dropped.push_back(std::move(it->second));
     table_.erase(it);
@@ -145,9 +146,9 @@ Result<void> ChannelReceiver::on_retire(std::span<const std::byte> bytes) {
 
 Result<void> ChannelReceiver::on_hello(std::span<const std::byte> bytes) {
   ET_TRY_ASSIGN(const Hello h, decode_hello(bytes));
-  if (h.role != ChannelRole::Sender) return bad("a hello from another receiver: both ends of the channel are receivers");
+  if (h.role != ChannelRole::Sender) return refuse("a hello from another receiver: both ends of the channel are receivers");
   std::lock_guard lock(mutex_);
-  if (peer_hello_) return bad("a second hello from the sender");
+  if (peer_hello_) return refuse("a second hello from the sender");
   peer_hello_ = true;
   peer_fences_ = (h.capabilities & kCapabilityFences) != 0;
   return {};
@@ -161,7 +162,7 @@ Result<std::array<std::shared_ptr<const sync::Fence>, kMaxPlanes>> ChannelReceiv
     if (!(m.fence_mask & (1u << b))) continue;
     auto f = sync::Fence::adopt(std::move(fds[next++]));
     if (!f)
-      return bad(text::format("malformed channel message: the acquire fence of {} sequence {} buffer {}: {}",
+      return refuse(text::format("malformed channel message: the acquire fence of {} sequence {} buffer {}: {}",
                               frame_kind(m), m.sequence, b, f.error().message()));
     out[b] = std::make_shared<const sync::Fence>(std::move(*f));
   }
@@ -198,7 +199,7 @@ Result<channel::Delivery> ChannelReceiver::on_end_of_stream(std::span<const std:
 Result<void> ChannelReceiver::check_sequence(const FrameMessage& m) const {
   std::lock_guard lock(mutex_);
   if (last_sequence_ && m.sequence <= *last_sequence_)
-    return bad(text::format("{} sequence {} after sequence {}: sequences increase", frame_kind(m), m.sequence,
+    return refuse(text::format("{} sequence {} after sequence {}: sequences increase", frame_kind(m), m.sequence,
                             *last_sequence_));
   return {};
 }
@@ -249,10 +250,10 @@ Result<channel::Delivery> ChannelReceiver::on_tensor_frame(const FrameMessage& m
     std::lock_guard lock(mutex_);
     auto it = table_.find(id);
     if (it == table_.end())
-      return bad(text::format("tensor frame sequence {} names buffer {}, which was never announced (or was retired)",
+      return refuse(text::format("tensor frame sequence {} names buffer {}, which was never announced (or was retired)",
                               m.sequence, id));
     if (static_cast<MemoryKind>(h.memory) != it->second.kind)
-      return bad(text::format("tensor frame sequence {}: its tensor message says memory {}, buffer {} was announced as "
+      return refuse(text::format("tensor frame sequence {}: its tensor message says memory {}, buffer {} was announced as "
                               "{}", m.sequence, memory_kind_name(static_cast<MemoryKind>(h.memory)), id,
                               memory_kind_name(it->second.kind)));
     home = it->second.home;
@@ -285,7 +286,7 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m, std::
   ET_TRY_ASSIGN(const auto fences, acquire_fences(m, fds));
   ET_TRY_ASSIGN(const FrameWireHeader h, decode_frame_message(m.embedded));
   if (m.buffer_count != h.buffer_count)
-    return bad(text::format("frame sequence {} names {} buffers, its frame message has buffer_count {}", m.sequence,
+    return refuse(text::format("frame sequence {} names {} buffers, its frame message has buffer_count {}", m.sequence,
                             m.buffer_count, h.buffer_count));
   std::array<std::shared_ptr<Storage>, kMaxPlanes> homes;
   std::array<std::size_t, kMaxPlanes> sizes{};
@@ -295,17 +296,17 @@ Result<channel::Delivery> ChannelReceiver::on_frame(const FrameMessage& m, std::
       const std::uint32_t id = m.buffer_ids[b];
       auto it = table_.find(id);
       if (it == table_.end())
-        return bad(text::format("frame sequence {} names buffer {}, which was never announced (or was retired)",
+        return refuse(text::format("frame sequence {} names buffer {}, which was never announced (or was retired)",
                                 m.sequence, id));
       if (static_cast<MemoryKind>(h.memory[b]) != it->second.kind)
-        return bad(text::format("frame sequence {}: memory[{}] is {}, buffer {} was announced as {}", m.sequence, b,
+        return refuse(text::format("frame sequence {}: memory[{}] is {}, buffer {} was announced as {}", m.sequence, b,
                                 memory_kind_name(static_cast<MemoryKind>(h.memory[b])), id,
                                 memory_kind_name(it->second.kind)));
       homes[b] = it->second.home;
       sizes[b] = it->second.buffer_bytes;
       for (std::size_t k = 0; k < b; ++k)
         if (homes[k]->buffer_key() == homes[b]->buffer_key())
-          return bad(text::format("frame sequence {}: buffers {} and {} are one buffer; a frame names each buffer once",
+          return refuse(text::format("frame sequence {}: buffers {} and {} are one buffer; a frame names each buffer once",
                                   m.sequence, m.buffer_ids[k], id));
     }
   }

@@ -136,6 +136,13 @@ Result<ImportOptions> import_options(const et_import_options* user, std::size_t 
 /// A new handle of `tensor` into *out.
 void give_tensor(TensorDyn tensor, et_tensor** out);
 
+/// A PixelFormat from a C value (ET_PIXEL_FORMAT_*, UNKNOWN refused). Errors: InvalidArgument naming it.
+Result<PixelFormat> read_pixel_format(std::string_view function, std::int32_t format);
+
+/// The row and height alignment of an et_image_options (NULL: tight rows, no height padding). Errors:
+/// InvalidArgument (struct_size rule, reserved not zero); the values themselves are checked by ImageLayout::make.
+Result<ImageAlignment> image_alignment(const et_image_options* user);
+
 /// An et_image_layout the caller filled as an input (its struct_size rule) as an ImageLayout: the
 /// format checked, plane_count and planes past the format's count ignored. Errors: InvalidArgument.
 Result<ImageLayout> read_image_layout(std::string_view function, const et_image_layout* layout);

@@ -636,6 +636,25 @@ typedef struct et_pool_options {
  * the allocation's errors for the first buffers (all freed again). */
 ET_C_API et_status et_pool_create(uint32_t rank, const uint64_t* shape, int32_t dtype, const et_pool_options* options,
                                   et_pool** out);
+/* A pool of single-buffer images of `width` x `height` pixels of `format` in the default layout of
+ * `image_options`' alignments (NULL: tight rows), as et_tensor_allocate_image lays them out; `options` as
+ * et_pool_create's. Each acquired tensor is a u8 tensor of the layout's bytes with the layout attached
+ * (et_tensor_get_image_layout, et_tensor_plane, et_frame_from_tensor). Its size (et_pool_stats.packed_bytes)
+ * ends where the last plane's last row ends: the padding after that row, which et_tensor_allocate_image
+ * also allocates, is not part of it. Errors: ET_INVALID_ARGUMENT (NULL out, unknown format, zero width or
+ * height, an alignment not a power of two or over 4096, bad image or pool options, as et_pool_create's),
+ * ET_OUT_OF_RANGE (a size overflows), then the allocation's errors for the first buffers. */
+ET_C_API et_status et_pool_create_image(uint32_t width, uint32_t height, int32_t format,
+                                        const et_image_options* image_options, const et_pool_options* options,
+                                        et_pool** out);
+/* As et_pool_create_image, with a layout of the caller's (a GStreamer GstVideoInfo's, a V4L2 format's
+ * bytesperline): `layout` is read as an input (struct_size set; plane_count and entries past the format's
+ * planes ignored), offsets from the tensor's first byte; each buffer holds up to the end of the plane
+ * that ends last. Errors: ET_INVALID_ARGUMENT (NULL out or layout, unknown format, zero width or height,
+ * a row stride below its plane's row bytes or planes that share bytes, naming the plane; bad options),
+ * ET_OUT_OF_RANGE (an offset or size overflows), then as et_pool_create_image. */
+ET_C_API et_status et_pool_create_image_layout(const et_image_layout* layout, const et_pool_options* options,
+                                               et_pool** out);
 ET_C_API et_pool* et_pool_retain(et_pool* pool);
 /* The last release frees the pool's free buffers; tensors acquired from it stay valid. */
 ET_C_API void et_pool_release(et_pool* pool);

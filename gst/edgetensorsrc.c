@@ -269,6 +269,20 @@ static GQuark frame_quark(void) {
   return quark;
 }
 
+/* Whether every plane of `frame` ends inside its buffer of `buffer_bytes` (its last row without padding). */
+static gboolean planes_end_inside(const et_frame* frame, const et_image_layout* layout, uint64_t buffer_bytes) {
+  for (uint32_t p = 0; p < layout->plane_count; ++p) {
+    et_tensor* plane = NULL;
+    et_tensor_info info = {0};
+    info.struct_size = sizeof info;
+    const gboolean ok = et_frame_plane(frame, p, &plane) == ET_OK && et_tensor_get_info(plane, &info) == ET_OK &&
+                        info.offset_bytes + info.extent_bytes <= buffer_bytes;
+    et_tensor_release(plane);
+    if (!ok) return FALSE;
+  }
+  return TRUE;
+}
+
 /* A buffer over the delivered frame: a GstMemory of its own sharing the cached one (so copies of the
  * GstBuffer keep it), holding the frame until GStreamer frees that memory, and GstVideoMeta from the
  * layout. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
@@ -304,10 +318,21 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
   GstVideoInfo vinfo;
   char* message = NULL;
   if (!et_gst_info_from_layout(&layout, info.buffer_bytes, &vinfo, &message)) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+    /* GStreamer's size pads every plane's last row to its stride; a producer need not allocate that padding
+     * (an image pool's buffers end with the last row's last byte): the buffer holds the image when each
+     * plane view (the library checked it against the buffer) ends inside it. */
+    char* again = NULL;
+    const gboolean fits = et_gst_info_from_layout(&layout, UINT64_MAX, &vinfo, &again) &&
+                          planes_end_inside(frame, &layout, info.buffer_bytes);
+    g_free(again);
+    if (!fits) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+      g_free(message);
+      gst_memory_unref(parent);
+      return NULL;
+    }
     g_free(message);
-    gst_memory_unref(parent);
-    return NULL;
+    vinfo.size = (gsize)info.buffer_bytes;
   }
   /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
   if (self->have_caps) {

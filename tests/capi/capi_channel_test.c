@@ -224,7 +224,9 @@ static int case_channel_two_processes(void) {
   rs.struct_size = sizeof rs;
   CHECK_OK(et_channel_receiver_get_stats(receiver, &rs));
   CHECK(rs.frames_received == 4 && rs.end_of_stream == 1 && rs.frames_out == 0 && rs.frames_missing == 0);
-  CHECK(rs.announces == 4); /* 2 pool buffers, then the frame's 2 memfds */
+  /* The pool's buffers (1 or 2: a consumer that releases frame 0 before the producer's next acquire gets
+   * the same buffer back), then the frame's 2 memfds. */
+  CHECK(rs.announces == 3 || rs.announces == 4);
   et_channel_receiver_release(receiver);
   CHECK(open_fd_count() == fds_before);
   return 0;

@@ -27,6 +27,8 @@ enum {
 /* Received buffers kept wrapped as GstMemory (one fd and one mapping each), least recently used evicted:
  * the receiver's own table (32 by default) fits. */
 #define MAX_CACHED_MEMORIES 64
+/* The longest wait for a frame's acquire fence (the library's default map wait, C++ kDefaultMapTimeout). */
+#define ACQUIRE_FENCE_WAIT_NS INT64_C(1000000000)
 
 /* One received buffer wrapped once: its GstMemory (KEEP_MAPPED: mapped once, never re-faulted), by key. */
 typedef struct {
@@ -85,7 +87,8 @@ static GstStructure* src_stats(GstEdgetensorSrc* self) {
   return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
                            G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
-                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, NULL);
+                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, "acquire-fences",
+                           G_TYPE_UINT64, r.acquire_fences, NULL);
 }
 
 static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
@@ -403,6 +406,21 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
   if (d.end_of_stream) {
     GST_INFO_OBJECT(self, "end of stream after %llu frames", (unsigned long long)d.sequence);
     return GST_FLOW_EOS;
+  }
+  /* The producer's acquire fences (its device may still write the frame), waited on here, bounded: GStreamer
+   * maps the memory on its own, without them (1.22's DMA-BUF map waits unbounded on the buffer's implicit
+   * fences only). Held by the delivery's handle, so before it is released. */
+  for (uint32_t b = 0; b < d.acquire_fence_count && b < ET_MAX_PLANES; ++b) {
+    const et_fence* fence = d.acquire_fences[b].fence;
+    if (fence != NULL && et_fence_wait(fence, ACQUIRE_FENCE_WAIT_NS) != ET_OK) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                        ("frame %llu: the producer's acquire fence of buffer %u: %s", (unsigned long long)d.sequence, b,
+                         et_last_error_message()),
+                        (NULL));
+      et_tensor_release(d.tensor);
+      et_frame_release(d.frame);
+      return GST_FLOW_ERROR;
+    }
   }
   et_frame* frame = d.frame;
   if (frame == NULL && d.tensor != NULL) {

@@ -8,19 +8,40 @@
 
 #include "capi/struct_copy.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string_view>
 #include <utility>
 #include <variant>
 
 // Handles: a reference count and the C++ value. The count starts at 1 (the creator's reference).
+// A fence is shared: a delivery's acquire fences are the receiver's own, handed out without a dup.
+struct et_fence {
+  std::atomic<std::uint32_t> refs{1};
+  std::shared_ptr<const edgetensor::sync::Fence> fence;
+};
+
+namespace edgetensor::capi {
+/// The fence handles a delivered tensor or frame holds for its delivery (et_channel_delivery.acquire_fences
+/// points at them): one reference each, dropped with the handle.
+struct HeldFences {
+  std::array<et_fence*, kMaxPlanes> fences{};
+  HeldFences() = default;
+  HeldFences(const HeldFences&) = delete;
+  HeldFences& operator=(const HeldFences&) = delete;
+  ~HeldFences();
+};
+}  // namespace edgetensor::capi
+
 struct et_tensor {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::TensorDyn tensor;
+  std::unique_ptr<edgetensor::capi::HeldFences> acquire_fences;  // a delivered tensor's; else null
 };
 struct et_map {
   std::atomic<std::uint32_t> refs{1};
@@ -34,10 +55,6 @@ struct et_descriptor {
   std::variant<std::monostate, edgetensor::ReadMap, edgetensor::WriteMap, edgetensor::ReadWriteMap> map;
 };
 
-struct et_fence {
-  std::atomic<std::uint32_t> refs{1};
-  edgetensor::sync::Fence fence;
-};
 struct et_pool {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Pool pool;
@@ -45,6 +62,7 @@ struct et_pool {
 struct et_frame {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Frame frame;
+  std::unique_ptr<edgetensor::capi::HeldFences> acquire_fences;  // a delivered frame's; else null
 };
 struct et_channel_listener {
   std::atomic<std::uint32_t> refs{1};

@@ -17,12 +17,31 @@ static void init_debug(void) {
   }
 }
 
+/* The longest single wait of an acquire on the C pool: the flushing flag is checked between waits. */
+#define ACQUIRE_SLICE_NS (50 * 1000 * 1000)
+/* Most buffers a C pool holds (the channel's buffer table holds at most 1024). */
+#define MAX_POOL_BUFFERS 1024u
+
+/* A GstBuffer over one C pool image, idle (back from GStreamer), kept by the image's buffer key: the C pool
+ * hands the same images out again, and each keeps its fd memory (KEEP_MAPPED: mapped once, never
+ * re-faulted) and GstVideoMeta. */
+typedef struct {
+  uint64_t buffer_key;
+  GstBuffer* buffer;
+} IdleBuffer;
+
 struct _GstEdgetensorBufferPool {
   GstBufferPool parent;
   int32_t memory;          /* ET_MEMORY_DMABUF or ET_MEMORY_SHM */
+  guint consumer_buffers;  /* added to the config's min when its max is 0 */
   GstAllocator* allocator; /* dmabuf or fd allocator, by `memory` */
   GstVideoInfo info;
   et_image_layout layout;
+  guint min_buffers, max_buffers; /* the config's */
+  /* Between start and stop. The lock guards both: acquire and release run on any thread. */
+  GMutex lock;
+  et_pool* pool;
+  GArray* idle;            /* IdleBuffer, at most one per C pool image */
 };
 
 G_DEFINE_TYPE(GstEdgetensorBufferPool, gst_edgetensor_buffer_pool, GST_TYPE_BUFFER_POOL)
@@ -37,21 +56,17 @@ et_tensor* gst_edgetensor_memory_tensor(GstMemory* memory) {
   return memory == NULL ? NULL : gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark());
 }
 
-static et_status allocate_image(const et_image_layout* layout, int32_t memory, et_tensor** out) {
+int32_t gst_edgetensor_probe_memory(const et_image_layout* layout) {
+  init_debug();
   et_image_options image = {0};
   image.struct_size = sizeof image;
   image.row_alignment_bytes = 4; /* GStreamer's default layout (gst.formats.* checks it) */
   et_allocate_options allocate = {0};
   allocate.struct_size = sizeof allocate;
-  allocate.memory = memory;
+  allocate.memory = ET_MEMORY_DMABUF;
   allocate.name = "edgetensorsink";
-  return et_tensor_allocate_image(layout->width, layout->height, layout->format, &image, &allocate, out);
-}
-
-int32_t gst_edgetensor_probe_memory(const et_image_layout* layout) {
-  init_debug();
   et_tensor* probe = NULL;
-  if (allocate_image(layout, ET_MEMORY_DMABUF, &probe) == ET_OK) {
+  if (et_tensor_allocate_image(layout->width, layout->height, layout->format, &image, &allocate, &probe) == ET_OK) {
     et_tensor_release(probe);
     return ET_MEMORY_DMABUF;
   }
@@ -79,7 +94,9 @@ static gboolean pool_set_config(GstBufferPool* pool, GstStructure* config) {
   }
   self->info = info;
   self->layout = layout;
-  /* The images have GStreamer's default layout; the buffers are that large. */
+  self->min_buffers = min;
+  self->max_buffers = max;
+  /* The images have GStreamer's layout of the caps; the buffers are that large. */
   gst_buffer_pool_config_set_params(config, caps, (guint)info.size, min, max);
   return GST_BUFFER_POOL_CLASS(gst_edgetensor_buffer_pool_parent_class)->set_config(pool, config);
 }
@@ -90,61 +107,175 @@ static const gchar** pool_get_options(GstBufferPool* pool) {
   return options;
 }
 
-/* A new image wrapped as one fd memory of the image's bytes, with GstVideoMeta from its layout. */
-static GstFlowReturn pool_alloc_buffer(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
-  (void)params;
+/* The C pool of the config: images of its layout, allocated on demand (none before the first acquire). */
+static gboolean pool_start(GstBufferPool* pool) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
-  et_tensor* tensor = NULL;
-  if (allocate_image(&self->layout, self->memory, &tensor) != ET_OK) {
-    GST_ERROR_OBJECT(pool, "allocating a %s image: %s", et_memory_kind_name(self->memory), et_last_error_message());
-    return GST_FLOW_ERROR;
+  guint max = self->max_buffers;
+  if (max == 0) max = MAX(self->min_buffers, 1u) + self->consumer_buffers;
+  max = MIN(max, MAX_POOL_BUFFERS);
+  et_allocate_options allocate = {0};
+  allocate.struct_size = sizeof allocate;
+  allocate.memory = self->memory;
+  et_pool_options options = {0};
+  options.struct_size = sizeof options;
+  options.max_buffers = max;
+  options.name = "edgetensorsink";
+  options.allocate = &allocate;
+  et_pool* c_pool = NULL;
+  if (et_pool_create_image_layout(&self->layout, &options, &c_pool) != ET_OK) {
+    GST_ERROR_OBJECT(pool, "creating a pool of %u %s %s images: %s", max, et_memory_kind_name(self->memory),
+                     et_pixel_format_name(self->layout.format), et_last_error_message());
+    return FALSE;
   }
-  et_image_layout layout = {0};
-  layout.struct_size = sizeof layout;
+  GST_DEBUG_OBJECT(pool, "at most %u %s images of %ux%u %s", max, et_memory_kind_name(self->memory),
+                   self->layout.width, self->layout.height, et_pixel_format_name(self->layout.format));
+  g_mutex_lock(&self->lock);
+  self->pool = c_pool;
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+/* Drops the idle buffers and the C pool (buffers still out stay valid: each holds its image). */
+static gboolean pool_stop(GstBufferPool* pool) {
+  GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+  g_mutex_lock(&self->lock);
+  et_pool* c_pool = self->pool;
+  self->pool = NULL;
+  GArray* idle = self->idle;
+  self->idle = g_array_new(FALSE, TRUE, sizeof(IdleBuffer));
+  g_mutex_unlock(&self->lock);
+  for (guint i = 0; i < idle->len; ++i) gst_buffer_unref(g_array_index(idle, IdleBuffer, i).buffer);
+  g_array_unref(idle);
+  et_pool_release(c_pool);
+  return TRUE;
+}
+
+/* Marks a new buffer's metas POOLED and LOCKED and its memory untagged, as GstBufferPool does for the buffers
+ * it allocates: the GstVideoMeta stays across reuses, and a buffer whose memory was replaced is seen. */
+static gboolean mark_meta_pooled(GstBuffer* buffer, GstMeta** meta, gpointer data) {
+  (void)buffer;
+  (void)data;
+  GST_META_FLAG_SET(*meta, GST_META_FLAG_POOLED);
+  GST_META_FLAG_SET(*meta, GST_META_FLAG_LOCKED);
+  return TRUE;
+}
+
+/* A new GstBuffer over `tensor`'s buffer: an fd of it wrapped as one fd memory of `size` bytes, GstVideoMeta
+ * from `layout`. NULL on failure (logged). */
+static GstBuffer* wrap_image(GstEdgetensorBufferPool* self, const et_tensor* tensor, gsize size,
+                             const et_image_layout* layout) {
+  int32_t fd = -1;
+  if (et_tensor_export_fd(tensor, &fd) != ET_OK) {
+    GST_ERROR_OBJECT(self, "exporting a pool image's fd: %s", et_last_error_message());
+    return NULL;
+  }
+  /* The allocator owns `fd` from here (closed with the memory). */
+  GstMemory* memory = gst_fd_allocator_alloc(self->allocator, fd, size, GST_FD_MEMORY_FLAG_KEEP_MAPPED);
+  if (memory == NULL) {
+    GST_ERROR_OBJECT(self, "wrapping fd %d of %" G_GSIZE_FORMAT " bytes as GstFdMemory", fd, size);
+    return NULL;
+  }
+  GstBuffer* buffer = et_gst_buffer_new_image(memory, layout);
+  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
+  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+  return buffer;
+}
+
+/* The next free C pool image as a GstBuffer (the idle one of its buffer key, or a new one), its memory holding
+ * the image: the C pool has it back once that memory and every consumer's frame are gone. Waits for a free
+ * image in slices, so that flushing ends the wait. */
+static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
+  GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+  const gboolean dont_wait = params != NULL && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT) != 0;
+  et_tensor* tensor = NULL;
+  for (;;) {
+    if (GST_BUFFER_POOL_IS_FLUSHING(pool)) return GST_FLOW_FLUSHING;
+    g_mutex_lock(&self->lock);
+    et_pool* c_pool = et_pool_retain(self->pool);
+    g_mutex_unlock(&self->lock);
+    if (c_pool == NULL) return GST_FLOW_FLUSHING; /* stopped */
+    const et_status status = et_pool_acquire(c_pool, dont_wait ? 0 : ACQUIRE_SLICE_NS, &tensor);
+    et_pool_release(c_pool);
+    if (status == ET_OK) break;
+    if (status != ET_BUSY) {
+      GST_ERROR_OBJECT(pool, "acquiring an image: %s", et_last_error_message());
+      return GST_FLOW_ERROR;
+    }
+    if (dont_wait) return GST_FLOW_EOS;
+  }
   et_tensor_info info = {0};
   info.struct_size = sizeof info;
-  int32_t fd = -1;
-  if (et_tensor_get_image_layout(tensor, &layout) != ET_OK || et_tensor_get_info(tensor, &info) != ET_OK ||
-      et_tensor_export_fd(tensor, &fd) != ET_OK) {
-    GST_ERROR_OBJECT(pool, "describing a new image: %s", et_last_error_message());
+  if (et_tensor_get_info(tensor, &info) != ET_OK) {
+    GST_ERROR_OBJECT(pool, "describing a pool image: %s", et_last_error_message());
     et_tensor_release(tensor);
     return GST_FLOW_ERROR;
   }
-  /* The allocator owns `fd` from here (closed with the memory); GStreamer maps it on its own. */
-  GstMemory* memory = self->memory == ET_MEMORY_DMABUF
-                          ? gst_dmabuf_allocator_alloc(self->allocator, fd, (gsize)info.packed_bytes)
-                          : gst_fd_allocator_alloc(self->allocator, fd, (gsize)info.packed_bytes, GST_FD_MEMORY_FLAG_NONE);
-  if (memory == NULL) {
-    GST_ERROR_OBJECT(pool, "wrapping fd %d of %llu bytes as GstFdMemory", fd, (unsigned long long)info.packed_bytes);
-    et_tensor_release(tensor);
-    return GST_FLOW_ERROR;
+  GstBuffer* buffer = NULL;
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < self->idle->len; ++i) {
+    if (g_array_index(self->idle, IdleBuffer, i).buffer_key == info.buffer_key) {
+      buffer = g_array_index(self->idle, IdleBuffer, i).buffer;
+      g_array_remove_index_fast(self->idle, i);
+      break;
+    }
   }
-  /* The tensor lives as long as the memory: a frame sent from it keeps its own reference in the channel. */
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), tensor, (GDestroyNotify)et_tensor_release);
-  *out = et_gst_buffer_new_image(memory, &layout);
+  g_mutex_unlock(&self->lock);
+  if (buffer == NULL) {
+    et_image_layout layout = {0};
+    layout.struct_size = sizeof layout;
+    if (et_tensor_get_image_layout(tensor, &layout) != ET_OK) {
+      GST_ERROR_OBJECT(pool, "reading a pool image's layout: %s", et_last_error_message());
+      et_tensor_release(tensor);
+      return GST_FLOW_ERROR;
+    }
+    /* GStreamer's size of the image where the buffer holds it (the C pool's image ends with its last byte). */
+    buffer = wrap_image(self, tensor, (gsize)MIN((uint64_t)self->info.size, info.buffer_bytes), &layout);
+    if (buffer == NULL) {
+      et_tensor_release(tensor);
+      return GST_FLOW_ERROR;
+    }
+  }
+  /* The image lives as long as the memory holds it: a frame sent from it keeps its own reference. */
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, 0)), tensor_quark(), tensor,
+                            (GDestroyNotify)et_tensor_release);
+  *out = buffer;
   return GST_FLOW_OK;
 }
 
-/* Every acquire is a new image and every release frees it: a buffer sent on the channel is held there
- * until each receiver releases it, which a GstBufferPool cannot see, so none is ever handed out again
- * while a consumer may read it. (A pool of images acquired through the publisher would reuse them;
- * docs/GSTREAMER.md, "The sink's pool".) */
-static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
-  return pool_alloc_buffer(pool, out, params);
-}
-
+/* A buffer back from GStreamer lets go of its image (the C pool has it back once consumers have released
+ * their frames of it too, which a GstBufferPool's queue could not see) and waits, idle, for the C pool to
+ * hand that image out again. A buffer whose memory was replaced, resized or is still shared (a copy of the
+ * buffer lives on) is freed instead: its memory keeps the image until its last holder is gone. */
 static void pool_release_buffer(GstBufferPool* pool, GstBuffer* buffer) {
-  (void)pool;
-  gst_buffer_unref(buffer); /* buffer->pool is already NULL: this frees it */
-}
-
-static gboolean pool_start(GstBufferPool* pool) {
-  (void)pool;
-  return TRUE; /* nothing preallocated: each acquire allocates */
+  GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+  GstMemory* memory = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
+  et_tensor* tensor = gst_edgetensor_memory_tensor(memory);
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  const gboolean reusable = tensor != NULL && !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_TAG_MEMORY) &&
+                            gst_memory_is_writable(memory) && GST_MINI_OBJECT_REFCOUNT_VALUE(memory) == 1 &&
+                            memory->offset == 0 && memory->size == memory->maxsize &&
+                            et_tensor_get_info(tensor, &info) == ET_OK;
+  if (!reusable) {
+    gst_buffer_unref(buffer); /* buffer->pool is already NULL: this frees it */
+    return;
+  }
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), NULL, NULL); /* releases the image */
+  IdleBuffer idle = {info.buffer_key, buffer};
+  g_mutex_lock(&self->lock);
+  if (self->pool != NULL) {
+    g_array_append_val(self->idle, idle);
+    buffer = NULL;
+  }
+  g_mutex_unlock(&self->lock);
+  if (buffer != NULL) gst_buffer_unref(buffer); /* stopped meanwhile */
 }
 
 static void pool_finalize(GObject* object) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(object);
+  pool_stop(GST_BUFFER_POOL(object)); /* nothing left when the base class stopped it */
+  g_array_unref(self->idle);
+  g_mutex_clear(&self->lock);
   gst_object_unref(self->allocator);
   G_OBJECT_CLASS(gst_edgetensor_buffer_pool_parent_class)->finalize(object);
 }
@@ -155,21 +286,24 @@ static void gst_edgetensor_buffer_pool_class_init(GstEdgetensorBufferPoolClass* 
   GstBufferPoolClass* pool_class = GST_BUFFER_POOL_CLASS(klass);
   pool_class->set_config = pool_set_config;
   pool_class->get_options = pool_get_options;
-  pool_class->alloc_buffer = pool_alloc_buffer;
   pool_class->acquire_buffer = pool_acquire_buffer;
   pool_class->release_buffer = pool_release_buffer;
   pool_class->start = pool_start;
+  pool_class->stop = pool_stop;
 }
 
 static void gst_edgetensor_buffer_pool_init(GstEdgetensorBufferPool* self) {
   self->memory = ET_MEMORY_SHM;
   gst_video_info_init(&self->info);
+  g_mutex_init(&self->lock);
+  self->idle = g_array_new(FALSE, TRUE, sizeof(IdleBuffer));
 }
 
-GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory) {
+GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory, guint consumer_buffers) {
   GstEdgetensorBufferPool* self = g_object_new(GST_TYPE_EDGETENSOR_BUFFER_POOL, NULL);
   gst_object_ref_sink(self);
   self->memory = memory;
+  self->consumer_buffers = consumer_buffers;
   self->allocator = memory == ET_MEMORY_DMABUF ? gst_dmabuf_allocator_new() : gst_fd_allocator_new();
   return GST_BUFFER_POOL(self);
 }

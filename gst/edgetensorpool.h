@@ -14,9 +14,13 @@ G_BEGIN_DECLS
 #define GST_TYPE_EDGETENSOR_BUFFER_POOL (gst_edgetensor_buffer_pool_get_type())
 G_DECLARE_FINAL_TYPE(GstEdgetensorBufferPool, gst_edgetensor_buffer_pool, GST, EDGETENSOR_BUFFER_POOL, GstBufferPool)
 
-/* A pool whose buffers are images of `memory` (ET_MEMORY_DMABUF or ET_MEMORY_SHM), configured with
- * gst_buffer_pool_config_set_params (caps of a format the table maps). */
-GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory);
+/* A pool whose buffers are images of `memory` (ET_MEMORY_DMABUF or ET_MEMORY_SHM) from a C image pool
+ * (et_pool_create_image_layout, GStreamer's layout of the config's caps), configured with
+ * gst_buffer_pool_config_set_params. The C pool holds the config's max buffers, or, for max 0 (no limit),
+ * its min plus `consumer_buffers` (what the sink's consumers may hold). A buffer acquired again is the same
+ * memory once every holder (GStreamer and each consumer) has released it; acquire waits for one (until
+ * the pool flushes; GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT: GST_FLOW_EOS at once). */
+GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory, guint consumer_buffers);
 
 /* The edgetensor image behind `memory` when it is one of these pools' (borrowed: valid while `memory`
  * lives); NULL otherwise. */

@@ -41,6 +41,13 @@ enum {
 #define DEFAULT_POOL_SIZE 6
 #define DEFAULT_WAIT_RECEIVERS 0
 #define DEFAULT_DRAIN_TIMEOUT_MS 1000
+/* The copy path's longest wait for a free buffer under the block policy: the channel's send timeout, which
+ * the sink's receivers have (a send waits that long for a release too). */
+#define COPY_WAIT_MS 1000
+/* A wait for a copy buffer is cut in slices of this, so that unlock() ends it. */
+#define COPY_WAIT_SLICE_MS 50
+/* Most buffers of a pool (the channel's buffer table holds at most 1024). */
+#define MAX_POOL_BUFFERS 1024u
 /* No memory kind chosen yet (before the first caps). */
 #define ET_MEMORY_UNSET_ (-1)
 
@@ -61,12 +68,13 @@ struct _GstEdgetensorSink {
   GstVideoInfo info;
   et_image_layout layout;
   int32_t memory;           /* what the pool allocates: ET_MEMORY_DMABUF or ET_MEMORY_SHM */
-  GstBufferPool* pool;      /* the pool of set_caps' caps: proposed upstream, and the copy path's */
+  et_pool* copy_pool;       /* images of set_caps' layout that frames from elsewhere are copied into */
   gboolean ended;           /* the end of stream was sent */
   /* Counters (object lock). */
   guint64 frames;           /* buffers rendered */
   guint64 zero_copy;        /* sent from the memory upstream wrote */
   guint64 copies;           /* copied into a pool buffer first */
+  guint64 copy_drops;       /* not published: every copy buffer was still held (see copy_of) */
   guint64 send_errors;      /* frames the publisher refused (logged) */
   gboolean copy_logged;
 };
@@ -97,8 +105,12 @@ static GstStructure* sink_stats(GstEdgetensorSink* self) {
   et_channel_publisher_stats p = {0};
   p.struct_size = sizeof p;
   if (self->publisher != NULL && et_channel_publisher_get_stats(self->publisher, &p) != ET_OK) memset(&p, 0, sizeof p);
+  et_pool_stats c = {0};
+  c.struct_size = sizeof c;
+  if (self->copy_pool != NULL && et_pool_get_stats(self->copy_pool, &c) != ET_OK) memset(&c, 0, sizeof c);
   return gst_structure_new("edgetensorsink-stats", "frames", G_TYPE_UINT64, self->frames, "zero-copy", G_TYPE_UINT64,
-                           self->zero_copy, "copies", G_TYPE_UINT64, self->copies, "send-errors", G_TYPE_UINT64,
+                           self->zero_copy, "copies", G_TYPE_UINT64, self->copies, "copy-buffers", G_TYPE_UINT64,
+                           c.allocated, "copy-drops", G_TYPE_UINT64, self->copy_drops, "send-errors", G_TYPE_UINT64,
                            self->send_errors, "memory", G_TYPE_STRING, et_memory_kind_name(self->memory), "receivers",
                            G_TYPE_UINT64, p.receivers, "receivers-joined", G_TYPE_UINT64, p.receivers_joined,
                            "deliveries", G_TYPE_UINT64, p.deliveries, "drops", G_TYPE_UINT64, p.drops, NULL);
@@ -126,6 +138,37 @@ static void gst_edgetensor_sink_finalize(GObject* object) {
   G_OBJECT_CLASS(gst_edgetensor_sink_parent_class)->finalize(object);
 }
 
+/* Buffers consumers may hold: max-frames-out for each of wait-receivers receivers (at least one), plus the
+ * frame being filled; never fewer than pool-size. The copy pool's capacity, and what the proposed pool adds
+ * to upstream's own buffers. */
+static guint consumer_buffers(GstEdgetensorSink* self) {
+  GST_OBJECT_LOCK(self);
+  const guint64 held = (guint64)self->max_frames_out * MAX(self->wait_receivers, 1u) + 1;
+  const guint64 buffers = MAX(held, (guint64)self->pool_size);
+  GST_OBJECT_UNLOCK(self);
+  return (guint)MIN(buffers, (guint64)MAX_POOL_BUFFERS);
+}
+
+/* The C pool the copy path fills: images of `layout` (GStreamer's layout of the caps) of the sink's memory
+ * kind, allocated on demand, at most consumer_buffers(). NULL (element error posted) on failure. */
+static et_pool* new_copy_pool(GstEdgetensorSink* self, const et_image_layout* layout) {
+  et_allocate_options allocate = {0};
+  allocate.struct_size = sizeof allocate;
+  allocate.memory = self->memory;
+  et_pool_options options = {0};
+  options.struct_size = sizeof options;
+  options.max_buffers = consumer_buffers(self);
+  options.name = "edgetensorsink copies";
+  options.allocate = &allocate;
+  et_pool* pool = NULL;
+  if (et_pool_create_image_layout(layout, &options, &pool) != ET_OK) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("cannot make the pool frames are copied into: %s", et_last_error_message()),
+                      (NULL));
+    return NULL;
+  }
+  return pool;
+}
+
 static GstBufferPool* new_pool(GstEdgetensorSink* self, GstCaps* caps);
 
 static gboolean gst_edgetensor_sink_set_caps(GstBaseSink* sink, GstCaps* caps) {
@@ -143,26 +186,25 @@ static gboolean gst_edgetensor_sink_set_caps(GstBaseSink* sink, GstCaps* caps) {
   }
   self->info = info;
   self->memory = gst_edgetensor_probe_memory(&self->layout);
-  GstBufferPool* pool = new_pool(self, caps);
+  /* A new layout, a new pool: frames of the old one still held by consumers stay valid. */
+  et_pool* pool = new_copy_pool(self, &self->layout);
   if (pool == NULL) return FALSE;
   GST_OBJECT_LOCK(self);
-  GstBufferPool* old = self->pool;
-  self->pool = pool;
+  et_pool* old = self->copy_pool;
+  self->copy_pool = pool;
   GST_OBJECT_UNLOCK(self);
-  if (old != NULL) {
-    gst_buffer_pool_set_active(old, FALSE);
-    gst_object_unref(old);
-  }
+  et_pool_release(old);
   GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT ": edgetensor %s in %s buffers", (void*)caps,
                   et_pixel_format_name(self->layout.format), et_memory_kind_name(self->memory));
   return TRUE;
 }
 
-/* A new pool of `caps`' images (the sink's memory kind), configured; NULL (logged) on failure. */
+/* A new GstBufferPool of `caps`' images (the sink's memory kind) to propose upstream, configured; NULL
+ * (logged) on failure. */
 static GstBufferPool* new_pool(GstEdgetensorSink* self, GstCaps* caps) {
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, caps)) return NULL;
-  GstBufferPool* pool = gst_edgetensor_buffer_pool_new(self->memory);
+  GstBufferPool* pool = gst_edgetensor_buffer_pool_new(self->memory, consumer_buffers(self));
   GstStructure* config = gst_buffer_pool_get_config(pool);
   GST_OBJECT_LOCK(self);
   const guint min = self->pool_size;
@@ -218,7 +260,7 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   receiver.struct_size = sizeof receiver;
   receiver.policy = self->policy;
   receiver.max_frames_out = self->max_frames_out;
-  self->frames = self->zero_copy = self->copies = self->send_errors = 0;
+  self->frames = self->zero_copy = self->copies = self->copy_drops = self->send_errors = 0;
   self->copy_logged = FALSE;
   GST_OBJECT_UNLOCK(self);
   if (path == NULL || path[0] == '\0') {
@@ -268,14 +310,11 @@ static gboolean gst_edgetensor_sink_stop(GstBaseSink* sink) {
   GST_OBJECT_LOCK(self);
   et_channel_publisher* publisher = self->publisher;
   self->publisher = NULL;
-  GstBufferPool* pool = self->pool;
-  self->pool = NULL;
+  et_pool* pool = self->copy_pool;
+  self->copy_pool = NULL;
   GST_OBJECT_UNLOCK(self);
   et_channel_publisher_release(publisher);
-  if (pool != NULL) {
-    gst_buffer_pool_set_active(pool, FALSE);
-    gst_object_unref(pool);
-  }
+  et_pool_release(pool); /* copy buffers still held elsewhere stay valid */
   return TRUE;
 }
 
@@ -301,39 +340,88 @@ static gboolean gst_edgetensor_sink_event(GstBaseSink* sink, GstEvent* event) {
   return GST_BASE_SINK_CLASS(gst_edgetensor_sink_parent_class)->event(sink, event);
 }
 
-/* The image to send for `buffer`: its own memory when it is one of our images (zero copy), else a copy of
- * its frame into a pool image. A new reference, or NULL (element error posted). */
-static et_tensor* image_of(GstEdgetensorSink* self, GstBuffer* buffer) {
-  et_tensor* own = gst_buffer_n_memory(buffer) == 1 ? gst_edgetensor_memory_tensor(gst_buffer_peek_memory(buffer, 0)) : NULL;
-  if (own != NULL) {
-    GST_OBJECT_LOCK(self);
-    ++self->zero_copy;
-    GST_OBJECT_UNLOCK(self);
-    return et_tensor_retain(own);
+/* A free image of the copy pool into *out, through the publisher (which sizes each receiver's buffer table to
+ * the pool). When every one is still held (by receivers, or frames in their sockets): under the drop policy
+ * at once, under block after up to COPY_WAIT_MS, the frame is dropped: *out NULL, GST_FLOW_OK, counted in
+ * stats.copy-drops. GST_FLOW_FLUSHING when unlocked while waiting; GST_FLOW_ERROR (posted) on failure. */
+static GstFlowReturn copy_buffer(GstEdgetensorSink* self, et_tensor** out) {
+  *out = NULL;
+  GST_OBJECT_LOCK(self);
+  const gint64 wait_us = self->policy == ET_CHANNEL_POLICY_DROP ? 0 : (gint64)COPY_WAIT_MS * 1000;
+  GST_OBJECT_UNLOCK(self);
+  const gint64 deadline = g_get_monotonic_time() + wait_us;
+  for (;;) {
+    const gint64 left_ms = MAX(deadline - g_get_monotonic_time(), 0) / 1000;
+    const et_status status = et_channel_publisher_acquire(self->publisher, self->copy_pool,
+                                                          (int32_t)MIN(left_ms, COPY_WAIT_SLICE_MS), out);
+    if (status == ET_OK) return GST_FLOW_OK;
+    if (status != ET_BUSY) {
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("no buffer to copy a frame into: %s", et_last_error_message()), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (g_atomic_int_get(&self->unlocked)) return GST_FLOW_FLUSHING;
+    if (left_ms == 0) break;
   }
-  if (self->pool == NULL || (!gst_buffer_pool_is_active(self->pool) && !gst_buffer_pool_set_active(self->pool, TRUE))) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("the edgetensor buffer pool could not start"), (NULL));
-    return NULL;
+  GST_OBJECT_LOCK(self);
+  const guint64 drops = ++self->copy_drops;
+  GST_OBJECT_UNLOCK(self);
+  /* Logged at the first drop and every 100th: a consumer holding frames drops each frame from here on. */
+  if (drops % 100 == 1)
+    GST_WARNING_OBJECT(self, "frame dropped (%llu so far): every buffer of the copy pool is held by consumers; %s",
+                       (unsigned long long)drops, et_last_error_message());
+  return GST_FLOW_OK;
+}
+
+/* Copies `buffer`'s frame into `image` (a copy pool image: its CPU map is persistent, so no mmap or page
+ * fault per frame). FALSE when GStreamer cannot map either side. */
+static gboolean copy_frame(GstEdgetensorSink* self, GstBuffer* buffer, const et_tensor* image) {
+  et_map* map = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  if (et_tensor_map_write(image, &map, &data, &size) != ET_OK) {
+    GST_WARNING_OBJECT(self, "mapping a copy buffer: %s", et_last_error_message());
+    return FALSE;
   }
-  GstBuffer* copy = NULL;
-  if (gst_buffer_pool_acquire_buffer(self->pool, &copy, NULL) != GST_FLOW_OK) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("no edgetensor buffer for a copy"), (NULL));
-    return NULL;
-  }
+  /* The image's bytes as a GstBuffer with its layout as GstVideoMeta, for gst_video_frame_copy. */
+  GstBuffer* target = et_gst_buffer_new_image(gst_memory_new_wrapped(0, data, size, 0, size, NULL, NULL), &self->layout);
   GstVideoFrame from, to;
   gboolean copied = FALSE;
   if (gst_video_frame_map(&from, &self->info, buffer, GST_MAP_READ)) {
-    if (gst_video_frame_map(&to, &self->info, copy, GST_MAP_WRITE)) {
+    if (gst_video_frame_map(&to, &self->info, target, GST_MAP_WRITE)) {
       copied = gst_video_frame_copy(&to, &from);
       gst_video_frame_unmap(&to);
     }
     gst_video_frame_unmap(&from);
   }
-  et_tensor* image = copied ? et_tensor_retain(gst_edgetensor_memory_tensor(gst_buffer_peek_memory(copy, 0))) : NULL;
-  gst_buffer_unref(copy);
-  if (image == NULL) {
+  gst_buffer_unref(target);
+  et_map_release(map);
+  return copied;
+}
+
+/* The image to send for `buffer` into *out: its own memory when it is one of our images (zero copy), else a
+ * copy of its frame into a copy pool image; NULL with GST_FLOW_OK when the frame is dropped (copy_buffer).
+ * A new reference. */
+static GstFlowReturn image_of(GstEdgetensorSink* self, GstBuffer* buffer, et_tensor** out) {
+  *out = NULL;
+  et_tensor* own = gst_buffer_n_memory(buffer) == 1 ? gst_edgetensor_memory_tensor(gst_buffer_peek_memory(buffer, 0)) : NULL;
+  if (own != NULL) {
+    GST_OBJECT_LOCK(self);
+    ++self->zero_copy;
+    GST_OBJECT_UNLOCK(self);
+    *out = et_tensor_retain(own);
+    return GST_FLOW_OK;
+  }
+  if (self->copy_pool == NULL) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("a frame before caps: no layout to copy it into"), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  et_tensor* image = NULL;
+  const GstFlowReturn flow = copy_buffer(self, &image);
+  if (flow != GST_FLOW_OK || image == NULL) return flow;
+  if (!copy_frame(self, buffer, image)) {
+    et_tensor_release(image);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("copying a frame into an edgetensor buffer failed"), (NULL));
-    return NULL;
+    return GST_FLOW_ERROR;
   }
   GST_OBJECT_LOCK(self);
   const gboolean first = !self->copy_logged;
@@ -347,7 +435,8 @@ static et_tensor* image_of(GstEdgetensorSink* self, GstBuffer* buffer) {
                     gst_buffer_n_memory(buffer), memory != NULL && memory->allocator != NULL
                                                      ? GST_OBJECT_NAME(memory->allocator) : "none");
   }
-  return image;
+  *out = image;
+  return GST_FLOW_OK;
 }
 
 /* pts on the pipeline clock (GStreamer's system clock is CLOCK_MONOTONIC): base time + running time, so
@@ -406,8 +495,9 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   GST_OBJECT_LOCK(self);
   ++self->frames;
   GST_OBJECT_UNLOCK(self);
-  et_tensor* image = image_of(self, buffer);
-  if (image == NULL) return GST_FLOW_ERROR;
+  et_tensor* image = NULL;
+  const GstFlowReturn flow = image_of(self, buffer, &image);
+  if (flow != GST_FLOW_OK || image == NULL) return flow; /* NULL with OK: dropped, counted */
   et_frame* frame = NULL;
   et_channel_send_options options;
   timing_of(self, buffer, &options);
@@ -458,7 +548,8 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
   g_object_class_install_property(
       object_class, PROP_POOL_SIZE,
       g_param_spec_uint("pool-size", "Pool size",
-                        "Buffers of the pool proposed upstream (at least what consumers may hold plus one)", 2, 1024,
+                        "Buffers consumers may hold plus one: the least the copy pool holds, the min of the pool "
+                        "proposed upstream, and what it adds to upstream's own buffers", 2, 1024,
                         DEFAULT_POOL_SIZE, rw));
   g_object_class_install_property(
       object_class, PROP_WAIT_RECEIVERS,
@@ -474,7 +565,8 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
                         0, G_MAXINT32, DEFAULT_DRAIN_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(
       object_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics", "Frames published, zero-copy and copied frames, receivers",
+      g_param_spec_boxed("stats", "Statistics",
+                         "Frames published, zero-copy and copied frames, copy buffers and drops, receivers",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   GstCaps* caps = et_gst_template_caps();

@@ -27,6 +27,8 @@ enum {
 /* Received buffers kept wrapped as GstMemory (one fd and one mapping each), least recently used evicted:
  * the receiver's own table (32 by default) fits. */
 #define MAX_CACHED_MEMORIES 64
+/* The longest wait for a frame's acquire fence (the library's default map wait, C++ kDefaultMapTimeout). */
+#define ACQUIRE_FENCE_WAIT_NS INT64_C(1000000000)
 
 /* One received buffer wrapped once: its GstMemory (KEEP_MAPPED: mapped once, never re-faulted), by key. */
 typedef struct {
@@ -85,7 +87,8 @@ static GstStructure* src_stats(GstEdgetensorSrc* self) {
   return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
                            G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
-                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, NULL);
+                           r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, "acquire-fences",
+                           G_TYPE_UINT64, r.acquire_fences, NULL);
 }
 
 static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
@@ -269,6 +272,20 @@ static GQuark frame_quark(void) {
   return quark;
 }
 
+/* Whether every plane of `frame` ends inside its buffer of `buffer_bytes` (its last row without padding). */
+static gboolean planes_end_inside(const et_frame* frame, const et_image_layout* layout, uint64_t buffer_bytes) {
+  for (uint32_t p = 0; p < layout->plane_count; ++p) {
+    et_tensor* plane = NULL;
+    et_tensor_info info = {0};
+    info.struct_size = sizeof info;
+    const gboolean ok = et_frame_plane(frame, p, &plane) == ET_OK && et_tensor_get_info(plane, &info) == ET_OK &&
+                        info.offset_bytes + info.extent_bytes <= buffer_bytes;
+    et_tensor_release(plane);
+    if (!ok) return FALSE;
+  }
+  return TRUE;
+}
+
 /* A buffer over the delivered frame: a GstMemory of its own sharing the cached one (so copies of the
  * GstBuffer keep it), holding the frame until GStreamer frees that memory, and GstVideoMeta from the
  * layout. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
@@ -304,10 +321,21 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
   GstVideoInfo vinfo;
   char* message = NULL;
   if (!et_gst_info_from_layout(&layout, info.buffer_bytes, &vinfo, &message)) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+    /* GStreamer's size pads every plane's last row to its stride; a producer need not allocate that padding
+     * (an image pool's buffers end with the last row's last byte): the buffer holds the image when each
+     * plane view (the library checked it against the buffer) ends inside it. */
+    char* again = NULL;
+    const gboolean fits = et_gst_info_from_layout(&layout, UINT64_MAX, &vinfo, &again) &&
+                          planes_end_inside(frame, &layout, info.buffer_bytes);
+    g_free(again);
+    if (!fits) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+      g_free(message);
+      gst_memory_unref(parent);
+      return NULL;
+    }
     g_free(message);
-    gst_memory_unref(parent);
-    return NULL;
+    vinfo.size = (gsize)info.buffer_bytes;
   }
   /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
   if (self->have_caps) {
@@ -378,6 +406,21 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
   if (d.end_of_stream) {
     GST_INFO_OBJECT(self, "end of stream after %llu frames", (unsigned long long)d.sequence);
     return GST_FLOW_EOS;
+  }
+  /* The producer's acquire fences (its device may still write the frame), waited on here, bounded: GStreamer
+   * maps the memory on its own, without them (1.22's DMA-BUF map waits unbounded on the buffer's implicit
+   * fences only). Held by the delivery's handle, so before it is released. */
+  for (uint32_t b = 0; b < d.acquire_fence_count && b < ET_MAX_PLANES; ++b) {
+    const et_fence* fence = d.acquire_fences[b].fence;
+    if (fence != NULL && et_fence_wait(fence, ACQUIRE_FENCE_WAIT_NS) != ET_OK) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                        ("frame %llu: the producer's acquire fence of buffer %u: %s", (unsigned long long)d.sequence, b,
+                         et_last_error_message()),
+                        (NULL));
+      et_tensor_release(d.tensor);
+      et_frame_release(d.frame);
+      return GST_FLOW_ERROR;
+    }
   }
   et_frame* frame = d.frame;
   if (frame == NULL && d.tensor != NULL) {

@@ -2,7 +2,11 @@
 // The frame channel (C++ channel::): socket pairs, named sockets, senders and receivers.
 #include "capi/capi_support.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstddef>
+#include <span>
 #include <memory>
 #include <cstring>
 #include <string>
@@ -74,20 +78,43 @@ Result<void> sender_options(const et_channel_sender_options* user, channel::Send
 constexpr std::uint32_t kSendHasAll =
     ET_CHANNEL_HAS_SEQUENCE | ET_CHANNEL_HAS_TIMESTAMP | ET_CHANNEL_HAS_PTS | ET_CHANNEL_HAS_DURATION;
 
-Result<channel::SendOptions> send_options(const et_channel_send_options* user) {
+// A send's C++ options and the fences its span points at (a C fence is shared, the span wants Fence
+// objects side by side: each is a dup of the caller's, closed after the call).
+struct SendOptions {
+  channel::SendOptions options;
+  std::array<sync::Fence, kMaxPlanes> fences;
+};
+
+Result<void> send_options(const et_channel_send_options* user, SendOptions& out) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_CHANNEL_SEND_OPTIONS_SIZE_VER0, "et_channel_send_options"));
   if ((c.has & ~kSendHasAll) != 0)
     return fail(ErrorCode::InvalidArgument, "et_channel_send_options.has " + std::to_string(c.has) +
                                                 " has bits other than ET_CHANNEL_HAS_*");
-  if (c.reserved != 0)
-    return fail(ErrorCode::InvalidArgument, "et_channel_send_options.reserved is " + std::to_string(c.reserved) + ", not 0");
-  channel::SendOptions o;
+  if (c.reserved != 0 || c.reserved2 != 0)
+    return fail(ErrorCode::InvalidArgument, "et_channel_send_options.reserved" + std::string(c.reserved != 0 ? "" : "2") +
+                                                " is " + std::to_string(c.reserved != 0 ? c.reserved : c.reserved2) +
+                                                ", not 0");
+  if (c.acquire_fence_count > kMaxPlanes)
+    return fail(ErrorCode::InvalidArgument, "et_channel_send_options.acquire_fence_count " +
+                                                std::to_string(c.acquire_fence_count) + " is above ET_MAX_PLANES (" +
+                                                std::to_string(kMaxPlanes) + ")");
+  if (c.acquire_fence_count > 0 && c.acquire_fences == nullptr)
+    return null_argument("et_channel_send_options",
+                         "acquire_fences (acquire_fence_count " + std::to_string(c.acquire_fence_count) + ")");
+  channel::SendOptions& o = out.options;
   if ((c.has & ET_CHANNEL_HAS_SEQUENCE) != 0) o.sequence = c.sequence;
   if ((c.has & ET_CHANNEL_HAS_TIMESTAMP) != 0) o.timestamp_ns = c.timestamp_ns;
   if ((c.has & ET_CHANNEL_HAS_PTS) != 0) o.pts_ns = c.pts_ns;
   if ((c.has & ET_CHANNEL_HAS_DURATION) != 0) o.duration_ns = c.duration_ns;
   o.flags = c.flags;
-  return o;
+  for (std::uint32_t i = 0; i < c.acquire_fence_count; ++i) {
+    const et_fence* f = c.acquire_fences[i];
+    if (f != nullptr) {  // NULL stays a signalled fence: nothing is sent for that buffer
+      ET_TRY_ASSIGN(out.fences[i], f->fence->dup());
+    }
+  }
+  o.acquire_fences = std::span<const sync::Fence>(out.fences.data(), c.acquire_fence_count);
+  return {};
 }
 
 Result<void> receiver_options(const et_channel_receiver_options* user, channel::ReceiverOptions& o) {
@@ -142,6 +169,9 @@ et_channel_sender_stats sender_stats_to_c(const channel::SenderStats& s) {
   v.frames_out = s.frames_out;
   v.reannounces = s.reannounces;
   v.frames_dropped = s.frames_dropped;
+  v.acquire_fences_sent = s.acquire_fences_sent;
+  v.acquire_fences_waited = s.acquire_fences_waited;
+  v.release_fences = s.release_fences;
   return v;
 }
 
@@ -180,13 +210,27 @@ Result<void> deliver(std::string_view function, const et_channel_receiver* recei
   }
   v.flags = d.flags;
   v.end_of_stream = d.end_of_stream ? 1 : 0;
-  // Both handles are made before either is given, so an allocation failure leaves none behind.
+  // Every handle is made before any is given, so an allocation failure leaves none behind.
   std::unique_ptr<et_tensor> tensor;
   std::unique_ptr<et_frame> frame;
   if (!d.tensor.is_empty_handle()) tensor.reset(new et_tensor{.tensor = std::move(d.tensor)});
   if (!d.frame.is_empty()) frame.reset(new et_frame{.frame = std::move(d.frame)});
   v.tensor = tensor.get();
   v.frame = frame.get();
+  if (!d.acquire_fences.empty()) {
+    // One per buffer of the frame (at most kMaxPlanes): held by the delivered handle, lent to the caller.
+    if (d.acquire_fences.size() > kMaxPlanes || (tensor == nullptr && frame == nullptr))
+      return fail(ErrorCode::Internal, std::string(function) + ": " + std::to_string(d.acquire_fences.size()) +
+                                           " acquire fences for a delivery of at most " + std::to_string(kMaxPlanes) +
+                                           " buffers");
+    auto held = std::make_unique<HeldFences>();
+    for (std::size_t b = 0; b < d.acquire_fences.size(); ++b) {
+      if (d.acquire_fences[b] != nullptr) held->fences[b] = new et_fence{.fence = d.acquire_fences[b]};
+      v.acquire_fences[b].fence = held->fences[b];
+    }
+    v.acquire_fence_count = static_cast<uint32_t>(d.acquire_fences.size());
+    (tensor != nullptr ? tensor->acquire_fences : frame->acquire_fences) = std::move(held);
+  }
   ET_TRY(write_output(out, v, ET_CHANNEL_DELIVERY_SIZE_VER0, "et_channel_delivery"));  // checked above: cannot fail
   (void)tensor.release();
   (void)frame.release();
@@ -314,8 +358,9 @@ et_status et_channel_sender_send(et_channel_sender* sender, const et_tensor* ten
     if (sender == nullptr) return null_argument("et_channel_sender_send", "sender");
     if (tensor == nullptr) return null_argument("et_channel_sender_send", "tensor");
     if (out_sequence == nullptr) return null_argument("et_channel_sender_send", "out_sequence");
-    ET_TRY_ASSIGN(auto o, send_options(options));
-    ET_TRY_ASSIGN(*out_sequence, sender->sender.send(tensor->tensor, o));
+    SendOptions o;
+    ET_TRY(send_options(options, o));
+    ET_TRY_ASSIGN(*out_sequence, sender->sender.send(tensor->tensor, o.options));
     return {};
   });
 }
@@ -326,8 +371,9 @@ et_status et_channel_sender_send_frame(et_channel_sender* sender, const et_frame
     if (sender == nullptr) return null_argument("et_channel_sender_send_frame", "sender");
     if (frame == nullptr) return null_argument("et_channel_sender_send_frame", "frame");
     if (out_sequence == nullptr) return null_argument("et_channel_sender_send_frame", "out_sequence");
-    ET_TRY_ASSIGN(auto o, send_options(options));
-    ET_TRY_ASSIGN(*out_sequence, sender->sender.send_frame(frame->frame, o));
+    SendOptions o;
+    ET_TRY(send_options(options, o));
+    ET_TRY_ASSIGN(*out_sequence, sender->sender.send_frame(frame->frame, o.options));
     return {};
   });
 }
@@ -411,6 +457,30 @@ et_status et_channel_receiver_receive_latest(et_channel_receiver* receiver, int3
   });
 }
 
+et_status et_channel_receiver_add_release_fence(et_channel_receiver* receiver, const et_tensor* tensor,
+                                                const et_fence* fence) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_channel_receiver_add_release_fence";
+    if (receiver == nullptr) return null_argument(kFn, "receiver");
+    if (tensor == nullptr) return null_argument(kFn, "tensor");
+    if (fence == nullptr) return null_argument(kFn, "fence");
+    ET_TRY_ASSIGN(auto f, fence->fence->dup());
+    return receiver->receiver.add_release_fence(tensor->tensor, std::move(f));
+  });
+}
+
+et_status et_channel_receiver_add_release_fence_frame(et_channel_receiver* receiver, const et_frame* frame,
+                                                      const et_fence* fence) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_channel_receiver_add_release_fence_frame";
+    if (receiver == nullptr) return null_argument(kFn, "receiver");
+    if (frame == nullptr) return null_argument(kFn, "frame");
+    if (fence == nullptr) return null_argument(kFn, "fence");
+    ET_TRY_ASSIGN(auto f, fence->fence->dup());
+    return receiver->receiver.add_release_fence(frame->frame, std::move(f));
+  });
+}
+
 et_status et_channel_receiver_flush(et_channel_receiver* receiver) {
   return guarded([&]() -> Result<void> {
     if (receiver == nullptr) return null_argument("et_channel_receiver_flush", "receiver");
@@ -444,6 +514,8 @@ et_status et_channel_receiver_get_stats(const et_channel_receiver* receiver, et_
     v.releases_queued = s.releases_queued;
     v.frames_skipped = s.frames_skipped;
     v.frames_missing = s.frames_missing;
+    v.acquire_fences = s.acquire_fences;
+    v.release_fences_sent = s.release_fences_sent;
     return write_output(stats, v, ET_CHANNEL_RECEIVER_STATS_SIZE_VER0, "et_channel_receiver_stats");
   });
 }
@@ -511,8 +583,9 @@ et_status et_channel_publisher_send(et_channel_publisher* publisher, const et_te
     if (tensor == nullptr) return null_argument("et_channel_publisher_send", "tensor");
     if (out == nullptr) return null_argument("et_channel_publisher_send", "out");
     ET_TRY(check_struct_size(declared_struct_size(out), ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0, "et_channel_publish_result"));
-    ET_TRY_ASSIGN(auto o, send_options(options));
-    ET_TRY_ASSIGN(auto r, publisher->publisher.send(tensor->tensor, o));
+    SendOptions o;
+    ET_TRY(send_options(options, o));
+    ET_TRY_ASSIGN(auto r, publisher->publisher.send(tensor->tensor, o.options));
     return write_publish_result(out, r);
   });
 }
@@ -524,8 +597,9 @@ et_status et_channel_publisher_send_frame(et_channel_publisher* publisher, const
     if (frame == nullptr) return null_argument("et_channel_publisher_send_frame", "frame");
     if (out == nullptr) return null_argument("et_channel_publisher_send_frame", "out");
     ET_TRY(check_struct_size(declared_struct_size(out), ET_CHANNEL_PUBLISH_RESULT_SIZE_VER0, "et_channel_publish_result"));
-    ET_TRY_ASSIGN(auto o, send_options(options));
-    ET_TRY_ASSIGN(auto r, publisher->publisher.send_frame(frame->frame, o));
+    SendOptions o;
+    ET_TRY(send_options(options, o));
+    ET_TRY_ASSIGN(auto r, publisher->publisher.send_frame(frame->frame, o.options));
     return write_publish_result(out, r);
   });
 }
@@ -591,6 +665,9 @@ et_status et_channel_publisher_get_receivers(const et_channel_publisher* publish
         v.peer_gid = r.peer->gid;
       }
       v.stats = sender_stats_to_c(r.stats);
+      // The nested stats' size: what of them the caller's element holds (an older element ends sooner).
+      v.stats.struct_size = static_cast<uint32_t>(
+          std::min<std::size_t>(sizeof v.stats, stride - offsetof(et_channel_receiver_info, stats)));
       auto* element = reinterpret_cast<unsigned char*>(infos) + i * stride;
       std::memcpy(element, &stride, sizeof stride);  // the library sets struct_size past the first element
       ET_TRY(copy_struct_to_caller(element, stride, ET_CHANNEL_RECEIVER_INFO_SIZE_VER0, &v, sizeof v,

@@ -9,14 +9,6 @@ using namespace edgetensor::capi;
 
 namespace {
 
-Result<PixelFormat> read_format(std::string_view function, int32_t format) {
-  if (format <= 0 || format >= kPixelFormatCount)
-    return fail(ErrorCode::InvalidArgument, std::string(function) + ": format " + std::to_string(format) +
-                                                " is not an ET_PIXEL_FORMAT_* value (1 to " +
-                                                std::to_string(kPixelFormatCount - 1) + ")");
-  return static_cast<PixelFormat>(format);
-}
-
 Result<std::string_view> read_name(std::string_view function, const char* name) {
   if (name == nullptr) return null_argument(function, "name");
   return std::string_view(name);
@@ -33,11 +25,29 @@ Result<void> format_from(std::string_view function, int32_t* out, F convert) {
 
 }  // namespace
 
+Result<PixelFormat> edgetensor::capi::read_pixel_format(std::string_view function, int32_t format) {
+  if (format <= 0 || format >= kPixelFormatCount)
+    return fail(ErrorCode::InvalidArgument, std::string(function) + ": format " + std::to_string(format) +
+                                                " is not an ET_PIXEL_FORMAT_* value (1 to " +
+                                                std::to_string(kPixelFormatCount - 1) + ")");
+  return static_cast<PixelFormat>(format);
+}
+
+Result<ImageAlignment> edgetensor::capi::image_alignment(const et_image_options* user) {
+  ET_TRY_ASSIGN(auto io, read_options(user, ET_IMAGE_OPTIONS_SIZE_VER0, "et_image_options"));
+  if (io.reserved != 0)
+    return fail(ErrorCode::InvalidArgument, "et_image_options.reserved is " + std::to_string(io.reserved) + ", not 0");
+  ImageAlignment alignment;
+  alignment.row_bytes = io.row_alignment_bytes == 0 ? 1 : io.row_alignment_bytes;
+  alignment.height = io.height_alignment == 0 ? 1 : io.height_alignment;
+  return alignment;
+}
+
 Result<ImageLayout> edgetensor::capi::read_image_layout(std::string_view function, const et_image_layout* layout) {
   if (layout == nullptr) return null_argument(function, "layout");
   ET_TRY_ASSIGN(auto c, read_options(layout, ET_IMAGE_LAYOUT_SIZE_VER0, "et_image_layout"));
   ImageLayout l;
-  ET_TRY_ASSIGN(l.format, read_format(function, c.format));
+  ET_TRY_ASSIGN(l.format, read_pixel_format(function, c.format));
   l.width = c.width;
   l.height = c.height;
   l.modifier = c.modifier;
@@ -102,7 +112,7 @@ et_status et_pixel_format_from_gst(const char* gst_name, int32_t* out_format) {
 et_status et_pixel_format_to_v4l2(int32_t format, uint32_t multiplanar, uint32_t* out_fourcc) {
   return guarded([&]() -> Result<void> {
     if (out_fourcc == nullptr) return null_argument("et_pixel_format_to_v4l2", "out_fourcc");
-    ET_TRY_ASSIGN(auto f, read_format("et_pixel_format_to_v4l2", format));
+    ET_TRY_ASSIGN(auto f, read_pixel_format("et_pixel_format_to_v4l2", format));
     if (multiplanar > 1)
       return fail(ErrorCode::InvalidArgument, "et_pixel_format_to_v4l2: multiplanar " + std::to_string(multiplanar) +
                                                   " is not 0 or 1");
@@ -114,7 +124,7 @@ et_status et_pixel_format_to_v4l2(int32_t format, uint32_t multiplanar, uint32_t
 et_status et_pixel_format_to_drm(int32_t format, uint32_t* out_fourcc) {
   return guarded([&]() -> Result<void> {
     if (out_fourcc == nullptr) return null_argument("et_pixel_format_to_drm", "out_fourcc");
-    ET_TRY_ASSIGN(auto f, read_format("et_pixel_format_to_drm", format));
+    ET_TRY_ASSIGN(auto f, read_pixel_format("et_pixel_format_to_drm", format));
     ET_TRY_ASSIGN(*out_fourcc, pixel_format_to_drm(f));
     return {};
   });
@@ -123,7 +133,7 @@ et_status et_pixel_format_to_drm(int32_t format, uint32_t* out_fourcc) {
 et_status et_pixel_format_to_gst(int32_t format, const char** out_name) {
   return guarded([&]() -> Result<void> {
     if (out_name == nullptr) return null_argument("et_pixel_format_to_gst", "out_name");
-    ET_TRY_ASSIGN(auto f, read_format("et_pixel_format_to_gst", format));
+    ET_TRY_ASSIGN(auto f, read_pixel_format("et_pixel_format_to_gst", format));
     ET_TRY_ASSIGN(auto name, pixel_format_to_gst(f));
     *out_name = name.data();  // a view of a string literal in the format table
     return {};
@@ -136,13 +146,8 @@ et_status et_tensor_allocate_image(uint32_t width, uint32_t height, int32_t form
     constexpr const char* kFn = "et_tensor_allocate_image";
     if (out == nullptr) return null_argument(kFn, "out");
     *out = nullptr;
-    ET_TRY_ASSIGN(auto f, read_format(kFn, format));
-    ET_TRY_ASSIGN(auto io, read_options(image_options, ET_IMAGE_OPTIONS_SIZE_VER0, "et_image_options"));
-    if (io.reserved != 0)
-      return fail(ErrorCode::InvalidArgument, "et_image_options.reserved is " + std::to_string(io.reserved) + ", not 0");
-    ImageAlignment alignment;
-    alignment.row_bytes = io.row_alignment_bytes == 0 ? 1 : io.row_alignment_bytes;
-    alignment.height = io.height_alignment == 0 ? 1 : io.height_alignment;
+    ET_TRY_ASSIGN(auto f, read_pixel_format(kFn, format));
+    ET_TRY_ASSIGN(auto alignment, image_alignment(image_options));
     AllocateOptions o;
     ET_TRY(allocate_options(options, o));
     ET_TRY_ASSIGN(auto t, TensorDyn::allocate_image(width, height, f, alignment, o));

@@ -42,6 +42,39 @@ et_status et_pool_create(uint32_t rank, const uint64_t* shape, int32_t dtype, co
   });
 }
 
+et_status et_pool_create_image(uint32_t width, uint32_t height, int32_t format, const et_image_options* image_options,
+                               const et_pool_options* options, et_pool** out) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_pool_create_image";
+    if (out == nullptr) return null_argument(kFn, "out");
+    *out = nullptr;
+    ET_TRY_ASSIGN(auto f, read_pixel_format(kFn, format));
+    ET_TRY_ASSIGN(auto alignment, image_alignment(image_options));
+    PoolOptions o;
+    ET_TRY(pool_options(options, o));
+    // The layout's errors name the call; the pool's own (create_image) name the pool.
+    auto layout = ImageLayout::make(width, height, f, alignment);
+    if (!layout) return fail(layout.error().code(), std::string(kFn) + ": " + layout.error().message());
+    ET_TRY_ASSIGN(auto pool, Pool::create_image(*layout, o));
+    *out = new et_pool{.pool = std::move(pool)};
+    return {};
+  });
+}
+
+et_status et_pool_create_image_layout(const et_image_layout* layout, const et_pool_options* options, et_pool** out) {
+  return guarded([&]() -> Result<void> {
+    constexpr const char* kFn = "et_pool_create_image_layout";
+    if (out == nullptr) return null_argument(kFn, "out");
+    *out = nullptr;
+    ET_TRY_ASSIGN(auto l, read_image_layout(kFn, layout));
+    PoolOptions o;
+    ET_TRY(pool_options(options, o));
+    ET_TRY_ASSIGN(auto pool, Pool::create_image(l, o));
+    *out = new et_pool{.pool = std::move(pool)};
+    return {};
+  });
+}
+
 et_pool* et_pool_retain(et_pool* pool) { return retain_handle(pool); }
 void et_pool_release(et_pool* pool) {
   const int saved = errno;  // the last release frees the free buffers (close, munmap)

@@ -100,6 +100,10 @@ void give_tensor(TensorDyn tensor, et_tensor** out) {
   *out = new et_tensor{.tensor = std::move(tensor)};
 }
 
+HeldFences::~HeldFences() {
+  for (et_fence* f : fences) release_handle(f);
+}
+
 }  // namespace edgetensor::capi
 
 using namespace edgetensor;

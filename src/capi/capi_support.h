@@ -8,19 +8,40 @@
 
 #include "capi/struct_copy.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string_view>
 #include <utility>
 #include <variant>
 
 // Handles: a reference count and the C++ value. The count starts at 1 (the creator's reference).
+// A fence is shared: a delivery's acquire fences are the receiver's own, handed out without a dup.
+struct et_fence {
+  std::atomic<std::uint32_t> refs{1};
+  std::shared_ptr<const edgetensor::sync::Fence> fence;
+};
+
+namespace edgetensor::capi {
+/// The fence handles a delivered tensor or frame holds for its delivery (et_channel_delivery.acquire_fences
+/// points at them): one reference each, dropped with the handle.
+struct HeldFences {
+  std::array<et_fence*, kMaxPlanes> fences{};
+  HeldFences() = default;
+  HeldFences(const HeldFences&) = delete;
+  HeldFences& operator=(const HeldFences&) = delete;
+  ~HeldFences();
+};
+}  // namespace edgetensor::capi
+
 struct et_tensor {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::TensorDyn tensor;
+  std::unique_ptr<edgetensor::capi::HeldFences> acquire_fences;  // a delivered tensor's; else null
 };
 struct et_map {
   std::atomic<std::uint32_t> refs{1};
@@ -34,10 +55,6 @@ struct et_descriptor {
   std::variant<std::monostate, edgetensor::ReadMap, edgetensor::WriteMap, edgetensor::ReadWriteMap> map;
 };
 
-struct et_fence {
-  std::atomic<std::uint32_t> refs{1};
-  edgetensor::sync::Fence fence;
-};
 struct et_pool {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Pool pool;
@@ -45,6 +62,7 @@ struct et_pool {
 struct et_frame {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Frame frame;
+  std::unique_ptr<edgetensor::capi::HeldFences> acquire_fences;  // a delivered frame's; else null
 };
 struct et_channel_listener {
   std::atomic<std::uint32_t> refs{1};
@@ -135,6 +153,13 @@ Result<ImportOptions> import_options(const et_import_options* user, std::size_t 
 
 /// A new handle of `tensor` into *out.
 void give_tensor(TensorDyn tensor, et_tensor** out);
+
+/// A PixelFormat from a C value (ET_PIXEL_FORMAT_*, UNKNOWN refused). Errors: InvalidArgument naming it.
+Result<PixelFormat> read_pixel_format(std::string_view function, std::int32_t format);
+
+/// The row and height alignment of an et_image_options (NULL: tight rows, no height padding). Errors:
+/// InvalidArgument (struct_size rule, reserved not zero); the values themselves are checked by ImageLayout::make.
+Result<ImageAlignment> image_alignment(const et_image_options* user);
 
 /// An et_image_layout the caller filled as an input (its struct_size rule) as an ImageLayout: the
 /// format checked, plane_count and planes past the format's count ignored. Errors: InvalidArgument.

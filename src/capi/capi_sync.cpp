@@ -19,7 +19,9 @@ Result<sync::Access> read_access(std::string_view function, int32_t access) {
   return static_cast<sync::Access>(access);
 }
 
-void give_fence(sync::Fence fence, et_fence** out) { *out = new et_fence{.fence = std::move(fence)}; }
+void give_fence(sync::Fence fence, et_fence** out) {
+  *out = new et_fence{.fence = std::make_shared<const sync::Fence>(std::move(fence))};
+}
 
 // A fence kept until the handle exists: give_fence's allocation may throw, and the Fence then closes its fd.
 Result<void> hand_out(Result<sync::Fence> fence, et_fence** out) {
@@ -74,7 +76,7 @@ void et_fence_release(et_fence* fence) {
 et_status et_fence_wait(const et_fence* fence, int64_t timeout_ns) {
   return guarded([&]() -> Result<void> {
     if (fence == nullptr) return null_argument("et_fence_wait", "fence");
-    return fence->fence.wait(wait_from_ns(timeout_ns, std::chrono::milliseconds(-1)));
+    return fence->fence->wait(wait_from_ns(timeout_ns, std::chrono::milliseconds(-1)));
   });
 }
 
@@ -83,7 +85,7 @@ et_status et_fence_get_borrowed_fd(const et_fence* fence, int32_t* out_borrowed_
     if (out_borrowed_fd == nullptr) return null_argument("et_fence_get_borrowed_fd", "out_borrowed_fd");
     *out_borrowed_fd = -1;
     if (fence == nullptr) return null_argument("et_fence_get_borrowed_fd", "fence");
-    *out_borrowed_fd = fence->fence.fd();
+    *out_borrowed_fd = fence->fence->fd();
     return {};
   });
 }
@@ -93,7 +95,7 @@ et_status et_fence_dup_fd(const et_fence* fence, int32_t* out_fd) {
     if (out_fd == nullptr) return null_argument("et_fence_dup_fd", "out_fd");
     *out_fd = -1;
     if (fence == nullptr) return null_argument("et_fence_dup_fd", "fence");
-    ET_TRY_ASSIGN(auto copy, fence->fence.dup());
+    ET_TRY_ASSIGN(auto copy, fence->fence->dup());
     *out_fd = copy.release().release();
     return {};
   });
@@ -105,7 +107,7 @@ et_status et_fence_merge(const et_fence* a, const et_fence* b, const char* name,
     *out = nullptr;
     if (a == nullptr) return null_argument("et_fence_merge", "a");
     if (b == nullptr) return null_argument("et_fence_merge", "b");
-    return hand_out(sync::Fence::merge(a->fence, b->fence, name != nullptr ? name : "edgetensor"), out);
+    return hand_out(sync::Fence::merge(*a->fence, *b->fence, name != nullptr ? name : "edgetensor"), out);
   });
 }
 
@@ -115,7 +117,7 @@ et_status et_fence_get_status(const et_fence* fence, et_fence_status* status) {
     if (status == nullptr) return null_argument("et_fence_get_status", "status");
     // Checked first, so a bad struct_size costs no ioctl.
     ET_TRY(check_struct_size(declared_struct_size(status), ET_FENCE_STATUS_SIZE_VER0, "et_fence_status"));
-    ET_TRY_ASSIGN(auto s, fence->fence.status());
+    ET_TRY_ASSIGN(auto s, fence->fence->status());
     et_fence_status v{};
     v.struct_size = sizeof v;
     v.status = s.status;
@@ -142,7 +144,7 @@ et_status et_tensor_import_fence(const et_tensor* tensor, const et_fence* fence,
     if (tensor == nullptr) return null_argument("et_tensor_import_fence", "tensor");
     if (fence == nullptr) return null_argument("et_tensor_import_fence", "fence");
     ET_TRY_ASSIGN(auto a, read_access("et_tensor_import_fence", access));
-    return sync::import_fence(tensor->tensor, fence->fence, a);
+    return sync::import_fence(tensor->tensor, *fence->fence, a);
   });
 }
 

@@ -369,6 +369,8 @@ Result<Pool> Pool::create_image(const ImageLayout& layout, const PoolOptions& op
   auto min_bytes = layout.min_buffer_bytes();
   if (!min_bytes) return fail(in_pool(min_bytes.error()));
   const std::size_t bytes = *min_bytes;
+  // Planes that share bytes are refused here, not at the first acquire (validate() alone does not look).
+  if (auto v = layout.validate(bytes); !v) return fail(in_pool(v.error()));
   auto state = std::make_shared<detail::PoolState>(options, layout, std::vector<std::size_t>{bytes}, DType::U8, bytes);
   ET_TRY(detail::preallocate(*state, options.min_buffers));
   return Pool(std::move(state));

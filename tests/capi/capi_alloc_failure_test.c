@@ -171,6 +171,28 @@ static int case_fences_pools_dlpack(void) {
   return 0;
 }
 
+static int case_image_pools(void) {
+  et_pool* pool = NULL;
+  et_allocate_options shm = {.struct_size = sizeof shm, .memory = ET_MEMORY_SHM};
+  et_image_options rows = {.struct_size = sizeof rows, .row_alignment_bytes = 64};
+  et_pool_options po = {.struct_size = sizeof po, .min_buffers = 1, .max_buffers = 2,
+                        .name = "an image pool name longer than SSO", .allocate = &shm};
+  EACH_ALLOCATION_FAILS(pool, et_pool_create_image(16, 8, ET_PIXEL_FORMAT_NV12, &rows, &po, &pool), et_pool_release);
+  CHECK_OK(et_pool_create_image(16, 8, ET_PIXEL_FORMAT_NV12, &rows, &po, &pool));
+  et_tensor* t = NULL;
+  EACH_ALLOCATION_FAILS(t, et_pool_acquire(pool, 0, &t), et_tensor_release);
+  et_pool_stats st = {.struct_size = sizeof st};
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 0); /* every failed acquire gave its buffer back */
+  CHECK_OK(et_pool_acquire(pool, 0, &t));
+  et_image_layout layout = {.struct_size = sizeof layout};
+  CHECK_OK(et_tensor_get_image_layout(t, &layout));
+  et_tensor_release(t);
+  et_pool_release(pool);
+  EACH_ALLOCATION_FAILS(pool, et_pool_create_image_layout(&layout, &po, &pool), et_pool_release);
+  return 0;
+}
+
 /* A receiver on one end of a new socket pair; the other end is closed again. (Not a sender: its reader
  * thread would take its share of the armed failures, which count allocations on every thread.) */
 static et_status receiver_on_a_pair(et_channel_receiver** out) {
@@ -209,6 +231,7 @@ static const struct test_case kCases[] = {
     {"allocate", case_allocate},
     {"views_maps_and_import", case_views_maps_and_import},
     {"frames_and_channel", case_frames_and_channel},
+    {"image_pools", case_image_pools},
 };
 
 int main(int argc, char** argv) {

@@ -1308,6 +1308,228 @@ static int case_pool_bad_input(void) {
   return 0;
 }
 
+/* An image pool: every acquired tensor is an image of the pool's layout, and a released buffer comes back. */
+static int case_pool_image(void) {
+  et_allocate_options shm = {.struct_size = sizeof shm, .memory = ET_MEMORY_SHM};
+  et_image_options rows64 = {.struct_size = sizeof rows64, .row_alignment_bytes = 64};
+  et_pool_options o = {.struct_size = sizeof o, .min_buffers = 1, .max_buffers = 2, .name = "cam1", .allocate = &shm};
+  et_pool* pool = NULL;
+  CHECK_OK(et_pool_create_image(60, 45, ET_PIXEL_FORMAT_NV12, &rows64, &o, &pool));
+  /* The layout et_tensor_allocate_image gives for the same arguments. */
+  et_tensor* reference = NULL;
+  CHECK_OK(et_tensor_allocate_image(60, 45, ET_PIXEL_FORMAT_NV12, &rows64, &shm, &reference));
+  et_image_layout want = {.struct_size = sizeof want};
+  CHECK_OK(et_tensor_get_image_layout(reference, &want));
+  et_tensor_release(reference);
+  /* Its bytes end with the UV plane's last row (46 padded rows of Y, then 22 rows of 64 and 60 bytes). */
+  const uint64_t packed = 64 * 46 + 22 * 64 + 60;
+  et_pool_stats st = {.struct_size = sizeof st};
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.allocated == 1 && st.free == 1 && st.packed_bytes == packed);
+  et_tensor* a = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &a));
+  et_image_layout l = {.struct_size = sizeof l};
+  CHECK_OK(et_tensor_get_image_layout(a, &l));
+  CHECK(memcmp(&l, &want, sizeof l) == 0);
+  CHECK(l.format == ET_PIXEL_FORMAT_NV12 && l.width == 60 && l.height == 45 && l.plane_count == 2);
+  CHECK(l.planes[1].offset_bytes == 64 * 46 && l.planes[1].row_stride_bytes == 64);
+  et_tensor_info ia = {.struct_size = sizeof ia};
+  CHECK_OK(et_tensor_get_info(a, &ia));
+  CHECK(ia.memory == ET_MEMORY_SHM && ia.dtype == ET_DTYPE_U8 && ia.rank == 1 && ia.shape[0] == packed);
+  /* Write a UV sample through a plane view; a frame of it shares the buffer. */
+  et_tensor* uv = NULL;
+  CHECK_OK(et_tensor_plane(a, 1, &uv));
+  et_map* m = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  CHECK_OK(et_tensor_map_write(uv, &m, &data, &size));
+  ((uint8_t*)data)[1] = 77;
+  et_map_release(m);
+  et_tensor_release(uv);
+  et_frame* frame = NULL;
+  CHECK_OK(et_frame_from_tensor(a, &frame));
+  et_image_layout fl = {.struct_size = sizeof fl};
+  CHECK_OK(et_frame_get_layout(frame, &fl));
+  CHECK(memcmp(&fl, &want, sizeof fl) == 0);
+  et_tensor_release(a);
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 1); /* the frame still holds it */
+  et_frame_release(frame);
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.in_use == 0 && st.free == 1 && st.acquired == 1);
+  /* Reuse: the same buffer (key), a new acquisition (identity), the layout again, the bytes kept. */
+  CHECK_OK(et_pool_acquire(pool, 0, &a));
+  et_tensor_info again = {.struct_size = sizeof again};
+  CHECK_OK(et_tensor_get_info(a, &again));
+  CHECK(again.buffer_key == ia.buffer_key && again.identity != ia.identity);
+  CHECK(byte_at(a, 64 * 46 + 1) == 77);
+  memset(&l, 0, sizeof l);
+  l.struct_size = sizeof l;
+  CHECK_OK(et_tensor_get_image_layout(a, &l));
+  CHECK(memcmp(&l, &want, sizeof l) == 0);
+  /* Capacity: a second buffer, then none; a wait that runs out is ET_BUSY naming the pool and its limit. */
+  et_tensor* b = NULL;
+  CHECK_OK(et_pool_acquire(pool, 0, &b));
+  et_tensor_info ib = {.struct_size = sizeof ib};
+  CHECK_OK(et_tensor_get_info(b, &ib));
+  CHECK(ib.buffer_key != ia.buffer_key);
+  et_tensor* c = (et_tensor*)&c;
+  CHECK_STATUS(ET_BUSY, et_pool_acquire(pool, 0, &c));
+  CHECK(c == NULL && et_last_error_errno() == EAGAIN);
+  c = (et_tensor*)&c;
+  CHECK_STATUS(ET_BUSY, et_pool_acquire(pool, INT64_C(2000000), &c)); /* 2 ms */
+  CHECK(c == NULL && et_last_error_errno() == ETIMEDOUT);
+  CHECK_MESSAGE("pool 'cam1'");
+  CHECK_MESSAGE("max_buffers 2");
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.allocated == 2 && st.in_use == 2 && st.timeouts == 2);
+  et_tensor_release(b);
+  et_tensor_release(a);
+  et_pool_release(pool);
+
+  /* A layout of the caller's: RGB 10x4 with 40-byte rows (30 would do); the last row ends at 3 x 40 + 30. */
+  et_image_layout rgb = {.struct_size = sizeof rgb, .format = ET_PIXEL_FORMAT_RGB, .width = 10, .height = 4};
+  rgb.planes[0].row_stride_bytes = 40;
+  et_pool_options one = {.struct_size = sizeof one, .max_buffers = 1, .allocate = &shm};
+  CHECK_OK(et_pool_create_image_layout(&rgb, &one, &pool));
+  CHECK_OK(et_pool_get_stats(pool, &st));
+  CHECK(st.allocated == 0 && st.packed_bytes == 150);
+  CHECK_OK(et_pool_acquire(pool, -1, &a));
+  memset(&l, 0, sizeof l);
+  l.struct_size = sizeof l;
+  CHECK_OK(et_tensor_get_image_layout(a, &l));
+  CHECK(l.format == ET_PIXEL_FORMAT_RGB && l.width == 10 && l.height == 4 && l.plane_count == 1);
+  CHECK(l.planes[0].offset_bytes == 0 && l.planes[0].row_stride_bytes == 40);
+  CHECK_OK(et_tensor_get_info(a, &ia));
+  et_tensor_release(a);
+  CHECK_OK(et_pool_acquire(pool, -1, &a));
+  CHECK_OK(et_tensor_get_info(a, &again));
+  CHECK(again.buffer_key == ia.buffer_key);
+  et_tensor_release(a);
+  et_pool_release(pool);
+  return 0;
+}
+
+static int case_pool_image_bad_input(void) {
+  et_pool* p = (et_pool*)&p;
+  /* et_pool_create_image: NULL out, the format, the size, the image options, the pool options. */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, NULL, NULL));
+  CHECK_MESSAGE("et_pool_create_image: out is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_UNKNOWN, NULL, NULL, &p));
+  CHECK(p == NULL);
+  CHECK_MESSAGE("et_pool_create_image: format 0 is not an ET_PIXEL_FORMAT_* value (1 to 28)");
+  p = (et_pool*)&p;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, 29, NULL, NULL, &p));
+  CHECK(p == NULL);
+  CHECK_MESSAGE("format 29");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(0, 8, ET_PIXEL_FORMAT_RGB, NULL, NULL, &p));
+  CHECK_MESSAGE("et_pool_create_image: rgb 0x8: width and height must be non-zero");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 0, ET_PIXEL_FORMAT_RGB, NULL, NULL, &p));
+  CHECK_MESSAGE("8x0: width and height must be non-zero");
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_pool_create_image(UINT32_MAX, UINT32_MAX, ET_PIXEL_FORMAT_RGBA, NULL, NULL, &p));
+  CHECK(p == NULL);
+  et_image_options io = {.struct_size = sizeof io, .row_alignment_bytes = 48};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io, NULL, &p));
+  CHECK_MESSAGE("48");
+  io.row_alignment_bytes = 8192;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io, NULL, &p));
+  io.row_alignment_bytes = 0;
+  io.reserved = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io, NULL, &p));
+  CHECK_MESSAGE("et_image_options.reserved is 1, not 0");
+  et_image_options io_small = {.struct_size = 8};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io_small, NULL, &p));
+  CHECK_MESSAGE("et_image_options.struct_size 8 is below the first version's 16 bytes");
+  NEWER(et_image_options) io_newer;
+  memset(&io_newer, 0, sizeof io_newer);
+  io_newer.known.struct_size = sizeof io_newer;
+  io_newer.newer = 5;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io_newer.known, NULL, &p));
+  CHECK_MESSAGE("et_image_options: byte at offset 16 is 0x05");
+  io_newer.newer = 0;
+  CHECK_OK(et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, &io_newer.known, NULL, &p)); /* a zero tail is fine */
+  et_pool_release(p);
+  et_pool_options o = {.struct_size = sizeof o, .min_buffers = 3, .max_buffers = 2};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &o, &p));
+  CHECK(p == NULL);
+  CHECK_MESSAGE("3");
+  o.min_buffers = 0;
+  o.flags = 4;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &o, &p));
+  CHECK_MESSAGE("et_pool_options.flags 4 has bits other than ET_POOL_ZERO_ON_REUSE");
+  o.flags = 0;
+  char name[64];
+  snprintf(name, sizeof name, "/et-capi-image-pool-%d", (int)getpid());
+  et_allocate_options named = {.struct_size = sizeof named, .memory = ET_MEMORY_SHM, .shm_name = name};
+  o.allocate = &named;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &o, &p));
+  CHECK_MESSAGE("shm_name");
+  et_allocate_options bad_memory = {.struct_size = sizeof bad_memory, .memory = 7};
+  o.allocate = &bad_memory;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &o, &p));
+  CHECK_MESSAGE("et_allocate_options.memory 7");
+  et_pool_options small = {.struct_size = 12};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &small, &p));
+  CHECK_MESSAGE("et_pool_options.struct_size 12 is below the first version's 32 bytes");
+  NEWER(et_pool_options) newer;
+  memset(&newer, 0, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  newer.newer = 3;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image(8, 8, ET_PIXEL_FORMAT_RGB, NULL, &newer.known, &p));
+  CHECK_MESSAGE("byte at offset 32 is 0x03");
+  CHECK(p == NULL);
+
+  /* et_pool_create_image_layout: NULLs, the layout's struct_size rule, its format, size, strides and planes. */
+  et_image_layout l = {.struct_size = sizeof l, .format = ET_PIXEL_FORMAT_NV12, .width = 16, .height = 8};
+  l.planes[0].row_stride_bytes = 16;
+  l.planes[1].offset_bytes = 16 * 8;
+  l.planes[1].row_stride_bytes = 16;
+  CHECK_OK(et_pool_create_image_layout(&l, NULL, &p)); /* the good layout the cases below break */
+  et_pool_release(p);
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&l, NULL, NULL));
+  CHECK_MESSAGE("et_pool_create_image_layout: out is NULL");
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(NULL, NULL, &p));
+  CHECK(p == NULL);
+  CHECK_MESSAGE("et_pool_create_image_layout: layout is NULL");
+  et_image_layout bad = l;
+  bad.struct_size = 8;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK_MESSAGE("et_image_layout.struct_size 8 is below");
+  NEWER(et_image_layout) l_newer;
+  memset(&l_newer, 0, sizeof l_newer);
+  l_newer.known = l;
+  l_newer.known.struct_size = sizeof l_newer;
+  l_newer.newer = 1;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&l_newer.known, NULL, &p));
+  CHECK_MESSAGE("et_image_layout: byte at offset");
+  bad = l;
+  bad.format = 29;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK_MESSAGE("format 29 is not an ET_PIXEL_FORMAT_* value");
+  bad = l;
+  bad.width = 0;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK_MESSAGE("width");
+  bad = l;
+  bad.planes[1].row_stride_bytes = 8; /* UV rows of 16 bytes */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK_MESSAGE("plane 1");
+  bad = l;
+  bad.planes[1].offset_bytes = 16 * 4; /* inside the Y plane */
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK(p == NULL);
+  CHECK_MESSAGE("plane 0 (Y) [0, 128) and plane 1 (UV) [64, 128) overlap");
+  bad = l;
+  bad.planes[1].offset_bytes = UINT64_MAX - 8;
+  CHECK_STATUS(ET_OUT_OF_RANGE, et_pool_create_image_layout(&bad, NULL, &p));
+  CHECK(p == NULL);
+  et_pool_options lo_small = {.struct_size = 4};
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_pool_create_image_layout(&l, &lo_small, &p));
+  CHECK_MESSAGE("et_pool_options.struct_size 4");
+  CHECK(p == NULL);
+  return 0;
+}
+
 /* ---- quantization and colorimetry ---------------------------------------------------------------- */
 
 static int case_quantization(void) {
@@ -1541,6 +1763,8 @@ static const struct test_case kCases[] = {
     {"tensor_fences_need_dmabuf", case_tensor_fences_need_dmabuf},
     {"pool", case_pool},
     {"pool_bad_input", case_pool_bad_input},
+    {"pool_image", case_pool_image},
+    {"pool_image_bad_input", case_pool_image_bad_input},
     {"quantization", case_quantization},
     {"colorimetry", case_colorimetry},
 };

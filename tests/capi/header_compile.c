@@ -53,21 +53,33 @@ ET_STATIC_ASSERT(sizeof(et_channel_listen_options) == 40 && offsetof(et_channel_
                      offsetof(et_channel_listener_stats, last_refused_pid) == 32,
                  "listener structs layout");
 ET_STATIC_ASSERT(sizeof(et_channel_sender_options) == 40 && offsetof(et_channel_sender_options, max_frames_out) == 24 &&
-                     offsetof(et_channel_sender_options, name) == 32 && sizeof(et_channel_send_options) == 48 &&
-                     offsetof(et_channel_send_options, sequence) == 16 && sizeof(et_channel_sender_stats) == 72,
+                     offsetof(et_channel_sender_options, name) == 32 && sizeof(et_channel_send_options) == 64 &&
+                     offsetof(et_channel_send_options, sequence) == 16 &&
+                     offsetof(et_channel_send_options, acquire_fences) == 48 &&
+                     offsetof(et_channel_send_options, acquire_fence_count) == 56 && sizeof(et_channel_sender_stats) == 96 &&
+                     offsetof(et_channel_sender_stats, acquire_fences_sent) == 72,
                  "sender structs layout");
 ET_STATIC_ASSERT(sizeof(et_channel_receiver_options) == 48 && offsetof(et_channel_receiver_options, name) == 24 &&
                      offsetof(et_channel_receiver_options, use_policy) == 32 &&
                      offsetof(et_channel_receiver_options, max_frames_out) == 40 &&
-                     sizeof(et_channel_delivery) == 64 && offsetof(et_channel_delivery, flags) == 40 &&
+                     sizeof(et_channel_delivery) == 104 && offsetof(et_channel_delivery, flags) == 40 &&
                      offsetof(et_channel_delivery, tensor) == 48 && offsetof(et_channel_delivery, frame) == 56 &&
-                     sizeof(et_channel_receiver_stats) == 80,
+                     offsetof(et_channel_delivery, acquire_fence_count) == 64 &&
+                     offsetof(et_channel_delivery, acquire_fences) == 72 && sizeof(et_fence_slot) == 8 &&
+                     sizeof(et_channel_receiver_stats) == 96 && offsetof(et_channel_receiver_stats, acquire_fences) == 80,
                  "receiver structs layout");
 ET_STATIC_ASSERT(sizeof(et_channel_publisher_options) == 24 && offsetof(et_channel_publisher_options, receiver) == 16 &&
-                     sizeof(et_channel_publish_result) == 40 && sizeof(et_channel_receiver_info) == 112 &&
+                     sizeof(et_channel_publish_result) == 40 && sizeof(et_channel_receiver_info) == 136 &&
                      offsetof(et_channel_receiver_info, stats) == 40 && sizeof(et_channel_publisher_stats) == 64,
                  "publisher structs layout");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
+/* Structs that grew in 0.4 keep their first version's size. */
+ET_STATIC_ASSERT(ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 == 48 && ET_CHANNEL_SEND_OPTIONS_SIZE_VER1 == 64 &&
+                     ET_CHANNEL_SENDER_STATS_SIZE_VER0 == 72 && ET_CHANNEL_SENDER_STATS_SIZE_VER1 == 96 &&
+                     ET_CHANNEL_DELIVERY_SIZE_VER0 == 64 && ET_CHANNEL_DELIVERY_SIZE_VER1 == 104 &&
+                     ET_CHANNEL_RECEIVER_STATS_SIZE_VER0 == 80 && ET_CHANNEL_RECEIVER_STATS_SIZE_VER1 == 96 &&
+                     ET_CHANNEL_RECEIVER_INFO_SIZE_VER0 == 112 && ET_CHANNEL_RECEIVER_INFO_SIZE_VER1 == 136,
+                 "versions of the structs that grew");
 
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
 int header_compile_uses(void);
@@ -143,7 +155,9 @@ int header_compile_uses(void) {
   po.flags = ET_POOL_ZERO_ON_REUSE;
   po.allocate = &a;
   et_pool* pool = NULL;
-  s |= et_pool_create(0, NULL, ET_DTYPE_U8, &po, &pool) | et_pool_acquire(pool, -1, &v);
+  s |= et_pool_create(0, NULL, ET_DTYPE_U8, &po, &pool) | et_pool_acquire(pool, -1, &v) |
+       et_pool_create_image(4, 4, ET_PIXEL_FORMAT_NV12, &io, &po, &pool) |
+       et_pool_create_image_layout(&layout, &po, &pool);
   et_pool_stats ps;
   memset(&ps, 0, sizeof ps);
   ps.struct_size = sizeof ps;
@@ -219,7 +233,8 @@ int header_compile_uses(void) {
   s |= et_channel_receiver_create_adopt(fds[1], &rco, &receiver) | et_channel_receiver_receive(receiver, 0, &dl) |
        et_channel_receiver_receive_latest(receiver, 0, &dl) | et_channel_receiver_flush(receiver) |
        et_channel_receiver_get_fd(receiver, &fd) | et_channel_receiver_get_stats(receiver, &rst) |
-       et_channel_receiver_status(receiver);
+       et_channel_receiver_status(receiver) | et_channel_receiver_add_release_fence(receiver, t, f) |
+       et_channel_receiver_add_release_fence_frame(receiver, fr, f);
   et_channel_receiver_release(et_channel_receiver_retain(receiver));
   et_channel_publisher_options pbo;
   memset(&pbo, 0, sizeof pbo);

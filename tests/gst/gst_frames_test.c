@@ -6,7 +6,10 @@
  * - edgetensorsink: `videotestsrc pattern=ball ! edgetensorsink` feeds a C consumer (connect, receiver),
  *   which checks every frame against the same pattern rendered to appsink by a reference pipeline; with the
  *   sink's pool taken upstream the stats show 0 copies, with the ALLOCATION query dropped (identity
- *   drop-allocation) every frame is one copy, and the pixels are the same. */
+ *   drop-allocation) every frame is one copy, and the pixels are the same. Either way the sink's buffers are
+ *   reused: the consumer sees a few buffer keys, not one per frame, also across a caps change; a copy pool
+ *   whose buffers consumers all hold drops frames (drop policy at once, block after its wait) and never
+ *   stalls the pipeline. */
 #include "../capi/capi_check.h"
 
 #include <gst/allocators/allocators.h>
@@ -19,7 +22,10 @@
 #include <unistd.h>
 
 enum { kWidth = 320, kHeight = 240, kFrames = 30 };
-enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2 };
+enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2, POOL_RGB = 3 };
+/* POOL_RGB frames: RGB kOddWidth x kHeight from an image pool with GStreamer's 4-byte rows (484-byte stride,
+ * 483 bytes a row): its buffers end with the last row's last byte, one short of GStreamer's size. */
+enum { kOddWidth = 161 };
 
 static uint8_t pattern(uint64_t sequence, unsigned plane, unsigned row, unsigned col) {
   return (uint8_t)((sequence * 13u + plane * 50u + row * 3u + col * 7u) & 0xffu);
@@ -57,6 +63,13 @@ static et_tensor* pattern_image(uint64_t sequence) {
 /* Mismatching bytes of a GStreamer NV12 frame against frame `sequence`'s pattern. */
 static long mismatches(const GstVideoFrame* frame, uint64_t sequence) {
   long bad = 0;
+  if (GST_VIDEO_FRAME_FORMAT(frame) == GST_VIDEO_FORMAT_RGB) { /* a POOL_RGB frame */
+    const uint8_t* data = GST_VIDEO_FRAME_PLANE_DATA(frame, 0);
+    for (unsigned r = 0; r < (unsigned)GST_VIDEO_FRAME_HEIGHT(frame); ++r)
+      for (unsigned c = 0; c < (unsigned)GST_VIDEO_FRAME_WIDTH(frame) * 3; ++c)
+        bad += data[(size_t)r * GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0) + c] != pattern(sequence, 0, r, c);
+    return bad;
+  }
   for (unsigned p = 0; p < 2; ++p) {
     const uint8_t* data = GST_VIDEO_FRAME_PLANE_DATA(frame, p);
     const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
@@ -109,21 +122,55 @@ static et_status send_bad(et_channel_sender* sender, int kind) {
   return status;
 }
 
+/* The next POOL_RGB frame: a buffer of `pool` holding frame `sequence`'s pattern (NULL on failure). */
+static et_tensor* pool_rgb_image(et_channel_sender* sender, et_pool* pool, uint64_t sequence) {
+  et_tensor* image = NULL;
+  if (et_channel_sender_acquire(sender, pool, 5000, &image) != ET_OK) return NULL;
+  et_image_layout layout = {0};
+  layout.struct_size = sizeof layout;
+  et_map* map = NULL;
+  void* data = NULL;
+  size_t size = 0;
+  if (et_tensor_get_image_layout(image, &layout) != ET_OK || et_tensor_map_write(image, &map, &data, &size) != ET_OK) {
+    et_tensor_release(image);
+    return NULL;
+  }
+  for (unsigned r = 0; r < kHeight; ++r)
+    for (unsigned c = 0; c < kOddWidth * 3; ++c)
+      ((uint8_t*)data)[r * layout.planes[0].row_stride_bytes + c] = pattern(sequence, 0, r, c);
+  et_map_release(map);
+  return image;
+}
+
 /* One producer on p->path: accepts one receiver, sends p->frames frames, then ends the stream or vanishes. */
 static int produce_round(struct producer* p, int end_stream) {
   int rc = 1;
   et_channel_listener* listener = NULL;
   int32_t fd = -1;
   et_channel_sender* sender = NULL;
+  et_pool* pool = NULL;
+  if (p->kind == POOL_RGB) {
+    et_image_options rows = {0};
+    rows.struct_size = sizeof rows;
+    rows.row_alignment_bytes = 4;
+    et_allocate_options shm = {0};
+    shm.struct_size = sizeof shm;
+    shm.memory = ET_MEMORY_SHM; /* a memfd of the image's bytes (a DMA-BUF would be page-rounded) */
+    et_pool_options options = {0};
+    options.struct_size = sizeof options;
+    options.max_buffers = 4;
+    options.allocate = &shm;
+    if (et_pool_create_image(kOddWidth, kHeight, ET_PIXEL_FORMAT_RGB, &rows, &options, &pool) != ET_OK) goto out;
+  }
   if (et_channel_listener_create(p->path, NULL, &listener) != ET_OK) goto out;
   if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
   if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
   for (int i = 0; i < p->frames; ++i) {
-    if (p->kind != PATTERN) {
+    if (p->kind != PATTERN && p->kind != POOL_RGB) {
       if (send_bad(sender, p->kind) != ET_OK) goto out;
       continue;
     }
-    et_tensor* image = pattern_image((uint64_t)i);
+    et_tensor* image = p->kind == POOL_RGB ? pool_rgb_image(sender, pool, (uint64_t)i) : pattern_image((uint64_t)i);
     et_frame* frame = NULL;
     et_channel_send_options options = {0};
     options.struct_size = sizeof options;
@@ -155,6 +202,7 @@ out:
   /* The listener first: a consumer reconnecting as the sender goes must not reach this listener's queue. */
   et_channel_listener_release(listener);
   et_channel_sender_release(sender);
+  et_pool_release(pool);
   return rc;
 }
 
@@ -289,6 +337,22 @@ static int case_src_reports_a_dead_producer(void) {
          got.eos, got.error);
   CHECK(got.frames == 3 && got.matching == 3 && got.eos == 0 && frames == 3);
   CHECK(strstr(got.error, "producer is gone") != NULL && strstr(got.error, "Unavailable") != NULL);
+  return 0;
+}
+
+/* An image pool's buffer ends with its last row's last byte, one byte short of GStreamer's size of the image
+ * (which pads the last row to its stride): the src still pushes every frame, with every pixel. */
+static int case_src_accepts_a_buffer_without_the_last_rows_padding(void) {
+  struct producer producer;
+  start_producer_of(&producer, 10, 1, 1, POOL_RGB);
+  struct pulled got;
+  guint64 wrapped = 0;
+  CHECK(run_src(&producer, "", &got, "memories-wrapped", &wrapped) == 0);
+  printf("src, RGB %dx%d from an image pool: %d frames, %d with every pixel right, EOS %d, %llu buffers wrapped; "
+         "error '%s'\n", kOddWidth, kHeight, got.frames, got.matching, got.eos, (unsigned long long)wrapped, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 10 && got.matching == 10 && got.in_order == 10 && got.eos == 1 && got.error[0] == '\0');
+  CHECK(wrapped >= 1 && wrapped <= 4); /* the pool's buffers, each wrapped once */
   return 0;
 }
 
@@ -557,16 +621,39 @@ static guint64 sink_stat(GstElement* pipeline, const char* name) {
   return value;
 }
 
+/* Buffer keys seen, each once. */
+struct keys {
+  uint64_t key[64];
+  int count;
+};
+
+/* Adds the key of `frame`'s (first) buffer to `keys` when it is new. */
+static void note_key(struct keys* keys, const et_frame* frame) {
+  et_tensor* buffer = NULL;
+  et_tensor_info info = {0};
+  info.struct_size = sizeof info;
+  if (frame == NULL || et_frame_buffer(frame, 0, &buffer) != ET_OK || et_tensor_get_info(buffer, &info) != ET_OK) {
+    et_tensor_release(buffer);
+    return;
+  }
+  et_tensor_release(buffer);
+  for (int i = 0; i < keys->count; ++i)
+    if (keys->key[i] == info.buffer_key) return;
+  if (keys->count < 64) keys->key[keys->count++] = info.buffer_key;
+}
+
 /* Runs `pipeline_text` (an edgetensorsink on `path` with wait-receivers=1) while a C consumer receives every
- * frame; *right counts frames equal to the reference, *stats gets the sink's stats. */
+ * frame; *right counts frames equal to the reference, *keys the sink's buffers they came in, *stats gets the
+ * sink's stats. */
 static int consume_sink(const char* pipeline_text, const char* path, int frames, int* received, int* right,
-                        int* ended, GstStructure** stats) {
+                        int* ended, struct keys* keys, GstStructure** stats) {
   GByteArray** reference = reference_frames(frames);
   CHECK(reference != NULL);
   GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;
   CHECK(play_and_connect(pipeline_text, path, &pipeline, &receiver) == 0);
   *received = *right = *ended = 0;
+  keys->count = 0;
   for (;;) {
     et_channel_delivery d = {0};
     d.struct_size = sizeof d;
@@ -587,6 +674,7 @@ static int consume_sink(const char* pipeline_text, const char* path, int frames,
     if (bad != 0) fprintf(stderr, "frame %d: %ld bytes differ from the reference\n", i, bad);
     *right += bad == 0 && i == *received;
     ++*received;
+    note_key(keys, d.frame);
     et_frame_release(d.frame);
     et_tensor_release(d.tensor);
   }
@@ -605,6 +693,10 @@ static int consume_sink(const char* pipeline_text, const char* path, int frames,
   return 0;
 }
 
+/* The sink's buffers with default properties: pool-size (6) consumer buffers; the proposed pool adds as many to
+ * upstream's own (its min, pool-size). */
+enum { kCopyCapacity = 6, kProposedCapacity = 12 };
+
 static int sink_case(const char* between, guint64 expected_copies) {
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-sink-test-%d", (int)getpid());
@@ -612,21 +704,28 @@ static int sink_case(const char* between, guint64 expected_copies) {
                                "socket-path=%s wait-receivers=1 sync=false",
                                kFrames, between, path);
   int received = 0, right = 0, ended = 0;
+  struct keys keys;
   GstStructure* stats = NULL;
-  const int rc = consume_sink(text, path, kFrames, &received, &right, &ended, &stats);
+  const int rc = consume_sink(text, path, kFrames, &received, &right, &ended, &keys, &stats);
   g_free(text);
   CHECK(rc == 0 && stats != NULL);
-  guint64 copies = 99, zero_copy = 99, deliveries = 0;
+  guint64 copies = 99, zero_copy = 99, deliveries = 0, copy_buffers = 99, copy_drops = 99;
+  gst_structure_get_uint64(stats, "copy-buffers", &copy_buffers);
+  gst_structure_get_uint64(stats, "copy-drops", &copy_drops);
   gst_structure_get_uint64(stats, "copies", &copies);
   gst_structure_get_uint64(stats, "zero-copy", &zero_copy);
   gst_structure_get_uint64(stats, "deliveries", &deliveries);
   char* stats_text = gst_structure_to_string(stats);
-  printf("sink%s: C consumer got %d frames, %d equal to the reference, end of stream %d; %s\n", between, received, right,
-         ended, stats_text);
+  printf("sink%s: C consumer got %d frames in %d distinct buffers, %d equal to the reference, end of stream %d; %s\n",
+         between, received, keys.count, right, ended, stats_text);
   g_free(stats_text);
   gst_structure_free(stats);
   CHECK(received == kFrames && right == kFrames && ended == 1);
   CHECK(copies == expected_copies && zero_copy == kFrames - expected_copies && deliveries == kFrames);
+  CHECK(copy_drops == 0);
+  /* Reused: at most the pool's capacity of buffers for 30 frames (a new buffer per frame before). */
+  if (expected_copies > 0) CHECK(keys.count >= 1 && keys.count <= kCopyCapacity && copy_buffers == (guint64)keys.count);
+  if (expected_copies == 0) CHECK(keys.count >= 1 && keys.count <= kProposedCapacity && copy_buffers == 0);
   return 0;
 }
 
@@ -670,21 +769,24 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
 }
 
 /* A caps change mid-stream (320x240 to 160x120 after frame 9) becomes a new layout on the channel: every frame
- * after it carries 160x120 planes, still sent from the sink's pool (0 copies). */
-static int case_sink_caps_change_is_a_new_layout(void) {
+ * after it carries 160x120 planes, sent from the sink's pool (0 copies), or copied into the copy pool of the
+ * new caps (`between` drops the ALLOCATION query: a copy each); either way from a few buffers per layout. */
+static int caps_change_case(const char* between, int expect_copies) {
   char path[108];
-  snprintf(path, sizeof path, "@edgetensor-gst-caps-test-%d", (int)getpid());
+  snprintf(path, sizeof path, "@edgetensor-gst-caps-test-%d-%d", (int)getpid(), expect_copies);
   // A live source paces the frames (1/30 s each), so the caps change after frame 9 lands well before the
   // last frame however slow this machine is (a non-live one could send all 30 before the change).
-  char* text = g_strdup_printf("videotestsrc is-live=true num-buffers=%d ! capsfilter name=f caps=" CAPS " ! edgetensorsink "
-                               "name=sink socket-path=%s wait-receivers=1 sync=false",
-                               kFrames, path);
+  char* text = g_strdup_printf("videotestsrc is-live=true num-buffers=%d ! capsfilter name=f caps=" CAPS " %s ! "
+                               "edgetensorsink name=sink socket-path=%s wait-receivers=1 sync=false",
+                               kFrames, between, path);
   GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;
   const int started = play_and_connect(text, path, &pipeline, &receiver);
   g_free(text);
   CHECK(started == 0);
   int frames = 0, large = 0, small = 0, other = 0, ended = 0;
+  struct keys keys;
+  keys.count = 0;
   for (;;) {
     et_channel_delivery d = {0};
     d.struct_size = sizeof d;
@@ -692,6 +794,7 @@ static int case_sink_caps_change_is_a_new_layout(void) {
       ended = d.end_of_stream;
       break;
     }
+    note_key(&keys, d.frame);
     et_image_layout layout = {0};
     layout.struct_size = sizeof layout;
     if (d.frame != NULL && et_frame_get_layout(d.frame, &layout) == ET_OK && layout.format == ET_PIXEL_FORMAT_NV12) {
@@ -714,15 +817,76 @@ static int case_sink_caps_change_is_a_new_layout(void) {
     }
   }
   et_channel_receiver_release(receiver);
-  const guint64 copies = sink_stat(pipeline, "copies");
+  const guint64 copies = sink_stat(pipeline, "copies"), drops = sink_stat(pipeline, "copy-drops");
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
-  printf("caps change after frame 9: %d frames, %d at 320x240, then %d at 160x120, %d other; %llu copies; end %d\n",
-         frames, large, small, other, (unsigned long long)copies, ended);
+  printf("caps change after frame 9%s: %d frames, %d at 320x240, then %d at 160x120, %d other; %d distinct buffers; "
+         "%llu copies, %llu dropped; end %d\n", between, frames, large, small, other, keys.count,
+         (unsigned long long)copies, (unsigned long long)drops, ended);
   CHECK(frames == kFrames && ended == 1 && other == 0 && large >= 10 && small >= 1 && large + small == kFrames);
-  CHECK(copies == 0);
+  CHECK(copies == (expect_copies ? (guint64)kFrames : 0u) && drops == 0);
+  CHECK(keys.count >= 2 && keys.count <= 2 * (expect_copies ? kCopyCapacity : kProposedCapacity));
   return 0;
 }
+
+static int case_sink_caps_change_is_a_new_layout(void) { return caps_change_case("", 0); }
+static int case_sink_copy_path_survives_a_caps_change(void) {
+  return caps_change_case("! identity drop-allocation=true", 1);
+}
+
+/* The copy pool exhausted: with pool-size=2 and no frame limit, a receiver that reads nothing holds both copy
+ * buffers (their frames wait in its socket); every later frame is dropped (stats.copy-drops) at once under
+ * policy=drop, after a wait of the channel's send timeout (1 s) under block, and EOS still comes. */
+static int exhausted_case(const char* policy, int frames, gint64 min_ms, gint64 max_ms) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-exhausted-%s-%d", policy, (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! identity drop-allocation=true ! edgetensorsink "
+                               "name=sink socket-path=%s wait-receivers=1 policy=%s pool-size=2 drain-timeout=0 sync=false",
+                               frames, path, policy);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const gint64 start = g_get_monotonic_time();
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(bus, 20 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  const gint64 eos_ms = (g_get_monotonic_time() - start) / 1000;
+  const int eos = message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS;
+  if (message != NULL) gst_message_unref(message);
+  gst_object_unref(bus);
+  /* Now read: the two frames sent, then the end of stream. */
+  et_channel_delivery held[2];
+  memset(held, 0, sizeof held);
+  int got = 0, ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 5000, &d) != ET_OK) break;
+    if (d.end_of_stream) {
+      ended = 1;
+      break;
+    }
+    if (got < 2) held[got] = d;
+    else et_frame_release(d.frame);
+    ++got;
+  }
+  const guint64 copies = sink_stat(pipeline, "copies"), drops = sink_stat(pipeline, "copy-drops");
+  const guint64 buffers = sink_stat(pipeline, "copy-buffers");
+  printf("copy pool of 2 held by a receiver, policy=%s, %d frames: EOS %d after %lld ms, %llu copied, %llu dropped, "
+         "%llu copy buffers; the receiver got %d frames and end of stream %d\n", policy, frames, eos, (long long)eos_ms,
+         (unsigned long long)copies, (unsigned long long)drops, (unsigned long long)buffers, got, ended);
+  for (int i = 0; i < got && i < 2; ++i) et_frame_release(held[i].frame);
+  et_channel_receiver_release(receiver);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  CHECK(eos && ended && got == 2 && copies == 2 && buffers == 2 && drops == (guint64)frames - 2);
+  CHECK(eos_ms >= min_ms && eos_ms < max_ms);
+  return 0;
+}
+
+static int case_sink_copy_pool_exhausted_drops_at_once(void) { return exhausted_case("drop", 10, 0, 10000); }
+static int case_sink_copy_pool_exhausted_waits_then_drops(void) { return exhausted_case("block", 4, 1900, 15000); }
 
 static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
 static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
@@ -740,6 +904,10 @@ int main(int argc, char** argv) {
       {"src_feeds_videoconvert_to_rgb", case_src_feeds_videoconvert_to_rgb},
       {"sink_drop_policy_never_stalls_for_a_holding_receiver", case_sink_drop_policy_never_stalls_for_a_holding_receiver},
       {"sink_caps_change_is_a_new_layout", case_sink_caps_change_is_a_new_layout},
+      {"sink_copy_path_survives_a_caps_change", case_sink_copy_path_survives_a_caps_change},
+      {"sink_copy_pool_exhausted_drops_at_once", case_sink_copy_pool_exhausted_drops_at_once},
+      {"sink_copy_pool_exhausted_waits_then_drops", case_sink_copy_pool_exhausted_waits_then_drops},
+      {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},

@@ -337,4 +337,93 @@ TEST_F(FenceVgemCApi, ImportedFenceHoldsADmaHeapTensorsMapUntilSignalled) {
   ASSERT_EQ(map(heap.get(), ET_MAP_WRITE, 0ms).status, ET_OK) << last_error();
 }
 
+// (d) Fences cross the frame channel through the C API: a pending vgem fence sent as a shm tensor's acquire
+// fence is shown on the delivery and holds the receiver's map until it signals; a pending release fence
+// holds the sender's pool buffer until it signals.
+TEST_F(FenceVgemCApi, ChannelCarriesAcquireAndReleaseFences) {
+  ET_VGEM_OR_SKIP(vgem);
+  auto writer = vgem.create(16, 16);
+  auto reader = vgem.create(16, 16);
+  Tensor wt = import_bo(writer);
+  Tensor rt = import_bo(reader);
+  ASSERT_TRUE(wt);
+  ASSERT_TRUE(rt);
+  const __u32 written = vgem.attach(writer, true);
+  Fence acquire = export_fence(wt.get(), ET_FENCE_ACCESS_READ);
+  ASSERT_TRUE(acquire);
+
+  int32_t fds[2] = {-1, -1};
+  ASSERT_EQ(et_channel_socket_pair(fds), ET_OK) << last_error();
+  et_channel_sender* sender = nullptr;
+  et_channel_receiver* receiver = nullptr;
+  ASSERT_EQ(et_channel_sender_create_adopt(fds[0], nullptr, &sender), ET_OK) << last_error();
+  ASSERT_EQ(et_channel_receiver_create_adopt(fds[1], nullptr, &receiver), ET_OK) << last_error();
+  std::unique_ptr<et_channel_sender, void (*)(et_channel_sender*)> sender_ref(sender, et_channel_sender_release);
+  std::unique_ptr<et_channel_receiver, void (*)(et_channel_receiver*)> receiver_ref(receiver,
+                                                                                   et_channel_receiver_release);
+  const uint64_t shape = 4096;
+  et_allocate_options shm{};
+  shm.struct_size = sizeof shm;
+  shm.memory = ET_MEMORY_SHM;
+  et_pool_options po{};
+  po.struct_size = sizeof po;
+  po.max_buffers = 1;
+  po.allocate = &shm;
+  et_pool* raw_pool = nullptr;
+  ASSERT_EQ(et_pool_create(1, &shape, ET_DTYPE_U8, &po, &raw_pool), ET_OK) << last_error();
+  std::unique_ptr<et_pool, void (*)(et_pool*)> pool(raw_pool, et_pool_release);
+  et_tensor* raw = nullptr;
+  ASSERT_EQ(et_channel_sender_acquire(sender, pool.get(), 1000, &raw), ET_OK) << last_error();
+  Tensor frame(raw);
+
+  const et_fence* fences[1] = {acquire.get()};
+  et_channel_send_options so{};
+  so.struct_size = sizeof so;
+  so.acquire_fences = fences;
+  so.acquire_fence_count = 1;
+  uint64_t sequence = 0;
+  ASSERT_EQ(et_channel_sender_send(sender, frame.get(), &so, &sequence), ET_OK) << last_error();
+  frame.reset();  // the channel holds the pool buffer until the receiver releases it
+
+  et_channel_delivery d{};
+  d.struct_size = sizeof d;
+  ASSERT_EQ(et_channel_receiver_receive(receiver, 5000, &d), ET_OK) << last_error();
+  Tensor got(d.tensor);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(d.acquire_fence_count, 1u);
+  ASSERT_NE(d.acquire_fences[0].fence, nullptr);
+  et_fence_status st = status_of(d.acquire_fences[0].fence);
+  EXPECT_EQ(st.status, 0);
+  EXPECT_EQ(st.pending_count, 1u);
+  MapResult r = map(got.get(), ET_MAP_READ, 100ms);
+  EXPECT_EQ(r.status, kExpectedTimeoutStatus) << "the map waits for the acquire fence";
+  expect_timed_out(ETIMEDOUT, "vgem/");
+  vgem.signal(written);
+  r = map(got.get(), ET_MAP_READ, 1000ms);
+  ASSERT_EQ(r.status, ET_OK) << last_error();
+  r.map.reset();
+
+  // The consumer's device still reads: a pending release fence; the pool hands the buffer out only after it.
+  const __u32 reading = vgem.attach(reader, true);
+  Fence release = export_fence(rt.get(), ET_FENCE_ACCESS_READ);
+  ASSERT_TRUE(release);
+  ASSERT_EQ(et_channel_receiver_add_release_fence(receiver, got.get(), release.get()), ET_OK) << last_error();
+  got.reset();
+  ASSERT_EQ(et_channel_sender_drain(sender, 5000), ET_OK) << last_error();
+  et_channel_sender_stats ss{};
+  ss.struct_size = sizeof ss;
+  ASSERT_EQ(et_channel_sender_get_stats(sender, &ss), ET_OK) << last_error();
+  EXPECT_EQ(ss.acquire_fences_sent, 1u);
+  EXPECT_EQ(ss.release_fences, 1u);
+  et_channel_receiver_stats rs{};
+  rs.struct_size = sizeof rs;
+  ASSERT_EQ(et_channel_receiver_get_stats(receiver, &rs), ET_OK) << last_error();
+  EXPECT_EQ(rs.acquire_fences, 1u);
+  EXPECT_EQ(rs.release_fences_sent, 1u);
+  EXPECT_EQ(et_pool_acquire(pool.get(), 0, &raw), ET_BUSY) << "the release fence is pending";
+  vgem.signal(reading);
+  ASSERT_EQ(et_pool_acquire(pool.get(), 1000000000, &raw), ET_OK) << last_error();
+  et_tensor_release(raw);
+}
+
 }  // namespace

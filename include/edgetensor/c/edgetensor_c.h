@@ -636,6 +636,25 @@ typedef struct et_pool_options {
  * the allocation's errors for the first buffers (all freed again). */
 ET_C_API et_status et_pool_create(uint32_t rank, const uint64_t* shape, int32_t dtype, const et_pool_options* options,
                                   et_pool** out);
+/* A pool of single-buffer images of `width` x `height` pixels of `format` in the default layout of
+ * `image_options`' alignments (NULL: tight rows), as et_tensor_allocate_image lays them out; `options` as
+ * et_pool_create's. Each acquired tensor is a u8 tensor of the layout's bytes with the layout attached
+ * (et_tensor_get_image_layout, et_tensor_plane, et_frame_from_tensor). Its size (et_pool_stats.packed_bytes)
+ * ends where the last plane's last row ends: the padding after that row, which et_tensor_allocate_image
+ * also allocates, is not part of it. Errors: ET_INVALID_ARGUMENT (NULL out, unknown format, zero width or
+ * height, an alignment not a power of two or over 4096, bad image or pool options, as et_pool_create's),
+ * ET_OUT_OF_RANGE (a size overflows), then the allocation's errors for the first buffers. */
+ET_C_API et_status et_pool_create_image(uint32_t width, uint32_t height, int32_t format,
+                                        const et_image_options* image_options, const et_pool_options* options,
+                                        et_pool** out);
+/* As et_pool_create_image, with a layout of the caller's (a GStreamer GstVideoInfo's, a V4L2 format's
+ * bytesperline): `layout` is read as an input (struct_size set; plane_count and entries past the format's
+ * planes ignored), offsets from the tensor's first byte; each buffer holds up to the end of the plane
+ * that ends last. Errors: ET_INVALID_ARGUMENT (NULL out or layout, unknown format, zero width or height,
+ * a row stride below its plane's row bytes or planes that share bytes, naming the plane; bad options),
+ * ET_OUT_OF_RANGE (an offset or size overflows), then as et_pool_create_image. */
+ET_C_API et_status et_pool_create_image_layout(const et_image_layout* layout, const et_pool_options* options,
+                                               et_pool** out);
 ET_C_API et_pool* et_pool_retain(et_pool* pool);
 /* The last release frees the pool's free buffers; tensors acquired from it stay valid. */
 ET_C_API void et_pool_release(et_pool* pool);
@@ -875,8 +894,19 @@ typedef struct et_channel_send_options {
   int64_t timestamp_ns;   /* CLOCK_MONOTONIC, ns (e.g. the capture time) */
   int64_t pts_ns;         /* presentation time on the producer's timeline, ns; INT64_MIN is refused */
   int64_t duration_ns;    /* ns, >= 0 */
+  /* 0.4: acquire fences (C++ SendOptions::acquire_fences, docs/CHANNEL.md "Fences"): the device work that
+   * writes the frame, which the receiver's maps wait for. acquire_fence_count handles, borrowed for the call
+   * (the receiver gets its own copy of each fd): 0, 1 (for every buffer) or one per buffer in the frame's
+   * buffer order (a tensor has 1), at most ET_MAX_PLANES; a NULL entry or a signalled fence sends nothing
+   * for its buffer. A receiver without the fence capability gets none: the send waits on them instead, at
+   * most the send timeout (ET_TIMEOUT), and sends the frame without them. */
+  const et_fence* const* acquire_fences;
+  ET_C_POINTER_PAD_(acquire_fences_pad_)
+  uint32_t acquire_fence_count;
+  uint32_t reserved2;     /* zero */
 } et_channel_send_options;
-#define ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_send_options))
+#define ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 48u /* 0.3: up to duration_ns */
+#define ET_CHANNEL_SEND_OPTIONS_SIZE_VER1 ((uint32_t)sizeof(et_channel_send_options)) /* 0.4: acquire fences */
 
 /* Takes `socket_fd` (a connected AF_UNIX SOCK_SEQPACKET socket): on success the sender owns it and closes it at
  * its last release; on every failure, argument errors included, it is closed before the call returns (a
@@ -929,8 +959,13 @@ typedef struct et_channel_sender_stats {
   uint64_t frames_out;         /* frame buffers sent and not released */
   uint64_t reannounces;        /* buffers announced again after a retire: a table smaller than the pool */
   uint64_t frames_dropped;     /* ET_CHANNEL_POLICY_DROP: frames not sent */
+  /* 0.4 */
+  uint64_t acquire_fences_sent;    /* acquire fence fds sent with frames */
+  uint64_t acquire_fences_waited;  /* acquire fences waited on here (the receiver lacks the capability) */
+  uint64_t release_fences;         /* release fences received with releases */
 } et_channel_sender_stats;
-#define ET_CHANNEL_SENDER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_sender_stats))
+#define ET_CHANNEL_SENDER_STATS_SIZE_VER0 72u /* 0.3: up to frames_dropped */
+#define ET_CHANNEL_SENDER_STATS_SIZE_VER1 ((uint32_t)sizeof(et_channel_sender_stats)) /* 0.4: fence counters */
 /* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
 ET_C_API et_status et_channel_sender_get_stats(const et_channel_sender* sender, et_channel_sender_stats* stats);
 /* ET_OK while the channel is open; else why it closed (that error, recorded as the last error).
@@ -955,6 +990,12 @@ typedef struct et_channel_receiver_options {
 } et_channel_receiver_options;
 #define ET_CHANNEL_RECEIVER_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_options))
 
+/* A fence handle in an array of the same layout on 32- and 64-bit targets. */
+typedef struct et_fence_slot {
+  et_fence* fence;
+  ET_C_POINTER_PAD_(fence_pad_)
+} et_fence_slot;
+
 /* One delivery (output struct: set struct_size first): a tensor (sent with et_channel_sender_send), a frame
  * (_send_frame) or, with end_of_stream 1, the end of the stream (both NULL). The tensor or frame handle is
  * the caller's: its last release (and that of every view, map or plane taken from it) releases the frame
@@ -972,8 +1013,17 @@ typedef struct et_channel_delivery {
   ET_C_POINTER_PAD_(tensor_pad_)
   et_frame* frame;         /* NULL for a tensor and for the end of stream */
   ET_C_POINTER_PAD_(frame_pad_)
+  /* 0.4: the sender's acquire fences (C++ Delivery::acquire_fences): 0 when none came, else one per buffer
+   * (entry b: the frame's buffer b, as et_frame_buffer; 0 for a tensor), NULL for a buffer without one.
+   * Borrowed: valid until the last release of this delivery's tensor or frame handle (et_fence_retain keeps
+   * one longer). Every CPU map of the buffer waits for its fence first, so a consumer that only maps needs
+   * none of them; one that hands the buffer to its own device API hands it the fence. */
+  uint32_t acquire_fence_count;
+  uint32_t reserved;       /* zero */
+  et_fence_slot acquire_fences[ET_MAX_PLANES];
 } et_channel_delivery;
-#define ET_CHANNEL_DELIVERY_SIZE_VER0 ((uint32_t)sizeof(et_channel_delivery))
+#define ET_CHANNEL_DELIVERY_SIZE_VER0 64u /* 0.3: up to frame */
+#define ET_CHANNEL_DELIVERY_SIZE_VER1 ((uint32_t)sizeof(et_channel_delivery)) /* 0.4: acquire fences */
 
 /* Takes `socket_fd` as et_channel_sender_create_adopt does (closed on every failure). Errors:
  * ET_INVALID_ARGUMENT (NULL out, a negative fd, another socket type, bad options, limits out of range),
@@ -996,6 +1046,19 @@ ET_C_API et_status et_channel_receiver_receive(et_channel_receiver* receiver, in
  * (et_channel_receiver_stats.frames_skipped). An end of stream or error behind it answers the next call. */
 ET_C_API et_status et_channel_receiver_receive_latest(et_channel_receiver* receiver, int32_t timeout_ms,
                                                       et_channel_delivery* out);
+/* Attaches `fence` (borrowed: the library keeps its own copy) to the release of `tensor`'s frame buffer (any
+ * handle, view or plane of a tensor this receiver delivered, or an et_frame_buffer of a delivered frame): the
+ * consumer's device still reads the buffer, so the sender's pool hands it out again only once the fence has
+ * signalled (C++ Receiver::add_release_fence, docs/CHANNEL.md "Fences"). The release still goes at the last
+ * release of the tensor's holders, with the fence; a second fence is merged with the first; a signalled
+ * fence adds nothing. Errors: ET_INVALID_ARGUMENT (NULL; a tensor this receiver did not deliver),
+ * ET_UNSUPPORTED (the sender lacks the fence capability: wait on the fence before releasing the tensor
+ * instead), ET_FAILED_PRECONDITION (the channel closed), ET_BUSY (EMFILE), the merge's error. */
+ET_C_API et_status et_channel_receiver_add_release_fence(et_channel_receiver* receiver, const et_tensor* tensor,
+                                                         const et_fence* fence);
+/* As et_channel_receiver_add_release_fence, for every buffer of a delivered frame. */
+ET_C_API et_status et_channel_receiver_add_release_fence_frame(et_channel_receiver* receiver, const et_frame* frame,
+                                                               const et_fence* fence);
 /* Sends the releases queued while the sender's socket was full, without waiting. Errors: ET_INVALID_ARGUMENT
  * (NULL), the channel's closing error, sendmsg's error (the channel closes). */
 ET_C_API et_status et_channel_receiver_flush(et_channel_receiver* receiver);
@@ -1017,8 +1080,12 @@ typedef struct et_channel_receiver_stats {
   uint64_t releases_queued;   /* not sent yet */
   uint64_t frames_skipped;    /* released unseen by receive_latest */
   uint64_t frames_missing;    /* gaps between the sequences delivered (the sender's drops) */
+  /* 0.4 */
+  uint64_t acquire_fences;       /* acquire fences received with frames */
+  uint64_t release_fences_sent;  /* release fence fds sent with releases */
 } et_channel_receiver_stats;
-#define ET_CHANNEL_RECEIVER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_stats))
+#define ET_CHANNEL_RECEIVER_STATS_SIZE_VER0 80u /* 0.3: up to frames_missing */
+#define ET_CHANNEL_RECEIVER_STATS_SIZE_VER1 ((uint32_t)sizeof(et_channel_receiver_stats)) /* 0.4: fence counters */
 /* Fills *stats. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
 ET_C_API et_status et_channel_receiver_get_stats(const et_channel_receiver* receiver,
                                                  et_channel_receiver_stats* stats);
@@ -1116,9 +1183,12 @@ typedef struct et_channel_receiver_info {
   int32_t peer_pid;
   uint32_t peer_uid;
   uint32_t peer_gid;
-  et_channel_sender_stats stats;    /* its sender's counters (filled whole: stats.struct_size is set) */
+  /* Its sender's counters; stats.struct_size is set to what the caller's element holds of them (an older
+   * caller's element ends with frames_dropped). */
+  et_channel_sender_stats stats;
 } et_channel_receiver_info;
-#define ET_CHANNEL_RECEIVER_INFO_SIZE_VER0 ((uint32_t)sizeof(et_channel_receiver_info))
+#define ET_CHANNEL_RECEIVER_INFO_SIZE_VER0 112u /* 0.3: stats up to frames_dropped */
+#define ET_CHANNEL_RECEIVER_INFO_SIZE_VER1 ((uint32_t)sizeof(et_channel_receiver_info)) /* 0.4: its stats grew */
 
 /* The receivers served now, in the order they joined: the first min(capacity, count) into `infos`, an array
  * whose element size is infos[0].struct_size (set it on the first; the library sets it on the others), and

@@ -384,6 +384,12 @@ TEST(Pool, ImagePoolLayoutErrorsNameThePool) {
   bare.format = PixelFormat::Nv12;
   EXPECT_ERROR(Pool::create_image(bare, options("camA", MemoryKind::Heap, 2)), ErrorCode::InvalidArgument,
                "pool 'camA': nv12 1920x1080 plane 0 (Y): row stride 0 B");
+  // Planes that share bytes: refused by create_image, not first at an acquire.
+  auto overlap = ImageLayout::make(16, 8, PixelFormat::Nv12);
+  ASSERT_OK(overlap);
+  overlap->planes[1].offset_bytes = 16 * 4;  // inside the Y plane
+  EXPECT_ERROR(Pool::create_image(*overlap, options("camB", MemoryKind::Heap, 2)), ErrorCode::InvalidArgument,
+               "pool 'camB': nv12 16x8: plane 0 (Y)");
 }
 
 TEST(Pool, ImagePoolHandsOutImagesAndFrames) {

@@ -2,7 +2,7 @@
 # (cmake/packaging.cmake, docs/PACKAGING.md) holds one component:
 #   runtime    libedgetensor.so.<SOVERSION>                                     libedgetensor<SOVERSION>
 #   dev        the C++ headers, the .so link, the static library, edgetensor.pc,
-#              the CMake config and C++ targets, the documents the headers cite    libedgetensor-dev
+#              the CMake config and C++ targets, the documents the headers cite   libedgetensor-dev
 #   c_runtime  libedgetensor-c.so.<ET_C_SOVERSION>                              libedgetensor-c<ET_C_SOVERSION>
 #   c_dev      <edgetensor/c/edgetensor_c.h>, its .so link, edgetensor-c.pc,
 #              the C target's CMake file                                        libedgetensor-c-dev

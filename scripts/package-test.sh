@@ -4,7 +4,7 @@
 # For every DIR: the packages expected for that tree are there; every .deb and .ddeb says Architecture: ARCH;
 # every ELF file in them (static library members included) is for ARCH's machine (readelf -h).
 # For this machine's architecture, also (as root; it installs into /usr and removes everything again):
-#   - dpkg -i every package (apt-get install -f -y when dependencies are missing);
+#   - dpkg -i every package (apt-get install -f -y when dependencies are missing), then dpkg --verify;
 #   - the installed ELF files are stripped, and the -dbgsym packages hold their debug info by build ID;
 #   - tests/docs/install_consumer (C++ shared and static, C) built against the installed files with
 #     find_package, and C++ and C programs with pkg-config, and run;
@@ -104,14 +104,18 @@ install_test() {
       dpkg --purge "$p" >/dev/null
     fi
   done
+  # Every path in the packages (dpkg-deb -c: "./usr/..."; a link's line ends in "-> target").
+  local paths=()
   for f in "${debs[@]}"; do
-    while read -r path; do
-      [ -e "$path" ] && [ ! -d "$path" ] && fail "$path exists before the install (from outside the packages)"
-    done < <(dpkg-deb -c "$f" | awk '{print substr($6, 2)}')
+    while read -r path; do paths+=("$path"); done < <(dpkg-deb -c "$f" | awk '{print substr($6, 2)}')
+  done
+  for path in "${paths[@]}"; do
+    if [ -e "$path" ] && [ ! -d "$path" ]; then fail "$path exists before the install (from outside the packages)"; fi
   done
 
   installed=("${pkgs[@]}")
-  if ! dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1; then
+  # --force-unsafe-io: no fsync per file (seconds for the -dbgsym packages); the files are removed again.
+  if ! dpkg -i --force-unsafe-io "${debs[@]}" >"$work/dpkg.log" 2>&1; then
     say "dpkg -i left dependencies missing; apt-get install -f -y"
     DEBIAN_FRONTEND=noninteractive apt-get install -f -y -q >>"$work/dpkg.log" 2>&1 ||
       { cat "$work/dpkg.log" >&2; fail "apt-get install -f could not complete the install"; }
@@ -139,7 +143,7 @@ install_test() {
       debug=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
       [ -f "$debug" ] || fail "$f ($p): no $debug (its -dbgsym package)"
       grep -q '\.debug_info' <<<"$(readelf -SW "$debug" 2>&1)" || fail "$debug ($p's debug info) has no .debug_info"
-      grep -q "^$p-dbgsym:" <<<"$(dpkg -S "$debug")" || fail "$debug is not in $p-dbgsym"
+      grep -qx "$debug" <<<"$(dpkg -L "$p-dbgsym")" || fail "$debug is not in $p-dbgsym"
       n=$((n + 1))
     done < <(dpkg -L "$p")
   done
@@ -208,7 +212,7 @@ print("python3 edgetensor %s from %s: shm tensor %s, read back through a %s" % (
   say "gst-inspect-1.0: edgetensorsink, edgetensorsrc from /usr/lib/$multiarch/gstreamer-1.0/libgstedgetensor.so"
 
   # The CLI of edgetensor-tools.
-  grep -q '^edgetensor-tools:' <<<"$(dpkg -S /usr/bin/edgetensor)" || fail "/usr/bin/edgetensor is not edgetensor-tools'"
+  grep -qx /usr/bin/edgetensor <<<"$(dpkg -L edgetensor-tools)" || fail "/usr/bin/edgetensor is not edgetensor-tools'"
   out=$("${clean[@]}" /usr/bin/edgetensor info 2>&1) || { echo "$out" >&2; fail "/usr/bin/edgetensor info"; }
   grep -Eq '^heap +ok' <<<"$out" || { echo "$out" >&2; fail "/usr/bin/edgetensor info: heap is not ok"; }
   say "/usr/bin/edgetensor info: $(grep -c '' <<<"$out") lines, $(grep -Ec ' ok ' <<<"$out") sections ok"
@@ -216,10 +220,6 @@ print("python3 edgetensor %s from %s: shm tensor %s, read back through a %s" % (
     fail "/usr/bin/edgetensor -V says '$(/usr/bin/edgetensor -V)'"
 
   # Removal: nothing of the packages' left.
-  local paths=()
-  for f in "${debs[@]}"; do
-    while read -r path; do paths+=("$path"); done < <(dpkg-deb -c "$f" | awk '{print substr($6, 2)}')
-  done
   dpkg --purge "${pkgs[@]}" >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge"; }
   installed=()
   for p in "${pkgs[@]}"; do

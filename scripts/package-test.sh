@@ -215,7 +215,7 @@ print("python3 edgetensor %s from %s: shm tensor %s, read back through a %s" % (
   grep -qx /usr/bin/edgetensor <<<"$(dpkg -L edgetensor-tools)" || fail "/usr/bin/edgetensor is not edgetensor-tools'"
   out=$("${clean[@]}" /usr/bin/edgetensor info 2>&1) || { echo "$out" >&2; fail "/usr/bin/edgetensor info"; }
   grep -Eq '^heap +ok' <<<"$out" || { echo "$out" >&2; fail "/usr/bin/edgetensor info: heap is not ok"; }
-  say "/usr/bin/edgetensor info: $(grep -c '' <<<"$out") lines, $(grep -Ec ' ok ' <<<"$out") sections ok"
+  say "/usr/bin/edgetensor info: $(grep -c '' <<<"$out") lines, $(grep -Ec ' ok ' <<<"$out") backends ok"
   [ "$(/usr/bin/edgetensor -V)" = "edgetensor $(dpkg-query -W -f='${Version}' edgetensor-tools | sed 's/-[^-]*$//')" ] ||
     fail "/usr/bin/edgetensor -V says '$(/usr/bin/edgetensor -V)'"
 

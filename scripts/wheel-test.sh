@@ -78,6 +78,6 @@ grep -Eq '^heap +ok' <<<"$info" || { echo "$info" >&2; fail "the venv's edgetens
 version=$("${clean[@]}" "$work/venv/bin/edgetensor" -V)
 [ "$version" = "edgetensor $("$work/venv/bin/python" -c 'import edgetensor; print(edgetensor.__version__)')" ] ||
   fail "the venv's edgetensor -V says '$version'"
-say "$work/venv/bin/edgetensor info: heap ok ($(grep -Ec '^[a-z].* ok ' <<<"$info") sections ok); -V: $version"
+say "$work/venv/bin/edgetensor info: heap ok ($(grep -Ec '^[a-z].* ok ' <<<"$info") backends ok); -V: $version"
 cd "$root"
 say "all passed"

@@ -8,7 +8,8 @@
 # lib/<multiarch>) and, with the Python module, ET_PYTHON_INSTALL_DIR=lib/python3/dist-packages.
 # scripts/package.sh does that (a reconfigure: nothing is recompiled, the targets whose install runpath
 # changes are relinked) and runs cpack; cpack refuses a tree configured otherwise (cmake/deb/cpack_config.cmake).
-if(NOT CMAKE_SYSTEM_NAME STREQUAL "Linux")
+# Only for edgetensor's own tree: a project that adds it with add_subdirectory packages itself.
+if(NOT ET_MASTER_PROJECT OR NOT CMAKE_SYSTEM_NAME STREQUAL "Linux")
   return()
 endif()
 

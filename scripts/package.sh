@@ -45,8 +45,9 @@ fi
 # A no-op on a built tree, apart from the relinks a new install RPATH needs.
 cmake --build "$build"
 
-rm -rf "$out"
+# Only what an earlier run left there goes: OUT_DIR may hold other files.
 mkdir -p "$out"
+rm -rf "$out"/*.deb "$out"/*.ddeb "$out/cpack.log" "$out/_CPack_Packages"
 compression=()
 [ -z "${ET_DEB_COMPRESSION:-}" ] || compression=(-D "CPACK_DEBIAN_COMPRESSION_TYPE=$ET_DEB_COMPRESSION")
 cpack --config "$build/CPackConfig.cmake" -B "$out" "${compression[@]}" >"$out/cpack.log" 2>&1 || {

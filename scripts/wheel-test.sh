@@ -21,12 +21,13 @@ say() { echo "wheel-test: $*"; }
 work=$(mktemp -d /tmp/et-wheel-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-rm -rf "$out"
+mkdir -p "$out"
+rm -f "$out"/edgetensor-*.whl
 start=$SECONDS
 "$python" -m build --wheel --no-isolation --outdir "$out" >"$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log" >&2; fail "python3 -m build --wheel --no-isolation (log above)"; }
 shopt -s nullglob
-wheels=("$out"/*.whl)
+wheels=("$out"/edgetensor-*.whl)
 shopt -u nullglob
 ((${#wheels[@]} == 1)) || fail "expected one wheel in $out, found ${#wheels[@]}"
 wheel=${wheels[0]}

@@ -4,12 +4,17 @@
 #   scripts/deps.sh          build (README command 1), the C++ tests, the Python module and its stub check
 #   scripts/deps.sh --test   also numpy and torch (about 180 MB), the consumers the Python tests need
 #                            (README command 2, CI)
+#   scripts/deps.sh --package  also what the packages need (docs/PACKAGING.md): dpkg-shlibdeps for
+#                            scripts/package.sh, file for its tests; Debian's build, setuptools, wheel and
+#                            venv for the wheel (CI)
 set -euo pipefail
 with_test=0
+with_package=0
 for arg in "$@"; do
   case "$arg" in
     --test) with_test=1 ;;
-    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+    --package) with_package=1 ;;
+    *) echo "usage: $0 [--test] [--package]" >&2; exit 2 ;;
   esac
 done
 
@@ -42,6 +47,9 @@ packages=(
 if ((with_test)); then
   # The Python tests' DLPack consumers (numpy 1.24, torch 1.13 CPU).
   packages+=(python3-numpy python3-torch)
+fi
+if ((with_package)); then
+  packages+=(dpkg-dev file python3-build python3-setuptools python3-wheel python3-venv)
 fi
 
 missing=()

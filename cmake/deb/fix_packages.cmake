@@ -1,0 +1,53 @@
+# CPACK_POST_BUILD_SCRIPTS of the Debian packages (cmake/packaging.cmake): two corrections of CPack 3.25's
+# control archives, made by replacing the control member of each package (the data member is untouched):
+#   - the md5sums of a -dbgsym package name the files by their staging path (/.../_CPack_Packages/...):
+#     they get the installed path, so that dpkg --verify and debsums check them;
+#   - a library package with the ldconfig trigger (cmake/deb/triggers) loses CPack's postinst and postrm,
+#     which only run ldconfig: the trigger does that once per dpkg run (lintian: maintscript-calls-ldconfig).
+# CPACK_PACKAGE_FILES: the .deb and .ddeb files, still in the staging area (cpack copies them out after this).
+set(et_packages ${CPACK_PACKAGE_FILES})
+set(et_work "${CPACK_TOPLEVEL_DIRECTORY}/_et_fix_packages")
+function(et_run)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY "${et_work}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "fix_packages: '${ARGN}' failed (${rc}): ${err}")
+  endif()
+endfunction()
+foreach(pkg IN LISTS et_packages)
+  file(REMOVE_RECURSE "${et_work}")
+  file(MAKE_DIRECTORY "${et_work}/control")
+  et_run(ar x "${pkg}" control.tar.gz)
+  et_run(tar -xzf control.tar.gz -C control)
+  set(changed OFF)
+  if(pkg MATCHES "\\.ddeb$" AND EXISTS "${et_work}/control/md5sums")
+    file(READ "${et_work}/control/md5sums" sums)
+    string(REGEX REPLACE "([0-9a-f]+  )/[^\n]*-dbgsym/(usr/)" "\\1\\2" fixed "${sums}")
+    if(NOT fixed STREQUAL sums)
+      file(WRITE "${et_work}/control/md5sums" "${fixed}")
+      set(changed ON)
+    endif()
+  endif()
+  if(EXISTS "${et_work}/control/triggers")
+    file(READ "${et_work}/control/triggers" triggers)
+    foreach(script postinst postrm)
+      if(triggers MATCHES "activate-noawait ldconfig" AND EXISTS "${et_work}/control/${script}")
+        file(READ "${et_work}/control/${script}" text)
+        # CPack's script: a shebang, set -e, and ldconfig for configure (postinst) or remove (postrm).
+        string(REGEX REPLACE "#![^\n]*|set -e|if \\[ \"\\$1\" = \"(configure|remove)\" \\]; then|ldconfig|fi|[ \t\n]" ""
+               rest "${text}")
+        if(rest STREQUAL "")
+          file(REMOVE "${et_work}/control/${script}")
+          set(changed ON)
+        endif()
+      endif()
+    endforeach()
+  endif()
+  if(changed)
+    file(GLOB members RELATIVE "${et_work}/control" "${et_work}/control/*")
+    list(SORT members)
+    list(TRANSFORM members PREPEND "./")
+    et_run(tar --owner=0 --group=0 --numeric-owner -czf control.tar.gz -C control ${members})
+    et_run(ar r "${pkg}" control.tar.gz)
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${et_work}")

@@ -17,7 +17,13 @@ echo "== lane 4: GPU visible: $gpu_visible"
 [ "$gpu_visible" = 1 ] && command -v nvidia-smi >/dev/null && nvidia-smi -L || true
 
 echo "== build (library, CUDA lanes, GPU check) in $build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DET_BUILD_TOOLS=OFF -DET_BUILD_BENCH=OFF >/dev/null
+# A tree of its own is configured lean (no CLI, no benchmarks). A tree configured before (CI passes build/,
+# README's) keeps its options: turning its CLI off would drop edgetensor-tools from the packages made of it.
+if [ -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" >/dev/null
+else
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DET_BUILD_TOOLS=OFF -DET_BUILD_BENCH=OFF >/dev/null
+fi
 cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_tests >/dev/null
 # The CUDA-GL lanes exist only in builds with the GL backend (ET_WITH_EGL).
 cmake --build "$build" -j"$jobs" --target edgetensor_cuda_gl_tests >/dev/null 2>&1 ||

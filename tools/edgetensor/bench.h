@@ -20,7 +20,7 @@ struct BenchRow {
   std::size_t width = 0, height = 0, bytes = 0;
   std::string memory;   // "heap", "memfd"
   std::string baseline, measured;  // what was timed
-  std::string clock = "thread cpu";  // "thread cpu", or "wall" (a case of two processes)
+  std::string clock = "thread cpu";  // "thread cpu", "wall" (a case of two processes), or "process cpu"
   double baseline_cpu_ns = 0, measured_cpu_ns = 0;
   double ratio = 0;      // baseline / measured: higher is faster
   double min_ratio = 0;  // the target, 0 = report only

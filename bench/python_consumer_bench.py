@@ -192,12 +192,14 @@ def main():
     if not os.access(peer, os.X_OK):
         ap.error("no C++ peer at %s (build et_py_channel_peer, or give --peer / ET_PY_CHANNEL_PEER)" % peer)
     kinds = ["C++", "numpy"]
-    if not args.no_torch:
+    if os.environ.get("ET_PY_SANITIZED"):  # python/tests/CMakeLists.txt: an ASan+UBSan tree
+        print("sanitized build: the figures mean nothing; torch (not instrumented) is skipped")
+    elif not args.no_torch:
         try:
             import torch  # noqa: F401
             kinds.append("torch")
-        except ImportError:
-            print("torch not importable: its consumer is skipped")
+        except Exception as e:  # noqa: BLE001 - any import failure
+            print("torch does not import (%s): its consumer is skipped" % e)
     per_run = args.seconds / args.rounds
     runs = {k: [] for k in kinds}
     for rnd in range(args.rounds):

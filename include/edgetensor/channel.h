@@ -132,7 +132,7 @@ class ET_API Listener {
 /// CLOEXEC) for Sender::create or Receiver::create. Waits at most `timeout` while the listener's queue
 /// is full. Errors: InvalidArgument (path as Listener::create), NotFound (no such file), Unavailable
 /// (nobody listens: ECONNREFUSED, a stale socket file), PermissionDenied (the file's mode), Busy (the
-/// queue stayed full), from_errno of socket or connect.
+/// queue stayed full; sys_errno ETIMEDOUT, EAGAIN for 0), from_errno of socket or connect.
 [[nodiscard]] ET_API Result<UniqueFd> connect(const std::string& path,
                                              std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
 

@@ -79,6 +79,25 @@ auto sliced(const std::optional<milliseconds>& timeout, Fn&& fn, const std::atom
 /// milliseconds::max() (the channel's "no limit") for None.
 milliseconds or_forever(const std::optional<milliseconds>& t) { return t ? *t : milliseconds::max(); }
 
+/// `e` (a slice's timeout) as the caller's: its text names `timeout` where it named the slice, and its errno is
+/// ETIMEDOUT (Python: edgetensor.TimeoutError, as every wait that ran out).
+et::Error caller_timeout(const et::Error& e, milliseconds timeout) {
+  std::string text = e.message();
+  auto swap = [&text](const std::string& from, const std::string& to) {
+    if (const auto at = text.rfind(from); at != std::string::npos) text.replace(at, from.size(), to);
+  };
+  auto seconds = [](milliseconds t) {  // as the library writes them ("0.05", "1")
+    std::string v = std::to_string(static_cast<double>(t.count()) / 1000.0);
+    v.erase(v.find_last_not_of('0') + 1);
+    if (v.back() == '.') v.pop_back();
+    return v;
+  };
+  swap("SenderOptions::send_timeout, " + std::to_string(kSlice.count()) + " ms",
+       "send_timeout, " + std::to_string(timeout.count()) + " ms");
+  swap("after " + seconds(kSlice) + " s", "after " + seconds(timeout) + " s");
+  return et::Error(e.code(), text, ETIMEDOUT);
+}
+
 /// A Sender or Receiver that close() (or the context manager) ends at once, also while another thread
 /// waits in one of its calls: each call holds its own reference for its duration.
 template <class T>
@@ -101,7 +120,13 @@ struct Handle {
     last.reset();  // a call still running in another thread holds its own reference
   }
 };
-using SenderHandle = Handle<ch::Sender>;
+/// A Sender and its caller's send_timeout. One longer than a slice (or none) runs in slices: the library's
+/// Sender gets kSlice as its send_timeout, and send, send_frame and end_stream repeat while they time out
+/// (send_in_slices), so Ctrl-C ends a send that waits for the receiver.
+struct SenderHandle : Handle<ch::Sender> {
+  std::optional<milliseconds> send_timeout;  // the caller's; nullopt: no bound
+  bool in_slices = false;
+};
 using ListenerHandle = Handle<ch::Listener>;
 /// A Publisher and the receiver options it was made with (add_receiver's overrides start from them).
 struct PublisherHandle : Handle<ch::Publisher> {
@@ -156,9 +181,34 @@ const char* kSendArgsDoc =
     " sequence: greater than every one sent before (None: the previous + 1, 0 first). timestamp_ns: "
     "CLOCK_MONOTONIC ns (None: now). pts_ns, duration_ns (>= 0): carried unchanged, None: none. flags: carried "
     "unchanged. Returns the frame's sequence (also under policy 'drop' when the frame was dropped). The sender "
-    "keeps the buffer until the receiver releases the frame. Waits at most send_timeout (policy 'block') with "
-    "the GIL released; a signal is handled when it returns. Heap and PBO memory: UnsupportedError; a "
-    "timeout: TimeoutError; the receiver gone: UnavailableError; the stream ended: FailedPreconditionError.";
+    "keeps the buffer until the receiver releases the frame. Waits at most send_timeout (policy 'block'; one "
+    "longer than 50 ms in 50 ms slices, so up to one slice more) with the GIL released; Ctrl-C raises "
+    "KeyboardInterrupt within a slice. Heap and PBO memory: UnsupportedError; a timeout: TimeoutError; the "
+    "receiver gone: UnavailableError; the stream ended: FailedPreconditionError.";
+
+/// Runs `fn`, a call of h's Sender that waits at most the library's send_timeout (send, send_frame,
+/// end_stream), with the GIL released. In slices (SenderHandle): repeats it while it times out (Busy) until the
+/// caller's send_timeout has passed, running Python's signal handlers between tries. A send that timed out
+/// sent no frame and leaves the channel open (channel.h), so the next try is the same send.
+template <class Fn>
+auto send_in_slices(const SenderHandle& h, Fn&& fn) {
+  if (!h.in_slices) return released(fn);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (;;) {
+    std::optional<std::invoke_result_t<Fn&>> result;
+    {
+      py::gil_scoped_release unlocked;
+      result.emplace(fn());
+    }
+    if (*result || result->error().code() != et::ErrorCode::Busy) return unwrap(std::move(*result));
+    if (h.send_timeout && Clock::now() - start >= *h.send_timeout)
+      raise(caller_timeout(result->error(), *h.send_timeout));
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (h.closed.load())
+      raise(et::Error(et::ErrorCode::FailedPrecondition, "edgetensor.channel: closed while waiting"));
+  }
+}
 
 void bind_stats(py::module_& m) {
   py::class_<ch::SenderStats>(m, "SenderStats", "A Sender's counters (channel.h SenderStats).")
@@ -296,8 +346,9 @@ void bind_listener(py::module_& m) {
       },
       py::arg("path"), py::arg("timeout") = 1.0,
       "Connects to a Listener's path ('@' first: an abstract name); returns the connected socket.socket. Waits at "
-      "most `timeout` seconds while the listener's queue is full. FileNotFoundError (no such file), "
-      "UnavailableError (nobody listens), PermissionError (the file's mode).");
+      "most `timeout` seconds while the listener's queue is full (None: no bound), then TimeoutError (BusyError "
+      "for 0). FileNotFoundError (no such file), UnavailableError (nobody listens), PermissionError (the file's "
+      "mode).");
   m.def(
       "socket_pair",
       [] {
@@ -318,9 +369,14 @@ void bind_sender(py::module_& m) {
       "of a with block, or collection) shuts the channel: the receiver sees it end. Threads: any.")
       .def(py::init([](const py::handle& sock, std::string name, std::size_t max_buffers, const py::object& send_timeout,
                        const py::handle& policy, std::size_t max_frames_out, bool receiver_may_choose) {
-             const auto o = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
+             auto o = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
              auto fd = duplicate_socket(sock, "edgetensor.channel.Sender");
              auto h = std::make_unique<SenderHandle>();
+             h->send_timeout = to_timeout_ms(send_timeout);
+             if (!h->send_timeout || *h->send_timeout > kSlice) {
+               o.send_timeout = kSlice;
+               h->in_slices = true;
+             }
              h->object = std::make_shared<ch::Sender>(unwrap(ch::Sender::create(std::move(fd), o)));
              h->name = std::move(name);
              return h;
@@ -338,7 +394,7 @@ void bind_sender(py::module_& m) {
              std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
             auto s = h.get("Sender");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
-            return released([&] { return s->send(tensor, o); });
+            return send_in_slices(h, [&] { return s->send(tensor, o); });
           },
           py::arg("tensor"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
           py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
@@ -351,7 +407,7 @@ void bind_sender(py::module_& m) {
              std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
             auto s = h.get("Sender");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
-            return released([&] { return s->send_frame(frame, o); });
+            return send_in_slices(h, [&] { return s->send_frame(frame, o); });
           },
           py::arg("frame"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
           py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
@@ -380,7 +436,7 @@ void bind_sender(py::module_& m) {
           "end_stream",
           [](SenderHandle& h) {
             auto s = h.get("Sender");
-            released([&] { return s->end_stream(); });
+            send_in_slices(h, [&] { return s->end_stream(); });
           },
           "Ends the stream: after the frames sent before it, the receiver gets a Delivery with end_of_stream "
           "set. Later sends raise FailedPreconditionError; calling it again does nothing.")

@@ -4,6 +4,7 @@
 overwritten, end of stream, receive_latest, the drop policy, asyncio, Ctrl-C, and bad input."""
 
 import asyncio
+import errno
 import os
 import signal
 import socket
@@ -192,6 +193,33 @@ def test_drain_times_out_naming_the_whole_wait():
     del d
 
 
+def test_a_send_waits_in_slices_for_a_release_and_times_out_naming_send_timeout():
+    """A send_timeout past 50 ms waits in slices (so Ctrl-C ends it, below): a release within it lets the
+    send through; none raises TimeoutError naming the caller's send_timeout, not a slice's."""
+    s, r = pair(send_timeout=0.12, max_frames_out=1)
+    s.send(et.allocate((4,), "uint8", memory="shm"))
+    start = time.monotonic()
+    with pytest.raises(et.TimeoutError, match=r"max_frames_out 1\) \(waited send_timeout, 120 ms\)") as e:
+        s.send(et.allocate((4,), "uint8", memory="shm"))
+    assert time.monotonic() - start >= 0.11 and e.value.errno == errno.ETIMEDOUT
+    assert s.stats().frames_sent == 1 and s.status() is None  # nothing sent, the channel open
+    s2, r2 = pair(send_timeout=5, max_frames_out=1)
+    s2.send(et.allocate((4,), "uint8", memory="shm"))
+    held = [r2.receive(timeout=1)]
+
+    def release_later():
+        time.sleep(0.2)  # the send below waits through a few slices first
+        held.clear()  # the Delivery's last holder: released from this thread
+
+    releaser = threading.Thread(target=release_later)
+    start = time.monotonic()
+    releaser.start()
+    assert s2.send(et.allocate((4,), "uint8", memory="shm")) == 1
+    assert 0.15 <= time.monotonic() - start < 4
+    releaser.join()
+    assert r2.receive(timeout=1).sequence == 1 and s2.stats().frames_sent == 2
+
+
 def test_a_held_frame_keeps_its_buffer_through_every_holder(torch):
     s, r = pair()
     p = shm_pool(max_buffers=1)
@@ -351,6 +379,23 @@ def test_listener_connect_accept_and_stats():
 
 # ---- asyncio -------------------------------------------------------------------------------------
 
+def test_connect_to_a_full_queue_times_out_as_every_wait():
+    """A listener that does not accept: once its queue is full, connect waits `timeout` and raises
+    edgetensor.TimeoutError (a built-in TimeoutError), BusyError for 0, as accept and receive do."""
+    with channel.Listener("@et-full-queue-%d" % os.getpid(), backlog=1) as ls:
+        queued = []
+        with pytest.raises(et.TimeoutError, match="accept queue stayed full for 60 ms") as e:
+            for _ in range(8):  # Linux queues backlog + 1 peers
+                queued.append(channel.connect(ls.path, timeout=0.06))
+        assert 1 <= len(queued) < 8 and e.value.errno == errno.ETIMEDOUT and isinstance(e.value, TimeoutError)
+        with pytest.raises(et.BusyError):
+            channel.connect(ls.path, timeout=0)
+        ls.accept(timeout=1).close()  # room for one more
+        queued.append(channel.connect(ls.path, timeout=1))
+        for c in queued:
+            c.close()
+
+
 def test_asyncio_receive_uses_the_event_loop():
     s, r = pair()
     p = shm_pool(max_buffers=2)
@@ -427,11 +472,16 @@ CTRL_C = textwrap.dedent("""
     if what == "drain":
         s.send(et.allocate((4,), "uint8", memory="shm"))
         d = r.receive(timeout=1)
+    if what == "send":  # the receiver holds its one frame: the next send waits for it, without bound
+        c, d = channel.socket_pair()
+        s, r = channel.Sender(c, send_timeout=None, max_frames_out=1), channel.Receiver(d)
+        s.send(et.allocate((4,), "uint8", memory="shm"))
     calls = {"receive": lambda: r.receive(),
              "receive_latest": lambda: r.receive_latest(timeout=60),
              "pool": lambda: pool.acquire(),
              "sender_acquire": lambda: s.acquire(pool, timeout=60),
              "drain": lambda: s.drain(),
+             "send": lambda: s.send(et.allocate((4,), "uint8", memory="shm")),
              "accept": lambda: channel.Listener("@et-ctrl-c-%d" % id(s)).accept()}
     print("waiting", flush=True)
     start = time.monotonic()
@@ -442,7 +492,7 @@ CTRL_C = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("what", ["receive", "receive_latest", "pool", "sender_acquire", "drain", "accept"])
+@pytest.mark.parametrize("what", ["receive", "receive_latest", "pool", "sender_acquire", "drain", "send", "accept"])
 def test_ctrl_c_interrupts_a_waiting_call(what):
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -454,7 +504,7 @@ def test_ctrl_c_interrupts_a_waiting_call(what):
         out, err = proc.communicate(timeout=10)
         took = time.monotonic() - sent
     finally:
-        proc.kill()  # a wait Ctrl-C did not end (the pool's waits, "pool", before the fix) has no bound
+        proc.kill()  # a wait Ctrl-C did not end ("pool" and "send" before their fixes) has no bound
         proc.wait()
     assert proc.returncode == 0, err
     assert out.startswith("interrupted"), (out, err)

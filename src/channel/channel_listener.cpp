@@ -246,9 +246,10 @@ Result<UniqueFd> connect(const std::string& path, std::chrono::milliseconds time
       return fail(Error(ErrorCode::Unavailable,
                         text::format("{}: nobody listens there (ECONNREFUSED: a stale socket file, or a listener that "
                                      "has not started)", who), e));
-    if (e == EAGAIN)
+    if (e == EAGAIN)  // the errno of every wait that ran out (accept, receive): ETIMEDOUT, EAGAIN for 0
       return fail(Error(ErrorCode::Busy,
-                        text::format("{}: the listener's accept queue stayed full for {} ms", who, timeout.count()), e));
+                        text::format("{}: the listener's accept queue stayed full for {} ms", who, timeout.count()),
+                        timeout.count() == 0 ? EAGAIN : ETIMEDOUT));
     return fail(Error::from_errno(e, text::format("{}: connect", who)));
   }
   timeval zero{};

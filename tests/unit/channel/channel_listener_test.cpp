@@ -2,7 +2,7 @@
 // Named sockets of the frame channel (issue 25): the socket file's mode, peers checked by SO_PEERCRED
 // against the allow rule (a refused peer run under another uid by fork + setresuid when root), a stale
 // socket file replaced, a live one and a non-socket path left alone, long paths, abstract names, the
-// accept timeout and its pollable fd, and no fd left behind.
+// accept timeout and its pollable fd, connect to a full queue, and no fd left behind.
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -137,6 +138,33 @@ TEST(ChannelListener, AcceptTimesOutWithBusy) {
   auto negative = l->accept(-1ms);
   ASSERT_FALSE(negative);
   EXPECT_EQ(negative.error().code(), ErrorCode::InvalidArgument);
+}
+
+// A full accept queue: connect waits its timeout, then Busy with the errno of every wait that ran out
+// (ETIMEDOUT; EAGAIN for 0), as accept and receive say it; Python makes that edgetensor.TimeoutError.
+TEST(ChannelListener, ConnectToAFullQueueTimesOutWithBusyEtimedout) {
+  TempPath p("full");
+  auto l = channel::Listener::create(p.path, {.backlog = 1});
+  ASSERT_OK(l);
+  std::vector<UniqueFd> queued;
+  Result<UniqueFd> c = fail(ErrorCode::Internal, "not tried");
+  for (int i = 0; i < 8; ++i) {  // Linux queues backlog + 1 peers on an AF_UNIX listener
+    const auto start = std::chrono::steady_clock::now();
+    c = channel::connect(p.path, 60ms);
+    if (!c) {
+      EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
+      break;
+    }
+    queued.push_back(std::move(*c));
+  }
+  ASSERT_FALSE(c) << "8 peers queued on a listener of backlog 1";
+  EXPECT_EQ(c.error().code(), ErrorCode::Busy);
+  EXPECT_EQ(c.error().sys_errno(), ETIMEDOUT);
+  EXPECT_NE(c.error().message().find("accept queue stayed full for 60 ms"), std::string::npos) << c.error().message();
+  auto now = channel::connect(p.path, 0ms);
+  ASSERT_FALSE(now);
+  EXPECT_EQ(now.error().code(), ErrorCode::Busy);
+  EXPECT_EQ(now.error().sys_errno(), EAGAIN);
 }
 
 TEST(ChannelListener, PeerOfAnotherUidIsRefusedClosedLoggedAndCounted) {

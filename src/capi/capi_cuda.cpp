@@ -15,10 +15,16 @@ struct et_cuda_stream {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::cuda::Stream stream;
 };
+struct et_cuda_stream_reference {
+  void operator()(et_cuda_stream* stream) const noexcept { edgetensor::capi::release_handle(stream); }
+};
 struct et_cuda_map {
   std::atomic<std::uint32_t> refs{1};
   // CudaMap::record creates and reuses its event, wait reads it: one of them at a time on a handle.
   mutable std::mutex mutex;
+  // The options' stream (GL: the unmap is issued on it), kept alive by the map: declared first, so it goes
+  // after the map (members die in reverse order).
+  std::unique_ptr<et_cuda_stream, et_cuda_stream_reference> options_stream;
   edgetensor::cuda::CudaMap map;
 };
 
@@ -46,8 +52,8 @@ std::string joined_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
-// The C++ MapOptions of a C struct (NULL: defaults); the stream is borrowed from the caller's handle.
-Result<cuda::MapOptions> cuda_map_options(const et_cuda_map_options* user) {
+// The C++ MapOptions of a C struct (NULL: defaults); its stream, if any, into *stream (not yet retained).
+Result<cuda::MapOptions> cuda_map_options(const et_cuda_map_options* user, const et_cuda_stream** stream) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_CUDA_MAP_OPTIONS_SIZE_VER0, "et_cuda_map_options"));
   cuda::MapOptions o;
   if (c.use_device > 1)
@@ -58,10 +64,11 @@ Result<cuda::MapOptions> cuda_map_options(const et_cuda_map_options* user) {
                 "et_cuda_map_options.reserved is " + std::to_string(c.reserved) + ", must be zero");
   if (c.use_device == 1) {
     if (c.device < 0)
-      return fail(ErrorCode::InvalidArgument,
-                  "et_cuda_map_options.device " + std::to_string(c.device) + " is negative (use_device 0 takes the current one)");
+      return fail(ErrorCode::InvalidArgument, "et_cuda_map_options.device " + std::to_string(c.device) +
+                                                  " is negative (use_device 0 takes the current one)");
     o.device = c.device;
   }
+  *stream = c.stream;
   if (c.stream != nullptr) o.stream = &c.stream->stream;
   return o;
 }
@@ -182,13 +189,15 @@ et_status et_tensor_cuda_map(const et_tensor* tensor, const et_cuda_map_options*
     if (tensor == nullptr) return null_argument(kFn, "tensor");
     if (out_device_ptr == nullptr) return null_argument(kFn, "out_device_ptr");
     if (out_size == nullptr) return null_argument(kFn, "out_size");
-    ET_TRY_ASSIGN(auto o, cuda_map_options(options));
-    ET_TRY_ASSIGN(auto m, cuda::map(tensor->tensor, o));
-    auto* handle = new et_cuda_map;
-    handle->map = std::move(m);
+    const et_cuda_stream* stream = nullptr;
+    ET_TRY_ASSIGN(auto o, cuda_map_options(options, &stream));
+    auto handle = std::make_unique<et_cuda_map>();
+    // Retained before the map exists, released after it is gone (the GL path unmaps on it).
+    handle->options_stream.reset(retain_handle(const_cast<et_cuda_stream*>(stream)));
+    ET_TRY_ASSIGN(handle->map, cuda::map(tensor->tensor, o));
     *out_device_ptr = handle->map.device_ptr();
     *out_size = handle->map.extent_bytes();
-    *out_map = handle;
+    *out_map = handle.release();
     return {};
   });
 }

@@ -375,6 +375,19 @@ static int case_cuda_fake_map_heap_shm(void) {
     CHECK_OK(et_tensor_cuda_map(t, &mo, &map, &device_ptr, &size));
     CHECK(device_ptr != NULL && size == 256);
     CHECK(f.live("host_register") == 1);
+    /* A map holds its options' stream until its last release. */
+    et_cuda_stream* held = NULL;
+    CHECK_OK(et_cuda_stream_create(&held));
+    et_cuda_map_options so = {.struct_size = sizeof so, .stream = held};
+    et_cuda_map* held_map = NULL;
+    void* held_ptr = NULL;
+    size_t held_size = 0;
+    CHECK_OK(et_tensor_cuda_map(t, &so, &held_map, &held_ptr, &held_size));
+    CHECK(held_ptr == device_ptr && held_size == size);
+    et_cuda_stream_release(held);
+    CHECK(f.live("stream") == 2);
+    et_cuda_map_release(held_map);
+    CHECK(f.live("stream") == 1);
     et_cuda_map_info info;
     memset(&info, 0xab, sizeof info);
     info.struct_size = sizeof info;

@@ -1219,17 +1219,16 @@ ET_C_API et_status et_channel_publisher_get_stats(const et_channel_publisher* pu
 ET_C_API et_status et_channel_publisher_get_path(const et_channel_publisher* publisher, const char** out_path);
 
 /* ---- CUDA (C++ cuda::, include/edgetensor/cuda.h, docs/CUDA.md) --------------------------------- */
-/* libcudart is loaded with dlopen on the first CUDA call of the process and never linked
- * (EDGETENSOR_CUDART=<path> loads that file only, EDGETENSOR_DISABLE_CUDA=1 none; both read once per process:
- * docs/CUDA.md, "The loader, errors, fork and threads"). Without a usable runtime, driver or device every
- * call below except the report, et_cuda_available and et_cuda_path_name fails with ET_UNAVAILABLE, the
- * message saying why; in the child of a fork() made after CUDA was loaded, with ET_FAILED_PRECONDITION (CUDA
- * state does not survive fork). A CUDA error keeps its name, number and text in the message
- * ("cudaErrorInsufficientDriver (35): ..."; CUDA Runtime API, "Error Handling"), its status as docs/CUDA.md
- * maps it (ET_OUT_OF_MEMORY for cudaErrorMemoryAllocation, ET_INTERNAL for one without a mapping). CUDA calls
- * run on the calling thread and use its current device (cudaGetDevice) unless a device is given. Versions
- * are 1000 x major + 10 x minor (13000 = 13.0), as cudaRuntimeGetVersion and cudaDriverGetVersion give them
- * (CUDA Runtime API, "Version Management"). */
+/* libcudart is loaded with dlopen on the first CUDA call of the process and never linked (EDGETENSOR_CUDART=<path>
+ * loads that file only, EDGETENSOR_DISABLE_CUDA=1 none; both read once per process: docs/CUDA.md, "The loader, errors,
+ * fork and threads"). Without a usable runtime, driver or device, every call below that reaches CUDA (a stream's create
+ * and synchronize, a map, its record and wait) fails with ET_UNAVAILABLE, the message saying why, and the report says
+ * so; in the child of a fork() made after CUDA was loaded, with ET_FAILED_PRECONDITION (CUDA state does not survive
+ * fork). A CUDA error keeps its name, number and text in the message ("cudaErrorInsufficientDriver (35): ..."; CUDA
+ * Runtime API, "Error Handling"), its status as docs/CUDA.md maps it (ET_OUT_OF_MEMORY for cudaErrorMemoryAllocation,
+ * ET_INTERNAL for one without a mapping). CUDA calls run on the calling thread and use its current device
+ * (cudaGetDevice) unless a device is given. Versions are 1000 x major + 10 x minor (13000 = 13.0), as
+ * cudaRuntimeGetVersion and cudaDriverGetVersion give them (CUDA Runtime API, "Version Management"). */
 
 /* What the CUDA runtime offers this process (C++ cuda::RuntimeReport; output struct: set struct_size first).
  * Computed once per process, on the first call, except forked_child (and with it available and error),
@@ -1332,8 +1331,8 @@ typedef struct et_cuda_map_options {
   uint32_t reserved;                /* zero */
   /* GL PBO tensors only (none this API allocates yet): the stream the map and, at the last release, the unmap
    * are issued on (cudaGraphicsMapResources / cudaGraphicsUnmapResources; CUDA Runtime API, "Graphics
-   * Interoperability"). NULL: the default stream. Borrowed: it must outlive the map. Ignored by the other
-   * paths. */
+   * Interoperability"). NULL: the default stream. The map holds a reference to it until its last release.
+   * Ignored by the other paths. */
   const et_cuda_stream* stream;
   ET_C_POINTER_PAD_(stream_pad_)
 } et_cuda_map_options;

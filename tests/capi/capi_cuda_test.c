@@ -165,7 +165,10 @@ static int case_cuda_noruntime_report(void) {
   CHECK(r.available == 0 && et_cuda_available() == 0);
   CHECK(r.runtime_version == 0 && r.driver_version == 0 && r.device_count == 0 && r.forked_child == 0);
   CHECK(strcmp(r.runtime_file, "") == 0 && strcmp(r.unavailable_paths, "") == 0);
-  CHECK(strstr(r.error, path) != NULL && strstr(r.error, "cannot open shared object file") != NULL);
+  /* A 32-bit process loads no runtime at all (CUDA supports 64-bit targets only); else dlopen names the file. */
+  const char* reason = sizeof(void*) == 4 ? "no CUDA runtime for a 32-bit process" : "cannot open shared object file";
+  CHECK(strstr(r.error, reason) != NULL);
+  CHECK(sizeof(void*) == 4 || strstr(r.error, path) != NULL);
   CHECK(strncmp(r.summary, "CUDA unavailable: ", 18) == 0);
   uint32_t count = 99;
   et_cuda_device_info info = {.struct_size = sizeof info};
@@ -182,7 +185,7 @@ static int case_cuda_noruntime_report(void) {
     void* device_ptr = NULL;
     size_t size = 0;
     CHECK_STATUS(ET_UNAVAILABLE, et_tensor_cuda_map(t, NULL, &map, &device_ptr, &size));
-    CHECK_MESSAGE(path);
+    CHECK_MESSAGE(sizeof(void*) == 4 ? reason : path);
     CHECK(map == NULL);
     /* The CPU side keeps working. */
     et_map* cpu = NULL;
@@ -194,7 +197,7 @@ static int case_cuda_noruntime_report(void) {
   }
   et_cuda_stream* stream = NULL;
   CHECK_STATUS(ET_UNAVAILABLE, et_cuda_stream_create(&stream));
-  CHECK_MESSAGE("cannot open shared object file");
+  CHECK_MESSAGE(reason);
   CHECK(stream == NULL);
   return 0;
 }

@@ -81,6 +81,24 @@ ET_STATIC_ASSERT(ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 == 48 && ET_CHANNEL_SEND_OPTI
                      ET_CHANNEL_RECEIVER_INFO_SIZE_VER0 == 112 && ET_CHANNEL_RECEIVER_INFO_SIZE_VER1 == 136,
                  "versions of the structs that grew");
 
+/* 0.5: CUDA. */
+ET_STATIC_ASSERT(sizeof(et_cuda_report) == 56 && offsetof(et_cuda_report, error) == 24 &&
+                     offsetof(et_cuda_report, runtime_file) == 32 && offsetof(et_cuda_report, unavailable_paths) == 40 &&
+                     offsetof(et_cuda_report, summary) == 48,
+                 "et_cuda_report layout");
+ET_STATIC_ASSERT(sizeof(et_cuda_device_info) == 288 && offsetof(et_cuda_device_info, total_memory_bytes) == 8 &&
+                     offsetof(et_cuda_device_info, compute_capability_major) == 16 &&
+                     offsetof(et_cuda_device_info, name) == 32,
+                 "et_cuda_device_info layout");
+ET_STATIC_ASSERT(sizeof(et_cuda_map_options) == 24 && offsetof(et_cuda_map_options, device) == 8 &&
+                     offsetof(et_cuda_map_options, stream) == 16,
+                 "et_cuda_map_options layout");
+ET_STATIC_ASSERT(sizeof(et_cuda_map_info) == 32 && offsetof(et_cuda_map_info, extent_bytes) == 16 &&
+                     offsetof(et_cuda_map_info, device_ptr) == 24,
+                 "et_cuda_map_info layout");
+ET_STATIC_ASSERT(sizeof(et_cuda_record_options) == 16 && offsetof(et_cuda_record_options, teardown_timeout_ns) == 8,
+                 "et_cuda_record_options layout");
+
 /* Every declaration used once, so a wrong prototype fails here rather than in a user's build. */
 int header_compile_uses(void);
 int header_compile_uses(void) {
@@ -259,6 +277,37 @@ int header_compile_uses(void) {
        et_channel_publisher_get_receivers(pub, infos, 2, &receiver_count) | et_channel_publisher_get_stats(pub, &pst) |
        et_channel_publisher_get_path(pub, &path);
   et_channel_publisher_release(et_channel_publisher_retain(pub));
+  et_cuda_report cr;
+  memset(&cr, 0, sizeof cr);
+  cr.struct_size = ET_CUDA_REPORT_SIZE_VER0;
+  et_cuda_device_info cdi[2];
+  memset(cdi, 0, sizeof cdi);
+  cdi[0].struct_size = ET_CUDA_DEVICE_INFO_SIZE_VER0;
+  uint32_t cuda_devices = 0;
+  s |= et_cuda_get_report(&cr) | et_cuda_get_devices(cdi, 2, &cuda_devices);
+  et_cuda_stream* cs = NULL;
+  void* native_stream = NULL;
+  s |= et_cuda_stream_create(&cs) | et_cuda_stream_synchronize(cs) | et_cuda_stream_get_native_handle(cs, &native_stream);
+  et_cuda_map_options cmo;
+  memset(&cmo, 0, sizeof cmo);
+  cmo.struct_size = ET_CUDA_MAP_OPTIONS_SIZE_VER0;
+  cmo.stream = cs;
+  et_cuda_map* cm = NULL;
+  void* device_ptr = NULL;
+  size_t device_size = 0;
+  s |= et_tensor_cuda_map(t, &cmo, &cm, &device_ptr, &device_size);
+  et_cuda_map_info cmi;
+  memset(&cmi, 0, sizeof cmi);
+  cmi.struct_size = ET_CUDA_MAP_INFO_SIZE_VER0;
+  et_cuda_record_options cro;
+  memset(&cro, 0, sizeof cro);
+  cro.struct_size = ET_CUDA_RECORD_OPTIONS_SIZE_VER0;
+  cro.use_teardown_timeout = 1;
+  cro.teardown_timeout_ns = ET_CUDA_DEFAULT_TEARDOWN_TIMEOUT_NS;
+  s |= et_cuda_map_get_info(cm, &cmi) | et_cuda_map_record(cm, cs, &cro) | et_cuda_map_wait(cm);
+  s |= (et_status)et_cuda_available() + (et_status)et_cuda_path_name(ET_CUDA_PATH_GL_BUFFER)[0];
+  et_cuda_map_release(et_cuda_map_retain(cm));
+  et_cuda_stream_release(et_cuda_stream_retain(cs));
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

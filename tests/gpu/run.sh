@@ -24,7 +24,9 @@ if [ -f "$build/CMakeCache.txt" ]; then
 else
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DET_BUILD_TOOLS=OFF -DET_BUILD_BENCH=OFF >/dev/null
 fi
-cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_tests >/dev/null
+# et_capi_cuda_tests: the C API's CUDA lanes (capi.cuda_*, label cuda); with a GPU, capi.cuda_real_runtime
+# writes through a device pointer from et_tensor_cuda_map and reads it back.
+cmake --build "$build" -j"$jobs" --target edgetensor_static edgetensor_cuda_tests et_capi_cuda_tests >/dev/null
 # The CUDA-GL lanes exist only in builds with the GL backend (ET_WITH_EGL).
 cmake --build "$build" -j"$jobs" --target edgetensor_cuda_gl_tests >/dev/null 2>&1 ||
   echo "== no CUDA-GL test binary (built without EGL): the cuda.gl lanes do not run"
@@ -34,7 +36,7 @@ g++ -std=c++20 -O2 -I"$root/include" -I"$build/include" -I"$root/src" -I"$cuda_h
     "$root/tests/gpu/gpu_check.cpp" -o "$build/gpu_check" \
     "$build/src/libedgetensor.a" -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" -lcudart -ldl -lpthread
 
-echo "== non-GPU CUDA lanes (real runtime as found, no runtime, test double; label cuda_gl matches -L cuda)"
+echo "== CUDA lanes, C++ and C API (real runtime as found, no runtime, test double; label cuda_gl matches -L cuda)"
 (cd "$build" && ctest -L cuda --output-on-failure -j"$jobs" | grep -E "tests passed|tests failed|Failed|\*\*\*")
 
 echo "== GPU check"

@@ -13,7 +13,7 @@
  *   so an FFI that ignores it leaks nothing.
  * - errno. Every function returns with errno as it was on entry, on success and on failure; a failure's
  *   own errno (0 when none applies) is et_last_error_errno().
- * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool, et_frame, the channel's) are opaque and
+ * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool, et_frame, the channel's, CUDA's) are opaque and
  *   reference-counted: a call that makes one gives the caller one reference; _retain adds one, _release
  *   drops one (NULL is ignored); the last release frees it. Releasing more than was retained is undefined.
  *   A handle keeps what it needs alive (a map or view keeps its buffer).
@@ -1217,6 +1217,182 @@ ET_C_API et_status et_channel_publisher_get_stats(const et_channel_publisher* pu
                                                   et_channel_publisher_stats* stats);
 /* The path given to _listen ("" otherwise; valid until the last release). Errors: ET_INVALID_ARGUMENT (NULL). */
 ET_C_API et_status et_channel_publisher_get_path(const et_channel_publisher* publisher, const char** out_path);
+
+/* ---- CUDA (C++ cuda::, include/edgetensor/cuda.h, docs/CUDA.md) --------------------------------- */
+/* libcudart is loaded with dlopen on the first CUDA call of the process and never linked (EDGETENSOR_CUDART=<path>
+ * loads that file only, EDGETENSOR_DISABLE_CUDA=1 none; both read once per process: docs/CUDA.md, "The loader, errors,
+ * fork and threads"). Without a usable runtime, driver or device, every call below that reaches CUDA (a stream's create
+ * and synchronize, a map, its record and wait) fails with ET_UNAVAILABLE, the message saying why, and the report says
+ * so; in the child of a fork() made after CUDA was loaded, with ET_FAILED_PRECONDITION (CUDA state does not survive
+ * fork). A CUDA error keeps its name, number and text in the message ("cudaErrorInsufficientDriver (35): ..."; CUDA
+ * Runtime API, "Error Handling"), its status as docs/CUDA.md maps it (ET_OUT_OF_MEMORY for cudaErrorMemoryAllocation,
+ * ET_INTERNAL for one without a mapping). CUDA calls run on the calling thread and use its current device
+ * (cudaGetDevice) unless a device is given. Versions are 1000 x major + 10 x minor (13000 = 13.0), as
+ * cudaRuntimeGetVersion and cudaDriverGetVersion give them (CUDA Runtime API, "Version Management"). */
+
+/* What the CUDA runtime offers this process (C++ cuda::RuntimeReport; output struct: set struct_size first).
+ * Computed once per process, on the first call, except forked_child (and with it available and error),
+ * which follows the calling process. Strings are NUL-terminated UTF-8 of static storage: valid until the
+ * process ends, never freed by the caller. */
+typedef struct et_cuda_report {
+  uint32_t struct_size;
+  uint32_t available;        /* 1: a runtime loaded, its driver answers, >= 1 device, not a fork child (each
+                                path may still be off: unavailable_paths) */
+  int32_t runtime_version;   /* cudaRuntimeGetVersion; 0 when no runtime answered */
+  int32_t driver_version;    /* cudaDriverGetVersion; 0 = no CUDA driver installed */
+  int32_t device_count;      /* cudaGetDeviceCount; 0 when it failed */
+  uint32_t forked_child;     /* 1: this process is a fork() child of the process that loaded CUDA */
+  const char* error;         /* why unavailable (CUDA error name, number and text, or the loader's reason:
+                                every file tried); "" when available */
+  ET_C_POINTER_PAD_(error_pad_)
+  const char* runtime_file;  /* full path of the loaded runtime (dlinfo); "" when none loaded */
+  ET_C_POINTER_PAD_(runtime_file_pad_)
+  /* While available: one line per ET_CUDA_PATH_* that cannot work here, "<et_cuda_path_name>: <reason>",
+   * lines separated by '\n'; "" when every path can (or CUDA is unavailable: error says why). */
+  const char* unavailable_paths;
+  ET_C_POINTER_PAD_(unavailable_paths_pad_)
+  /* One line for a log: "CUDA 13.0 runtime (<file>), driver none, 0 device(s): unavailable: <error>", or
+   * "CUDA unavailable: <error>" when no runtime answered. */
+  const char* summary;
+  ET_C_POINTER_PAD_(summary_pad_)
+} et_cuda_report;
+#define ET_CUDA_REPORT_SIZE_VER0 ((uint32_t)sizeof(et_cuda_report))
+
+/* Fills *report; loads the runtime on the first CUDA call of the process (a dlopen and a few queries: not for
+ * a hot path the first time, a copy afterwards). An unusable CUDA is a report with available 0, not an
+ * error. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_cuda_get_report(et_cuda_report* report);
+/* 1 when et_cuda_get_report would give available 1, else 0; cheap after the first CUDA call. Never fails. */
+ET_C_API uint32_t et_cuda_available(void);
+
+/* One CUDA device (C++ cuda::DeviceInfo; output struct: set struct_size first). */
+typedef struct et_cuda_device_info {
+  uint32_t struct_size;
+  int32_t ordinal;                    /* the CUDA device number */
+  uint64_t total_memory_bytes;        /* cuDeviceTotalMem; 0 when the driver API was unreachable */
+  int32_t compute_capability_major;   /* cudaDevAttrComputeCapabilityMajor */
+  int32_t compute_capability_minor;   /* cudaDevAttrComputeCapabilityMinor */
+  uint32_t integrated;                /* 1: shares memory with the CPU (Jetson); cudaDevAttrIntegrated */
+  uint32_t can_map_host_memory;       /* 1: cudaDevAttrCanMapHostMemory */
+  char name[256];                     /* cuDeviceGetName, NUL-terminated; "" when unreachable */
+} et_cuda_device_info;
+#define ET_CUDA_DEVICE_INFO_SIZE_VER0 ((uint32_t)sizeof(et_cuda_device_info))
+
+/* The devices of the report (none while CUDA is unavailable), in ordinal order: the first min(capacity,
+ * count) into `infos`, an array whose element size is infos[0].struct_size (set it on the first; the library
+ * sets it on the others), and their number into *out_count (call again with a larger array when it is above
+ * capacity). `infos` may be NULL when capacity is 0. Errors: ET_INVALID_ARGUMENT (NULL out_count, NULL infos
+ * with capacity > 0, bad struct_size). */
+ET_C_API et_status et_cuda_get_devices(et_cuda_device_info* infos, uint32_t capacity, uint32_t* out_count);
+
+/* How a storage is reached from CUDA (C++ cuda::CudaPath). */
+#define ET_CUDA_PATH_HOST_REGISTERED 0     /* heap, shm: cudaHostRegister(Mapped|Portable), cudaHostGetDevicePointer */
+#define ET_CUDA_PATH_EXTERNAL_OPAQUE_FD 1  /* DMA-BUF: cudaImportExternalMemory(OpaqueFd) */
+#define ET_CUDA_PATH_EXTERNAL_DMABUF 2     /* DMA-BUF: cuImportExternalMemory(..._HANDLE_TYPE_DMABUF_FD) */
+#define ET_CUDA_PATH_GL_BUFFER 3           /* GL PBO: cudaGraphicsGLRegisterBuffer */
+/* "host-registered", "external-opaque-fd", "external-dmabuf", "gl-buffer"; "unknown" otherwise. Static
+ * storage. */
+ET_C_API const char* et_cuda_path_name(int32_t path);
+
+/* ---- CUDA streams ---- */
+/* A CUDA stream (C++ cuda::Stream): created with cudaStreamCreateWithFlags(cudaStreamNonBlocking), destroyed
+ * with cudaStreamDestroy at the last release (no CUDA call in a fork child). Reference-counted as the other
+ * handles. */
+typedef struct et_cuda_stream et_cuda_stream;
+
+/* A new stream into *out. Errors: ET_INVALID_ARGUMENT (NULL out), ET_UNAVAILABLE, ET_FAILED_PRECONDITION
+ * (fork child), the CUDA error of cudaStreamCreateWithFlags. */
+ET_C_API et_status et_cuda_stream_create(et_cuda_stream** out);
+ET_C_API et_cuda_stream* et_cuda_stream_retain(et_cuda_stream* stream);
+/* The last release destroys the stream (cudaStreamDestroy: work queued on it still completes). */
+ET_C_API void et_cuda_stream_release(et_cuda_stream* stream);
+/* Blocks until all work queued on the stream is complete (cudaStreamSynchronize). Errors: ET_INVALID_ARGUMENT
+ * (NULL), ET_UNAVAILABLE, ET_FAILED_PRECONDITION (fork child), the CUDA error. */
+ET_C_API et_status et_cuda_stream_synchronize(const et_cuda_stream* stream);
+/* *out_native_handle: the cudaStream_t, borrowed (never destroy it): valid until the handle's last release,
+ * to queue the caller's own kernels and copies on. Errors: ET_INVALID_ARGUMENT (NULL). */
+ET_C_API et_status et_cuda_stream_get_native_handle(const et_cuda_stream* stream, void** out_native_handle);
+
+/* ---- CUDA maps: a device view of a tensor ---- */
+/* A device pointer to the tensor's first element, its extent mapped (C++ cuda::CudaMap). The storage is
+ * reached through one CUDA handle made on its first map and kept until the storage frees its memory (heap and
+ * shm: host-registered once, read-only storage with cudaHostRegisterReadOnly; DMA-BUF: imported as external
+ * memory; docs/CUDA.md). The map keeps the tensor's buffer alive. CPU and device access are not synchronised
+ * for the caller: device work through the pointer must be complete before a CPU map of the same buffer opens,
+ * and CPU maps closed before it starts; et_cuda_map_record after queuing the work and et_cuda_map_wait before
+ * the CPU map do that. Reference-counted as the other handles; the last release ends the view. */
+typedef struct et_cuda_map et_cuda_map;
+
+/* Options of et_tensor_cuda_map (C++ cuda::MapOptions). */
+typedef struct et_cuda_map_options {
+  uint32_t struct_size;
+  uint32_t use_device;              /* 0: the calling thread's current device (cudaGetDevice); 1: `device` */
+  int32_t device;                   /* with use_device: the CUDA device number, 0 to device_count - 1 */
+  uint32_t reserved;                /* zero */
+  /* GL PBO tensors only (none this API allocates yet): the stream the map and, at the last release, the unmap
+   * are issued on (cudaGraphicsMapResources / cudaGraphicsUnmapResources; CUDA Runtime API, "Graphics
+   * Interoperability"). NULL: the default stream. The map holds a reference to it until its last release.
+   * Ignored by the other paths. */
+  const et_cuda_stream* stream;
+  ET_C_POINTER_PAD_(stream_pad_)
+} et_cuda_map_options;
+#define ET_CUDA_MAP_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_cuda_map_options))
+
+/* Maps `tensor` for CUDA with `options` (NULL: defaults): *out_device_ptr (the first element's device address)
+ * and *out_size (bytes, the tensor's extent) stay valid until the map's last release. Never a copy. Errors:
+ * ET_INVALID_ARGUMENT (NULL, bad options, use_device not 0 or 1, a device that does not exist, naming it and
+ * the count), ET_FAILED_PRECONDITION (zero bytes, fork child, a storage already reached from another device,
+ * naming both), ET_UNAVAILABLE (naming why, e.g. "cudaErrorInsufficientDriver (35)"), ET_UNSUPPORTED (no path
+ * works for this storage, with each path's reason), ET_BUSY (GL: CPU-mapped or already mapped by CUDA), the
+ * CUDA error of the registration or import. */
+ET_C_API et_status et_tensor_cuda_map(const et_tensor* tensor, const et_cuda_map_options* options,
+                                      et_cuda_map** out_map, void** out_device_ptr, size_t* out_size);
+ET_C_API et_cuda_map* et_cuda_map_retain(et_cuda_map* map);
+/* The last release ends the view (C++ CudaMap::unmap) without waiting for recorded work: the buffer's last
+ * holder waits for it, at most the record's teardown bound, before it frees the memory; a pool hands the
+ * buffer out again, and a channel receiver sends its release, only once that work is done. */
+ET_C_API void et_cuda_map_release(et_cuda_map* map);
+
+/* What a CUDA map is (output struct: set struct_size first). */
+typedef struct et_cuda_map_info {
+  uint32_t struct_size;
+  int32_t path;              /* ET_CUDA_PATH_*: how the storage is reached */
+  int32_t device;            /* the CUDA device the storage's handle was made on */
+  uint32_t reserved;         /* zero */
+  uint64_t extent_bytes;     /* from the first element to one past the last: what the device pointer covers */
+  void* device_ptr;          /* the first element's device address, as et_tensor_cuda_map gave it */
+  ET_C_POINTER_PAD_(device_ptr_pad_)
+} et_cuda_map_info;
+#define ET_CUDA_MAP_INFO_SIZE_VER0 ((uint32_t)sizeof(et_cuda_map_info))
+/* Fills *info. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_cuda_map_get_info(const et_cuda_map* map, et_cuda_map_info* info);
+
+/* The teardown bound of a record without options (C++ cuda::kDefaultTeardownTimeout, 5 s). */
+#define ET_CUDA_DEFAULT_TEARDOWN_TIMEOUT_NS INT64_C(5000000000)
+
+/* Options of et_cuda_map_record. */
+typedef struct et_cuda_record_options {
+  uint32_t struct_size;
+  uint32_t use_teardown_timeout;  /* 0: ET_CUDA_DEFAULT_TEARDOWN_TIMEOUT_NS; 1: teardown_timeout_ns */
+  /* With use_teardown_timeout: the longest the buffer's last holder waits for the recorded work before it
+   * frees the memory, in nanoseconds, rounded up to a whole millisecond; 0: no wait; negative: no bound. Past
+   * it the memory is leaked with a warning naming the buffer, never freed under running work
+   * (docs/SYNC.md, "Teardown"). */
+  int64_t teardown_timeout_ns;
+} et_cuda_record_options;
+#define ET_CUDA_RECORD_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_cuda_record_options))
+
+/* Records an event on `stream` (cudaEventRecord) marking the end of the work queued on it so far that reads or
+ * writes through the map, with `options` (NULL: defaults); a later record replaces the event's work and the
+ * bound. Errors: ET_INVALID_ARGUMENT (NULL map or stream, bad options, use_teardown_timeout not 0 or 1),
+ * ET_UNAVAILABLE, ET_FAILED_PRECONDITION (fork child), the CUDA error. Threads: record and wait on one map
+ * run one at a time (a second waits). */
+ET_C_API et_status et_cuda_map_record(et_cuda_map* map, const et_cuda_stream* stream,
+                                      const et_cuda_record_options* options);
+/* Blocks until the recorded work is complete (cudaEventSynchronize); without a record, until the map's device
+ * is idle (cudaDeviceSynchronize). Call it before a CPU map of the buffer. Errors: ET_INVALID_ARGUMENT (NULL),
+ * ET_UNAVAILABLE, ET_FAILED_PRECONDITION (fork child), the CUDA error. Threads: as et_cuda_map_record. */
+ET_C_API et_status et_cuda_map_wait(const et_cuda_map* map);
 
 /* ---- The machine report ------------------------------------------------------------------------- */
 /* The probe report of `edgetensor info --json` (schema "edgetensor.info/1", probed within this process:

@@ -14,9 +14,10 @@ install(DIRECTORY include/edgetensor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COM
 install(DIRECTORY include/edgetensor/c DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/edgetensor COMPONENT c_dev)
 install(FILES ${ET_GENERATED_INCLUDE_DIR}/edgetensor/abi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/edgetensor
         COMPONENT dev)
-# The headers cite these documents (the wire format of every IPC message, the test lanes).
-install(FILES README.md docs/WIRE.md docs/ARCHITECTURE.md docs/TESTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        COMPONENT dev)
+# README and every document it and the headers cite (docs/*.md: the wire format, the C API, the channel,
+# CUDA, sync, the packages, the test lanes), so the installed README's links lead somewhere.
+file(GLOB et_docs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES README.md ${et_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
 install(TARGETS edgetensor edgetensor_static EXPORT edgetensorTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
@@ -41,12 +42,20 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVer
                                  COMPATIBILITY ${ET_PACKAGE_COMPATIBILITY})
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/edgetensorConfigVersion.cmake
         DESTINATION ${ET_CMAKE_DIR} COMPONENT dev)
-# The .pc file finds its prefix relative to itself, so `cmake --install --prefix X` works anywhere.
-file(RELATIVE_PATH ET_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
-string(REGEX REPLACE "/$" "" ET_PC_TO_PREFIX "${ET_PC_TO_PREFIX}")
-configure_file(cmake/edgetensor.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
-# The C API's own .pc (no static C library ships: src/CMakeLists.txt says why, so no Libs.private).
-configure_file(cmake/edgetensor-c.pc.in ${CMAKE_CURRENT_BINARY_DIR}/edgetensor-c.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/edgetensor-c.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-        COMPONENT c_dev)
+# The .pc files find their prefix relative to themselves, so `cmake --install --prefix X` works anywhere. Installed
+# under a system prefix (/usr: the Debian packages; /usr/local), they name the prefix itself instead, decided at
+# install time (cmake/install_pc.cmake): pkg-config then sees -I/usr/include and -L/usr/lib/<multiarch> as the
+# system directories it leaves out, rather than "<libdir>/pkgconfig/../../.." ahead of the user's own -L.
+file(RELATIVE_PATH et_pc_to_prefix /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" et_pc_to_prefix "${et_pc_to_prefix}")
+set(ET_PC_PREFIX "\${pcfiledir}/${et_pc_to_prefix}")
+# The C API's own .pc has no Libs.private: no static C library ships (src/CMakeLists.txt says why).
+foreach(et_pc IN ITEMS edgetensor:dev edgetensor-c:c_dev)
+  string(REPLACE ":" ";" et_pc "${et_pc}")
+  list(GET et_pc 0 et_pc_name)
+  list(GET et_pc 1 et_pc_component)
+  configure_file(cmake/${et_pc_name}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${et_pc_name}.pc @ONLY)
+  install(CODE "set(ET_PC_FILE \"${CMAKE_CURRENT_BINARY_DIR}/${et_pc_name}.pc\")
+set(ET_PC_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+include(\"${PROJECT_SOURCE_DIR}/cmake/install_pc.cmake\")" COMPONENT ${et_pc_component})
+endforeach()

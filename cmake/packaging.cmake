@@ -137,6 +137,9 @@ CUDA interop loaded at run time.")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${et_pkg_runtime})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+# The GL PBO backend loads libEGL.so.1 and Mesa (or a vendor driver) at run time: edgetensor info says
+# "gl_pbo unavailable" without them.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "libegl1, libgles2, libegl-mesa0")
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "zero-copy tensor memory for edge-AI pipelines (C++ library)
 ${et_deb_about}
 
@@ -209,6 +212,8 @@ and PyTorch arrays view its tensors through DLPack.")
 
 set(CPACK_DEBIAN_GSTREAMER_PACKAGE_NAME ${et_pkg_gstreamer})
 set(CPACK_DEBIAN_GSTREAMER_PACKAGE_SECTION video)
+# gst-launch-1.0 and gst-inspect-1.0 (README's GStreamer lines), videotestsrc/videoconvert, autovideosink.
+set(CPACK_DEBIAN_GSTREAMER_PACKAGE_SUGGESTS "gstreamer1.0-tools, gstreamer1.0-plugins-base, gstreamer1.0-plugins-good")
 set(CPACK_COMPONENT_GSTREAMER_DEPENDS c_runtime)
 set(CPACK_DEBIAN_GSTREAMER_DESCRIPTION "zero-copy tensor memory for edge-AI pipelines (GStreamer plugin)
 ${et_deb_about}

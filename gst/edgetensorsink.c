@@ -33,6 +33,9 @@ enum {
   PROP_POOL_SIZE,
   PROP_WAIT_RECEIVERS,
   PROP_DRAIN_TIMEOUT,
+  PROP_SOCKET_MODE,
+  PROP_ALLOW_UIDS,
+  PROP_ALLOW_GIDS,
   PROP_STATS,
 };
 
@@ -41,6 +44,9 @@ enum {
 #define DEFAULT_POOL_SIZE 6
 #define DEFAULT_WAIT_RECEIVERS 0
 #define DEFAULT_DRAIN_TIMEOUT_MS 1000
+#define DEFAULT_SOCKET_MODE 0600u
+/* Most entries of allow-uids and of allow-gids. */
+#define MAX_ALLOW_IDS 64u
 /* The copy path's longest wait for a free buffer under the block policy: the channel's send timeout, which
  * the sink's receivers have (a send waits that long for a release too). */
 #define COPY_WAIT_MS 1000
@@ -60,6 +66,9 @@ struct _GstEdgetensorSink {
   guint pool_size;
   guint wait_receivers;
   guint drain_timeout_ms;
+  guint socket_mode;        /* permission bits of the socket file */
+  char* allow_uids;         /* "1000,1001": peers of these uids pass besides this process's uid */
+  char* allow_gids;         /* peers whose primary gid is one of these pass */
   gint unlocked;            /* atomic: unlock() asked render to stop waiting for receivers */
   gboolean waited;          /* wait-receivers was met (once per stream) */
   /* Between start and stop (the publisher's calls are thread-safe). */
@@ -95,6 +104,15 @@ static void gst_edgetensor_sink_set_property(GObject* object, guint id, const GV
     case PROP_POOL_SIZE: self->pool_size = g_value_get_uint(value); break;
     case PROP_WAIT_RECEIVERS: self->wait_receivers = g_value_get_uint(value); break;
     case PROP_DRAIN_TIMEOUT: self->drain_timeout_ms = g_value_get_uint(value); break;
+    case PROP_SOCKET_MODE: self->socket_mode = g_value_get_uint(value); break;
+    case PROP_ALLOW_UIDS:
+      g_free(self->allow_uids);
+      self->allow_uids = g_value_dup_string(value);
+      break;
+    case PROP_ALLOW_GIDS:
+      g_free(self->allow_gids);
+      self->allow_gids = g_value_dup_string(value);
+      break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -126,6 +144,9 @@ static void gst_edgetensor_sink_get_property(GObject* object, guint id, GValue* 
     case PROP_POOL_SIZE: g_value_set_uint(value, self->pool_size); break;
     case PROP_WAIT_RECEIVERS: g_value_set_uint(value, self->wait_receivers); break;
     case PROP_DRAIN_TIMEOUT: g_value_set_uint(value, self->drain_timeout_ms); break;
+    case PROP_SOCKET_MODE: g_value_set_uint(value, self->socket_mode); break;
+    case PROP_ALLOW_UIDS: g_value_set_string(value, self->allow_uids); break;
+    case PROP_ALLOW_GIDS: g_value_set_string(value, self->allow_gids); break;
     case PROP_STATS: g_value_take_boxed(value, sink_stats(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
@@ -135,6 +156,8 @@ static void gst_edgetensor_sink_get_property(GObject* object, guint id, GValue* 
 static void gst_edgetensor_sink_finalize(GObject* object) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(object);
   g_free(self->socket_path);
+  g_free(self->allow_uids);
+  g_free(self->allow_gids);
   G_OBJECT_CLASS(gst_edgetensor_sink_parent_class)->finalize(object);
 }
 
@@ -251,9 +274,53 @@ static gboolean gst_edgetensor_sink_propose_allocation(GstBaseSink* sink, GstQue
   return TRUE;
 }
 
-/* Publishes on socket-path, each receiver with the policy and frame limit of the properties. */
+/* Parses `text` ("", or decimal ids separated by commas, e.g. "1000,1001") into ids[0..*count). FALSE, with
+ * *message (g_free it) naming the property, the entry and the limit, for anything else. */
+static gboolean parse_ids(const char* property, const char* text, uint32_t* ids, uint32_t* count, char** message) {
+  *count = 0;
+  if (text == NULL || text[0] == '\0') return TRUE;
+  gchar** parts = g_strsplit(text, ",", -1);
+  gboolean ok = TRUE;
+  for (gchar** p = parts; ok && *p != NULL; ++p) {
+    const char* entry = g_strstrip(*p);
+    guint64 id = 0;
+    GError* error = NULL;
+    if (*count == MAX_ALLOW_IDS) {
+      *message = g_strdup_printf("%s '%s': more than %u ids", property, text, MAX_ALLOW_IDS);
+      ok = FALSE;
+    } else if (!g_ascii_string_to_unsigned(entry, 10, 0, G_MAXUINT32 - 1, &id, &error)) {
+      *message = g_strdup_printf("%s '%s': '%s' is not a numeric id from 0 to %u (%s)", property, text, entry,
+                                 G_MAXUINT32 - 1, error->message);
+      g_error_free(error);
+      ok = FALSE;
+    } else {
+      ids[(*count)++] = (uint32_t)id;
+    }
+  }
+  g_strfreev(parts);
+  return ok;
+}
+
+/* Publishes on socket-path (socket-mode, allow-uids, allow-gids), each receiver with the policy and frame limit
+ * of the properties. */
 static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
+  uint32_t uids[MAX_ALLOW_IDS], gids[MAX_ALLOW_IDS];
+  et_channel_listen_options listen = {0};
+  listen.struct_size = sizeof listen;
+  char* message = NULL;
+  GST_OBJECT_LOCK(self);
+  listen.mode = self->socket_mode;
+  const gboolean ids_ok = parse_ids("allow-uids", self->allow_uids, uids, &listen.uid_count, &message) &&
+                          parse_ids("allow-gids", self->allow_gids, gids, &listen.gid_count, &message);
+  GST_OBJECT_UNLOCK(self);
+  if (!ids_ok) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("edgetensorsink: %s", message), (NULL));
+    g_free(message);
+    return FALSE;
+  }
+  listen.uids = listen.uid_count > 0 ? uids : NULL;
+  listen.gids = listen.gid_count > 0 ? gids : NULL;
   GST_OBJECT_LOCK(self);
   char* path = g_strdup(self->socket_path);
   et_channel_sender_options receiver = {0};
@@ -275,7 +342,7 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   options.name = name;
   options.receiver = &receiver;
   et_channel_publisher* publisher = NULL;
-  const et_status status = et_channel_publisher_listen(path, NULL, &options, &publisher);
+  const et_status status = et_channel_publisher_listen(path, &listen, &options, &publisher);
   g_free(name);
   if (status != ET_OK) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("cannot publish on %s: %s", path, et_last_error_message()), (NULL));
@@ -564,6 +631,22 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
                         "(0: none)",
                         0, G_MAXINT32, DEFAULT_DRAIN_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(
+      object_class, PROP_SOCKET_MODE,
+      g_param_spec_uint("socket-mode", "Socket mode",
+                        "Permission bits of the socket file (connect needs write permission: 0660 lets the file's "
+                        "group in, 0666 anyone the allow rule passes); unused for an abstract name",
+                        0, 0777, DEFAULT_SOCKET_MODE, rw));
+  g_object_class_install_property(
+      object_class, PROP_ALLOW_UIDS,
+      g_param_spec_string("allow-uids", "Allowed uids",
+                          "Comma-separated uids whose consumers are accepted besides this process's own uid "
+                          "(SO_PEERCRED at accept; others are refused and logged), e.g. \"1000,1001\"",
+                          NULL, rw));
+  g_object_class_install_property(
+      object_class, PROP_ALLOW_GIDS,
+      g_param_spec_string("allow-gids", "Allowed gids",
+                          "Comma-separated gids: consumers whose primary gid is one of them are accepted", NULL, rw));
+  g_object_class_install_property(
       object_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
                          "Frames published, zero-copy and copied frames, copy buffers and drops, receivers",
@@ -592,6 +675,7 @@ static void gst_edgetensor_sink_init(GstEdgetensorSink* self) {
   self->max_frames_out = DEFAULT_MAX_FRAMES_OUT;
   self->pool_size = DEFAULT_POOL_SIZE;
   self->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
+  self->socket_mode = DEFAULT_SOCKET_MODE;
   self->memory = ET_MEMORY_UNSET_;
   gst_video_info_init(&self->info);
 }

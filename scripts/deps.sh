@@ -7,16 +7,25 @@
 #   scripts/deps.sh --package  also what the packages need (docs/PACKAGING.md): dpkg-shlibdeps for
 #                            scripts/package.sh, file for its tests; Debian's build, setuptools, wheel and
 #                            venv for the wheel (CI)
+#   scripts/deps.sh --wheel  only what the wheel's build needs (pyproject.toml, setup.py: the library, its
+#                            Python module and CLI; no tests, benchmarks or GStreamer plugin), about a tenth
+#                            of the rest; alone, not with the other options
 set -euo pipefail
 with_test=0
 with_package=0
+with_wheel_only=0
 for arg in "$@"; do
   case "$arg" in
     --test) with_test=1 ;;
     --package) with_package=1 ;;
-    *) echo "usage: $0 [--test] [--package]" >&2; exit 2 ;;
+    --wheel) with_wheel_only=1 ;;
+    *) echo "usage: $0 [--test] [--package] | --wheel" >&2; exit 2 ;;
   esac
 done
+if ((with_wheel_only && (with_test || with_package))); then
+  echo "deps: --wheel stands alone (it installs less than the others, not more)" >&2
+  exit 2
+fi
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -44,6 +53,14 @@ packages=(
   # The clang build and the libFuzzer targets (tests/fuzz): clang-15 and its runtimes (libFuzzer, ASan, UBSan).
   clang-15 libclang-common-15-dev
 )
+if ((with_wheel_only)); then
+  packages=(
+    cmake ninja-build g++ pkg-config
+    libexpected-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+    libegl-dev libgles-dev  # the GL backend's headers (the wheel loads libEGL at run time, as every build)
+    pybind11-dev python3-dev python3-build python3-setuptools python3-wheel python3-venv
+  )
+fi
 if ((with_test)); then
   # The Python tests' DLPack consumers (numpy 1.24, torch 1.13 CPU).
   packages+=(python3-numpy python3-torch)

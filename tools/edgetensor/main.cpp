@@ -60,7 +60,16 @@ int main(int argc, char** argv) {
   peer->add_option("--socket-fd", socket_fd, "Inherited Unix socket fd")->required();
   peer->group("");  // hidden from --help
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version: CLI11 prints them, exit 0
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A usage error: the program's name, CLI11's reason, exit 2 (as getopt-based tools do; CLI11's own codes
+    // run past 100).
+    std::cerr << "edgetensor: " << e.what() << "\nRun 'edgetensor --help' for the commands and their options.\n";
+    return 2;
+  }
 
   if (app.get_subcommands().empty()) {
     std::cout << app.help();

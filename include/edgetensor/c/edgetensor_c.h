@@ -82,7 +82,7 @@ ET_C_API int32_t et_last_error_errno(void);
 /* "<CodeName>: <message>" of the last error on this thread ("" before any). Valid until the next failing
  * call on this thread, or the thread's end. */
 ET_C_API const char* et_last_error_message(void);
-/* The loaded C++ library's version ("0.7.0"). Static storage. */
+/* The loaded C++ library's version ("0.7.1"). Static storage. */
 ET_C_API const char* et_version(void);
 
 /* ---- Values ------------------------------------------------------------------------------------- */

@@ -182,7 +182,8 @@ static int receive_one(et_channel_receiver* receiver, uint64_t seq, const et_ima
   CHECK_OK(et_channel_receiver_receive(receiver, kWaitMs, &d));
   int bad = d.end_of_stream != 0 || d.sequence != seq || d.has != (ET_CHANNEL_HAS_PTS | ET_CHANNEL_HAS_DURATION) ||
             d.pts_ns != pts_of(seq) || d.duration_ns != kDurationNs || d.flags != flags_of(seq);
-  if (bad) fprintf(stderr, "frame %llu came back as sequence %llu, end %u, has %#x, pts %lld, duration %lld, flags %#x\n",
+  if (bad) fprintf(stderr,
+                   "frame %llu came back as sequence %llu, end %u, has %#x, pts %lld, duration %lld, flags %#x\n",
                    (unsigned long long)seq, (unsigned long long)d.sequence, d.end_of_stream, d.has,
                    (long long)d.pts_ns, (long long)d.duration_ns, d.flags);
   if (!bad && seq % 2 == 0) bad = d.frame == NULL || d.tensor != NULL || check_image(d.frame, layout, seq) != 0;

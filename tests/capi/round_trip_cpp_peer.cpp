@@ -42,7 +42,8 @@ et::Result<void> copy_plus_one(const et::TensorDyn& in, const et::TensorDyn& out
       out.packed_bytes() != in.packed_bytes())
     return et::fail(et::ErrorCode::InvalidArgument, "frame " + std::to_string(seq) + ": the copy's shape differs");
   const std::size_t rows = in.shape()[0], row_bytes = in.packed_bytes() / rows;
-  const auto in_stride = static_cast<std::size_t>(in.strides()[0]), out_stride = static_cast<std::size_t>(out.strides()[0]);
+  const auto in_stride = static_cast<std::size_t>(in.strides()[0]);
+  const auto out_stride = static_cast<std::size_t>(out.strides()[0]);
   ET_TRY_ASSIGN(auto src, in.map_read());
   ET_TRY_ASSIGN(auto dst, out.map_write());
   for (std::size_t r = 0; r < rows; ++r) {
@@ -81,7 +82,8 @@ struct Peer {
       ET_TRY_ASSIGN(auto copy, sender.acquire(*images, kWait));
       const et::ImageLayout* copy_layout = copy.image_layout();
       if (copy_layout == nullptr || *copy_layout != layout)
-        return et::fail(et::ErrorCode::FailedPrecondition, "frame " + std::to_string(d.sequence) + ": the layout changed");
+        return et::fail(et::ErrorCode::FailedPrecondition,
+                        "frame " + std::to_string(d.sequence) + ": the layout changed");
       for (std::size_t p = 0; p < layout.plane_count(); ++p) {
         ET_TRY_ASSIGN(auto in, d.frame.plane(p));
         ET_TRY_ASSIGN(auto out, copy.plane(p));

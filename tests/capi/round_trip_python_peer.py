@@ -15,9 +15,10 @@ sys.dont_write_bytecode = True  # et_ctypes sits in the source tree
 
 import ctypes  # noqa: E402
 
-from et_ctypes import (ET_CHANNEL_HAS_DURATION, ET_CHANNEL_HAS_PTS, ET_CHANNEL_HAS_SEQUENCE, ET_MEMORY_SHM,  # noqa: E402
-                       AllocateOptions, CallError, ChannelDelivery, ChannelReceiverOptions, ChannelSendOptions,
-                       ChannelSenderOptions, ImageLayout, PoolOptions, TensorInfo, check, load, ptr, sized, u64)
+from et_ctypes import (ET_CHANNEL_HAS_DURATION, ET_CHANNEL_HAS_PTS, ET_CHANNEL_HAS_SEQUENCE,  # noqa: E402
+                       ET_MEMORY_SHM, AllocateOptions, CallError, ChannelDelivery, ChannelReceiverOptions,
+                       ChannelSendOptions, ChannelSenderOptions, ImageLayout, PoolOptions, TensorInfo, check, load,
+                       ptr, sized, u64)
 
 WAIT_MS = 20000
 

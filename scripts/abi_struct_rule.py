@@ -13,7 +13,9 @@ function. This script accepts a report in which every change is one of:
     `struct_size`, grown at its end: "type size changed" plus data members inserted at offsets at or
     after its old size;
   - inside such a struct, its last member's type changed in the same way (a nested struct that starts
-    with struct_size and grew at its end: et_channel_receiver_info's stats).
+    with struct_size and grew at its end: et_channel_receiver_info's stats);
+  - inside such a struct, any member that is a pointer to a struct grown in the same way (its own size
+    unchanged: et_pool_options.allocate when et_allocate_options grew).
 Anything else (a removal, a member moved or deleted, a type renamed, a struct passed by value, a return
 type, a struct without struct_size, a grown struct as an array member) is incompatible. What the report
 cannot show is left to review: a pointer parameter that is an array of a grown struct is compatible only
@@ -52,6 +54,7 @@ PARAMETER = re.compile(r"^parameter \d+ of type '.*' has sub-type changes:$")
 POINTED = re.compile(r"^in pointed to type '.*':$")
 STRUCT = re.compile(r"^underlying type 'struct (\w+)' changed:$")
 SIZE = re.compile(r"^type size changed from (\d+) to (\d+) \(in bits\)$")
+SAME_SIZE = re.compile(r"^type size hasn't changed$")
 INSERTIONS = re.compile(r"^\d+ data member insertions?:$")
 INSERTED = re.compile(r"^'.*', at offset (\d+) \(in bits\)$")
 MEMBER_CHANGES = re.compile(r"^\d+ data member changes?:$")
@@ -65,6 +68,9 @@ def check(baseline_path, report):
     section = None
     # Stack of (indent, kind, data): what encloses the current line.
     stack = []
+    # A changed member that is not its struct's last: compatible only when it is a pointer (the next line
+    # says "in pointed to type"); line number -> the problem it is otherwise.
+    pending = {}
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -91,6 +97,8 @@ def check(baseline_path, report):
         parent = stack[-1] if stack else None
         kind = None
         data = None
+        if parent and parent[1] == "member" and POINTED.match(text):
+            pending.pop(parent[2], None)  # a pointer member: the struct's own layout is unchanged
         if any(p.match(text) for p in NAVIGATION):
             kind = "nav"
             data = parent[2] if parent else None
@@ -118,6 +126,10 @@ def check(baseline_path, report):
             elif new < old:
                 problems.append(f"line {number}: struct {parent[2]} shrank from {old} to {new} bits")
             kind = "size"
+        elif SAME_SIZE.match(text):
+            if not parent or parent[1] != "struct":
+                problems.append(f"line {number}: a size note outside a struct: {text}")
+            kind = "size"
         elif INSERTIONS.match(text):
             kind, data = "insertions", parent[2] if parent else None
         elif INSERTED.match(text):
@@ -140,14 +152,14 @@ def check(baseline_path, report):
             elif name is None or name not in structs:
                 problems.append(f"line {number}: a member change outside a known struct: {text}")
             elif not structs[name][1] or structs[name][1][-1][0] != member:
-                problems.append(f"line {number}: struct {name}: member {member} changed type and is not its last "
-                                f"member")
-            kind = "member"
+                pending[number] = (f"line {number}: struct {name}: member {member} changed type and is neither "
+                                   f"its last member nor a pointer")
+            kind, data = "member", number
         else:
             problems.append(f"line {number}: not a struct_size growth: {text}")
             kind = "other"
         stack.append((indent, kind, data))
-    return problems
+    return problems + list(pending.values())
 
 
 def main():

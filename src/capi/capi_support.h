@@ -59,6 +59,10 @@ struct et_pool {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Pool pool;
 };
+struct et_gl_context {
+  std::atomic<std::uint32_t> refs{1};
+  std::shared_ptr<edgetensor::gl::Context> context;  // never null
+};
 struct et_frame {
   std::atomic<std::uint32_t> refs{1};
   edgetensor::Frame frame;
@@ -142,9 +146,9 @@ Result<DType> read_dtype(std::string_view function, std::int32_t dtype);
 /// stays 0; negative gives `unbounded` (each C++ call has its own "no bound" value).
 std::chrono::milliseconds wait_from_ns(std::int64_t timeout_ns, std::chrono::milliseconds unbounded) noexcept;
 
-/// Fills `o` (default-constructed) from the C struct (NULL: defaults). Errors: InvalidArgument
-/// (struct_size rule, memory kind, alignment not a power of two), Unsupported (alignment above
-/// ET_MAX_ALIGNMENT).
+/// Fills `o` (default-constructed) from the C struct (NULL: defaults); a gl_context is shared into
+/// `o.gl_context`. Errors: InvalidArgument (struct_size rule, memory kind, alignment not a power of two,
+/// GL PBO without a context), Unsupported (alignment above ET_MAX_ALIGNMENT, or above 1 for a GL PBO).
 Result<void> allocate_options(const et_allocate_options* user, AllocateOptions& o);
 
 /// Fills ImportOptions from the C struct (NULL: defaults); strides_bytes, when not NULL, has `rank`

@@ -22,6 +22,18 @@ Result<void> edgetensor::capi::allocate_options(const et_allocate_options* user,
     return fail(ErrorCode::Unsupported, "et_allocate_options.alignment_bytes " + std::to_string(c.alignment_bytes) +
                                             " is above what every memory kind gives (ET_MAX_ALIGNMENT, " +
                                             std::to_string(ET_MAX_ALIGNMENT) + " bytes)");
+  if (c.memory == ET_MEMORY_GL_PBO) {
+    if (c.gl_context == nullptr)
+      return fail(ErrorCode::InvalidArgument, "et_allocate_options.gl_context is NULL with memory ET_MEMORY_GL_PBO: "
+                                              "create a context with et_gl_context_create");
+    // glMapBufferRange returns the driver's address, map by map: GLES promises no alignment for it.
+    if (c.alignment_bytes > 1)
+      return fail(ErrorCode::Unsupported, "et_allocate_options.alignment_bytes " + std::to_string(c.alignment_bytes) +
+                                              " with memory ET_MEMORY_GL_PBO: a PBO's CPU address is the GL driver's "
+                                              "at each map, with no alignment promised (only 0 or 1)");
+  }
+  // Shared as C++'s AllocateOptions holds it: a pool's copy keeps the context alive; other kinds ignore it.
+  if (c.gl_context != nullptr) o.gl_context = c.gl_context->context;
   o.memory = static_cast<MemoryKind>(c.memory);
   if (c.name != nullptr) o.name = c.name;
   if (c.shm_name != nullptr) o.shm_name = c.shm_name;

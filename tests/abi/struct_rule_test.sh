@@ -55,6 +55,16 @@ expect compatible added_function \
 expect compatible nested_last_member_grew \
   "$stats_v1 typedef struct info { unsigned struct_size; int id; st stats; } info; int f(info* i) { return i->id; }" \
   "$stats_v2 typedef struct info { unsigned struct_size; int id; st stats; } info; int f(info* i) { return i->id; }"
+# A pointer member to a grown struct, not last (et_pool_options.allocate -> et_allocate_options in 0.6).
+expect compatible pointer_member_grew \
+  "$opts_v1 typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }" \
+  'typedef struct op { unsigned struct_size; int flags; long long added; } op; typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }'
+expect incompatible pointer_member_inserted_in_the_middle \
+  "$opts_v1 typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }" \
+  'typedef struct op { unsigned struct_size; int added; int flags; } op; typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }'
+expect incompatible pointer_member_no_struct_size \
+  'typedef struct op { int flags; } op; typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }' \
+  'typedef struct op { int flags; int added; } op; typedef struct pool { unsigned struct_size; const op* allocate; int n; } pool; int f(const pool* p) { return p->n; }'
 expect incompatible inserted_in_the_middle \
   "$opts_v1 int f(const op* o) { return o->flags; }" \
   'typedef struct op { unsigned struct_size; int added; int flags; } op; int f(const op* o) { return o->flags; }'

@@ -15,8 +15,9 @@
 #endif
 
 ET_STATIC_ASSERT(sizeof(et_status) == 4, "et_status is an int32_t");
-ET_STATIC_ASSERT(sizeof(et_allocate_options) == 40 && offsetof(et_allocate_options, alignment_bytes) == 8 &&
-                     offsetof(et_allocate_options, name) == 16 && offsetof(et_allocate_options, dma_heap) == 32,
+ET_STATIC_ASSERT(sizeof(et_allocate_options) == 48 && offsetof(et_allocate_options, alignment_bytes) == 8 &&
+                     offsetof(et_allocate_options, name) == 16 && offsetof(et_allocate_options, dma_heap) == 32 &&
+                     offsetof(et_allocate_options, gl_context) == 40,
                  "et_allocate_options layout");
 ET_STATIC_ASSERT(sizeof(et_import_options) == 32 && offsetof(et_import_options, offset_bytes) == 8 &&
                      offsetof(et_import_options, name) == 24,
@@ -73,6 +74,15 @@ ET_STATIC_ASSERT(sizeof(et_channel_publisher_options) == 24 && offsetof(et_chann
                      offsetof(et_channel_receiver_info, stats) == 40 && sizeof(et_channel_publisher_stats) == 64,
                  "publisher structs layout");
 ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER0 == 40 && ET_BUFFER_DESC_SIZE_VER0 == 160, "first versions");
+ET_STATIC_ASSERT(ET_ALLOCATE_OPTIONS_SIZE_VER1 == 48, "0.6: et_allocate_options.gl_context");
+ET_STATIC_ASSERT(sizeof(et_gl_context_options) == 40 && offsetof(et_gl_context_options, device_index) == 12 &&
+                     offsetof(et_gl_context_options, timeout_ns) == 24 &&
+                     offsetof(et_gl_context_options, egl_library) == 32,
+                 "et_gl_context_options layout");
+ET_STATIC_ASSERT(sizeof(et_gl_context_info) == 96 && offsetof(et_gl_context_info, timeout_ns) == 16 &&
+                     offsetof(et_gl_context_info, live_buffer_count) == 24 &&
+                     offsetof(et_gl_context_info, platform_detail) == 32 && offsetof(et_gl_context_info, version) == 88,
+                 "et_gl_context_info layout");
 /* Structs that grew in 0.4 keep their first version's size. */
 ET_STATIC_ASSERT(ET_CHANNEL_SEND_OPTIONS_SIZE_VER0 == 48 && ET_CHANNEL_SEND_OPTIONS_SIZE_VER1 == 64 &&
                      ET_CHANNEL_SENDER_STATS_SIZE_VER0 == 72 && ET_CHANNEL_SENDER_STATS_SIZE_VER1 == 96 &&
@@ -308,6 +318,21 @@ int header_compile_uses(void) {
   s |= (et_status)et_cuda_available() + (et_status)et_cuda_path_name(ET_CUDA_PATH_GL_BUFFER)[0];
   et_cuda_map_release(et_cuda_map_retain(cm));
   et_cuda_stream_release(et_cuda_stream_retain(cs));
+  et_gl_context_options glo;
+  memset(&glo, 0, sizeof glo);
+  glo.struct_size = ET_GL_CONTEXT_OPTIONS_SIZE_VER0;
+  glo.platform = ET_GL_PLATFORM_SURFACELESS;
+  et_gl_context* gl = NULL;
+  s |= et_gl_context_create(&glo, &gl);
+  et_gl_context_info gli;
+  memset(&gli, 0, sizeof gli);
+  gli.struct_size = ET_GL_CONTEXT_INFO_SIZE_VER0;
+  s |= et_gl_context_get_info(gl, &gli) + (et_status)et_gl_platform_name(gli.platform)[0];
+  a.struct_size = ET_ALLOCATE_OPTIONS_SIZE_VER1;
+  a.memory = ET_MEMORY_GL_PBO;
+  a.gl_context = gl;
+  s |= et_tensor_allocate(0, NULL, ET_DTYPE_U8, &a, &v);
+  et_gl_context_release(et_gl_context_retain(gl));
   char* json = NULL;
   s |= et_info_json(&json);
   et_string_free(json);

@@ -13,8 +13,8 @@
  *   so an FFI that ignores it leaks nothing.
  * - errno. Every function returns with errno as it was on entry, on success and on failure; a failure's
  *   own errno (0 when none applies) is et_last_error_errno().
- * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool, et_frame, the channel's, CUDA's) are opaque and
- *   reference-counted: a call that makes one gives the caller one reference; _retain adds one, _release
+ * - Handles (et_tensor, et_map, et_descriptor, et_fence, et_pool, et_frame, the channel's, CUDA's, GL's) are opaque
+ *   and reference-counted: a call that makes one gives the caller one reference; _retain adds one, _release
  *   drops one (NULL is ignored); the last release frees it. Releasing more than was retained is undefined.
  *   A handle keeps what it needs alive (a map or view keeps its buffer).
  * - Option structs begin with uint32_t struct_size = sizeof(the struct as the caller compiled it); NULL
@@ -109,7 +109,7 @@ ET_C_API const char* et_dtype_name(int32_t dtype);
 #define ET_MEMORY_HEAP 1    /* process-private, not shareable by fd */
 #define ET_MEMORY_SHM 2     /* memfd (sealed) or named POSIX shm */
 #define ET_MEMORY_DMABUF 3
-#define ET_MEMORY_GL_PBO 4  /* needs a GL context, which this API cannot give yet: ET_INVALID_ARGUMENT */
+#define ET_MEMORY_GL_PBO 4  /* an OpenGL ES buffer of an et_gl_context (et_allocate_options.gl_context) */
 #define ET_MEMORY_FOREIGN 5 /* imported from another library; never allocated, never shareable */
 /* "auto", "heap", "shm", "dmabuf", "gl_pbo", "foreign"; "unknown" otherwise. Static storage. */
 ET_C_API const char* et_memory_kind_name(int32_t memory);
@@ -127,12 +127,16 @@ ET_C_API const char* et_memory_kind_name(int32_t memory);
 /* ---- Tensors ------------------------------------------------------------------------------------ */
 typedef struct et_tensor et_tensor;
 
+/* A GL context (section "GL" below). */
+typedef struct et_gl_context et_gl_context;
+
 /* Options of et_tensor_allocate. */
 typedef struct et_allocate_options {
   uint32_t struct_size;
   int32_t memory;          /* ET_MEMORY_*; 0 = AUTO. An explicit kind never falls back. */
   /* Byte alignment the first element's CPU address must have: 0 (none) or a power of two up to
-   * ET_MAX_ALIGNMENT (TFLite's custom allocations want 64); above: ET_UNSUPPORTED. */
+   * ET_MAX_ALIGNMENT (TFLite's custom allocations want 64); above: ET_UNSUPPORTED. With ET_MEMORY_GL_PBO
+   * only 0 or 1: the GL driver places each map (ET_UNSUPPORTED). */
   uint64_t alignment_bytes;
   const char* name;        /* NULL or "" = none; also names the memfd */
   ET_C_POINTER_PAD_(name_pad_)
@@ -140,17 +144,25 @@ typedef struct et_allocate_options {
   ET_C_POINTER_PAD_(shm_name_pad_)
   const char* dma_heap;    /* with DMA-BUF: require this dma-heap by name */
   ET_C_POINTER_PAD_(dma_heap_pad_)
+  /* 0.6: with ET_MEMORY_GL_PBO (required there), the context that makes the buffer; borrowed for the call (a
+   * tensor does not keep its context; a pool does: et_pool_options). Other kinds ignore it, as C++ does. */
+  const et_gl_context* gl_context;
+  ET_C_POINTER_PAD_(gl_context_pad_)
 } et_allocate_options;
-#define ET_ALLOCATE_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_allocate_options))
+#define ET_ALLOCATE_OPTIONS_SIZE_VER0 40u /* 0.1: up to dma_heap */
+#define ET_ALLOCATE_OPTIONS_SIZE_VER1 ((uint32_t)sizeof(et_allocate_options)) /* 0.6: gl_context */
 /* The alignment every allocation's first element has in every process that maps it (heap blocks are
- * 256-byte aligned, fd-backed memory is mapped at a page boundary). */
+ * 256-byte aligned, fd-backed memory is mapped at a page boundary); GL PBOs promise none. */
 #define ET_MAX_ALIGNMENT 256u
 
 /* Allocates a C-contiguous tensor of `rank` dimensions (`shape`, elements; NULL allowed for rank 0) and
  * `dtype`, read as zeros, into *out. Errors: ET_INVALID_ARGUMENT (NULL out or shape, rank > ET_MAX_RANK,
- * unknown dtype or memory kind, bad options, an alignment not a power of two), ET_UNSUPPORTED (alignment
- * above ET_MAX_ALIGNMENT), ET_OUT_OF_RANGE (size overflow), the backend's
- * error for an explicit kind (ET_UNAVAILABLE, ET_OUT_OF_MEMORY, ET_ALREADY_EXISTS, ...). */
+ * unknown dtype or memory kind, bad options, an alignment not a power of two, ET_MEMORY_GL_PBO without
+ * gl_context), ET_UNSUPPORTED (alignment above ET_MAX_ALIGNMENT, or above 1 with ET_MEMORY_GL_PBO),
+ * ET_OUT_OF_RANGE (size overflow), the backend's error for an explicit kind (ET_UNAVAILABLE,
+ * ET_OUT_OF_MEMORY, ET_ALREADY_EXISTS, ...; GL: ET_FAILED_PRECONDITION "GL context gone" or after fork(),
+ * ET_BUSY when the GL thread did not answer within the context's timeout). Threads: a GL allocation waits
+ * for the context's GL thread. */
 ET_C_API et_status et_tensor_allocate(uint32_t rank, const uint64_t* shape, int32_t dtype,
                                       const et_allocate_options* options, et_tensor** out);
 
@@ -624,7 +636,7 @@ typedef struct et_pool_options {
   const char* name;                     /* NULL or "" = none; names errors, stats and every buffer */
   ET_C_POINTER_PAD_(name_pad_)
   /* How each buffer is allocated (NULL: defaults); its name is replaced by the pool's, a shm_name is
-   * refused (a named object is created once). */
+   * refused (a named object is created once); its gl_context is kept until the pool's last release. */
   const et_allocate_options* allocate;
   ET_C_POINTER_PAD_(allocate_pad_)
 } et_pool_options;
@@ -1329,7 +1341,7 @@ typedef struct et_cuda_map_options {
   uint32_t use_device;              /* 0: the calling thread's current device (cudaGetDevice); 1: `device` */
   int32_t device;                   /* with use_device: the CUDA device number, 0 to device_count - 1 */
   uint32_t reserved;                /* zero */
-  /* GL PBO tensors only (none this API allocates yet): the stream the map and, at the last release, the unmap
+  /* GL PBO tensors only (ET_MEMORY_GL_PBO): the stream the map and, at the last release, the unmap
    * are issued on (cudaGraphicsMapResources / cudaGraphicsUnmapResources; CUDA Runtime API, "Graphics
    * Interoperability"). NULL: the default stream. The map holds a reference to it until its last release.
    * Ignored by the other paths. */
@@ -1393,6 +1405,103 @@ ET_C_API et_status et_cuda_map_record(et_cuda_map* map, const et_cuda_stream* st
  * is idle (cudaDeviceSynchronize). Call it before a CPU map of the buffer. Errors: ET_INVALID_ARGUMENT (NULL),
  * ET_UNAVAILABLE, ET_FAILED_PRECONDITION (fork child), the CUDA error. Threads: as et_cuda_map_record. */
 ET_C_API et_status et_cuda_map_wait(const et_cuda_map* map);
+
+/* ---- GL (C++ gl::, include/edgetensor/gl.h; docs/ARCHITECTURE.md, "GL") --------------------------- */
+/* A GL context (C++ gl::Context): one headless EGL display and OpenGL ES 3.0 context, current on a thread of
+ * its own for its whole life; every GL call of the library runs there, and a caller waits for it at most the
+ * context's timeout. EGL is loaded at run time (dlopen of libEGL.so.1, never linked): without it creation fails
+ * with ET_UNAVAILABLE and the rest of the library works as before. Headless only: EGL's device platform
+ * (EGL_EXT_platform_device) or Mesa's surfaceless one (EGL_MESA_platform_surfaceless); DISPLAY and
+ * WAYLAND_DISPLAY play no part.
+ * PBO tensors: et_tensor_allocate, et_tensor_allocate_image or a pool with memory ET_MEMORY_GL_PBO and
+ * gl_context; they read as zeros at first. A CPU map (et_tensor_map*, et_tensor_describe with a map_mode)
+ * maps the whole buffer on the GL thread (glMapBufferRange) and its last release unmaps it; one CPU map per
+ * buffer at a time, views included: a second is ET_BUSY "already mapped". A PBO is not shareable by fd:
+ * et_tensor_export_fd and et_ipc_send_tensor give ET_UNSUPPORTED, et_tensor_describe gives fd -1 (its address still works, held mapped until the descriptor's last release). When the buffer's last
+ * holder goes, glDeleteBuffers runs on the GL thread without waiting.
+ * Lifetime: a tensor does not keep its context alive; a pool whose allocate options name one does, until the
+ * pool's last release. The context's last release deletes every PBO that is not CPU-mapped and disconnects
+ * its tensors: their maps then fail with ET_FAILED_PRECONDITION "GL context gone", their release frees only
+ * the handle. A PBO CPU-mapped at that moment stays valid until its map's last release, so no address
+ * dangles. fork(): in the child every GL call (a map, an allocation) fails fast with
+ * ET_FAILED_PRECONDITION; handles inherited from the parent may be released there (their GL objects are
+ * left to the parent). */
+
+/* EGL platforms (C++ gl::Platform). */
+#define ET_GL_PLATFORM_AUTO 0        /* the device platform if one of its devices gives a GLES 3 context
+                                        (hardware devices before software ones, each in eglQueryDevicesEXT
+                                        order), else Mesa's surfaceless platform */
+#define ET_GL_PLATFORM_DEVICE 1      /* EGL_EXT_platform_device only */
+#define ET_GL_PLATFORM_SURFACELESS 2 /* EGL_MESA_platform_surfaceless only */
+/* "auto", "device", "surfaceless"; "unknown" otherwise. Static storage. */
+ET_C_API const char* et_gl_platform_name(int32_t platform);
+
+/* The wait of a context made without options (C++ ContextOptions::timeout, 10 s). */
+#define ET_GL_DEFAULT_TIMEOUT_NS INT64_C(10000000000)
+
+/* Options of et_gl_context_create (C++ gl::ContextOptions). */
+typedef struct et_gl_context_options {
+  uint32_t struct_size;
+  int32_t platform;           /* ET_GL_PLATFORM_*; 0 = AUTO */
+  uint32_t use_device_index;  /* 0: AUTO's device order; 1: exactly device `device_index` */
+  int32_t device_index;       /* with use_device_index: >= 0, in eglQueryDevicesEXT order; implies the device
+                                 platform (ET_GL_PLATFORM_SURFACELESS with it: ET_INVALID_ARGUMENT) */
+  uint32_t use_timeout;       /* 0: ET_GL_DEFAULT_TIMEOUT_NS; 1: timeout_ns */
+  uint32_t reserved;          /* zero */
+  /* With use_timeout: the longest each wait on the GL thread lasts (creation, allocations, maps, unmaps, the
+   * last release), in nanoseconds rounded up to a whole millisecond; > 0 (there is no unbounded wait). */
+  int64_t timeout_ns;
+  /* The EGL library to dlopen: a soname or a path. NULL or "" = "libEGL.so.1". */
+  const char* egl_library;
+  ET_C_POINTER_PAD_(egl_library_pad_)
+} et_gl_context_options;
+#define ET_GL_CONTEXT_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_gl_context_options))
+
+/* A new context into *out, with `options` (NULL: defaults): starts its thread, loads EGL, picks the platform and
+ * device, and makes a GLES 3.0 context current there; blocks until that is done, at most the timeout. Errors:
+ * ET_INVALID_ARGUMENT (NULL out; bad options: struct_size, an unknown platform, use_device_index or use_timeout
+ * not 0 or 1, a negative device_index, a device_index with SURFACELESS, timeout_ns <= 0, reserved not zero, each
+ * naming the field and the value), ET_UNAVAILABLE ("GL unavailable: <reason>": no EGL library, no headless
+ * platform, no device gives a GLES 3 context, each attempt's EGL error named; or a library built without GL),
+ * ET_OUT_OF_RANGE (device_index past the devices EGL reports, naming both), ET_BUSY (EGL's initialisation did
+ * not finish within the timeout: the thread is left to clean up on its own). Threads: any thread; the context
+ * may be used from several at once. */
+ET_C_API et_status et_gl_context_create(const et_gl_context_options* options, et_gl_context** out);
+ET_C_API et_gl_context* et_gl_context_retain(et_gl_context* context);
+/* Drops a reference (NULL: nothing). The last one shuts the context down (above): it blocks until the GL thread
+ * has deleted every PBO not CPU-mapped and ended, at most the context's timeout (with PBOs still CPU-mapped, the
+ * thread lives on until their maps end, and the last of their tensors' releases waits for it). */
+ET_C_API void et_gl_context_release(et_gl_context* context);
+
+/* What a context runs on (C++ gl::ContextInfo; output struct: set struct_size first). Strings are NUL-terminated,
+ * as EGL and GL report them, and stay valid until the context's last release. */
+typedef struct et_gl_context_info {
+  uint32_t struct_size;
+  int32_t platform;             /* ET_GL_PLATFORM_DEVICE or _SURFACELESS (never AUTO) */
+  int32_t device_index;         /* in eglQueryDevicesEXT order; -1 on the surfaceless platform */
+  int32_t device_count;         /* devices EGL reported (0 without the device platform) */
+  int64_t timeout_ns;           /* the context's wait (a whole number of milliseconds) */
+  uint64_t live_buffer_count;   /* GL buffers made and not yet deleted (PBO tensors alive), when filled */
+  const char* platform_detail;  /* "EGL_EXT_platform_device, device 0 of 1 (software)", ... */
+  ET_C_POINTER_PAD_(platform_detail_pad_)
+  const char* device_file;      /* EGL_DRM_DEVICE_FILE_EXT of the device; "" when EGL reports none */
+  ET_C_POINTER_PAD_(device_file_pad_)
+  const char* egl_library;      /* the library that was dlopen'ed */
+  ET_C_POINTER_PAD_(egl_library_pad_)
+  const char* egl_vendor;       /* EGL_VENDOR */
+  ET_C_POINTER_PAD_(egl_vendor_pad_)
+  const char* egl_version;      /* EGL_VERSION */
+  ET_C_POINTER_PAD_(egl_version_pad_)
+  const char* vendor;           /* GL_VENDOR ("Mesa") */
+  ET_C_POINTER_PAD_(vendor_pad_)
+  const char* renderer;         /* GL_RENDERER ("llvmpipe (LLVM 15.0.6, 256 bits)") */
+  ET_C_POINTER_PAD_(renderer_pad_)
+  const char* version;          /* GL_VERSION ("OpenGL ES 3.2 Mesa 22.3.6") */
+  ET_C_POINTER_PAD_(version_pad_)
+} et_gl_context_info;
+#define ET_GL_CONTEXT_INFO_SIZE_VER0 ((uint32_t)sizeof(et_gl_context_info))
+/* Fills *info. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size). */
+ET_C_API et_status et_gl_context_get_info(const et_gl_context* context, et_gl_context_info* info);
 
 /* ---- The machine report ------------------------------------------------------------------------- */
 /* The probe report of `edgetensor info --json` (schema "edgetensor.info/1", probed within this process:

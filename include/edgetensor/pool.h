@@ -56,6 +56,7 @@ inline namespace ET_ABI_NAMESPACE {
 
 namespace detail {
 class PoolState;  // src/pool/pool.cpp
+struct PoolAccess;
 }
 
 /// What a pool allocates and how far it grows.
@@ -151,6 +152,7 @@ class ET_API Pool {
 
  private:
   explicit Pool(std::shared_ptr<detail::PoolState> state) noexcept;
+  friend struct detail::PoolAccess;  // src/pool/pool_wait.h: an acquire that waits through a hook
   // Shared with every buffer out: a buffer that comes back after the pool is gone finds it closed.
   std::shared_ptr<detail::PoolState> state_;
 };

@@ -121,6 +121,7 @@ Result<std::uint8_t> ChannelSender::fence_mask_for(std::span<const sync::Fence* 
     // The receiver's hello says whether it takes fences; a send that comes first waits for it.
     std::unique_lock lock(mutex_);
     auto hello = [&] { return peer_max_buffers_ != 0 || closed_.has_value(); };
+    if (!hello()) want_reader_locked();
     if (deadline == ChannelClock::time_point::max()) {
       drained_.wait(lock, hello);
     } else {
@@ -217,6 +218,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (assigned) break;
       if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
       if (drop) return dropped_locked(sequence);
+      want_reader_locked();
       const bool timed_out = deadline == ChannelClock::time_point::max()
                                  ? (drained_.wait(lock), false)
                                  : drained_.wait_until(lock, deadline) == std::cv_status::timeout;
@@ -409,34 +411,79 @@ Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes, std
   return {};
 }
 
+bool ChannelSender::read_one(std::span<std::byte> buf) noexcept {
+  auto msg = receive_fds_flags(socket_.get(), buf, kMaxChannelFds, MSG_DONTWAIT);
+  Result<void> handled;
+  if (!msg) {
+    if (msg.error().sys_errno() == EAGAIN) return true;  // the other reader took it
+    if (msg.error().code() == ErrorCode::Unavailable) {
+      close(Error(ErrorCode::Unavailable, "the receiver closed the channel"), true);
+      return false;
+    }
+    handled = fail(std::move(msg).error());
+  } else {
+    handled = handle_message(buf.first(msg->size_bytes), msg->fds);
+  }
+  if (!handled) {
+    close(std::move(handled).error(), false);
+    return false;
+  }
+  return true;
+}
+
 void ChannelSender::read_releases() noexcept {
   std::array<std::byte, kMaxReleaseMessageBytes + 1> buf;
   for (;;) {
-    auto ready = wait_input(socket_.get(), -1, false, ChannelClock::time_point::max());
-    Result<void> handled;
-    if (ready) {
-      auto msg = ipc::receive_fds(socket_.get(), buf, kMaxChannelFds);
-      {
-        std::lock_guard lock(mutex_);
+    {
+      // Stand back while Sender::acquire reads inline, and kReaderStandBack after it (the next acquire
+      // reads what came meanwhile), unless a wait here wants the reader (want_reader_locked).
+      std::unique_lock lock(mutex_);
+      for (;;) {
         if (stopping_) return;
-      }
-      if (!msg) {
-        if (msg.error().code() == ErrorCode::Unavailable) {
-          close(Error(ErrorCode::Unavailable, "the receiver closed the channel"), true);
-          return;
+        // Timed: an acquire ending, or extending the stand-back, sends no notification.
+        const auto now = ChannelClock::now();
+        if (inline_readers_ != 0) {
+          reader_parked_ = true;
+          reader_cv_.wait_until(lock, now + kReaderStandBack);
+        } else if (now < standby_until_) {
+          reader_parked_ = true;
+          reader_cv_.wait_until(lock, standby_until_);
+        } else {
+          break;
         }
-        handled = fail(std::move(msg).error());
-      } else {
-        handled = handle_message(std::span(buf.data(), msg->size_bytes), msg->fds);
       }
-    } else {
-      handled = fail(std::move(ready).error());
+      reader_parked_ = false;
     }
-    if (!handled) {
-      close(std::move(handled).error(), false);
+    auto ready = wait_input(socket_.get(), -1, false, ChannelClock::time_point::max());
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      if (inline_readers_ != 0) continue;  // an acquire reads this message itself
+    }
+    if (!ready) {
+      close(std::move(ready).error(), false);
       return;
     }
+    std::lock_guard reading(read_mutex_);
+    if (!read_one(buf)) return;
   }
+}
+
+bool ChannelSender::read_inline(ChannelClock::time_point until) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || stopping_) return false;  // a shut-down socket is always readable: wait on the pool instead
+  }
+  std::array<std::byte, kMaxReleaseMessageBytes + 1> buf;
+  std::lock_guard reading(read_mutex_);  // the reader thread may be in the middle of a message
+  auto ready = wait_input(socket_.get(), wake_fd_.get(), false, until);
+  if (!ready) return false;
+  if (ready->wake) {
+    std::uint64_t n = 0;
+    [[maybe_unused]] auto r = ::read(wake_fd_.get(), &n, sizeof n);
+  }
+  if (ready->socket) return read_one(buf);
+  return true;
 }
 
 }  // namespace detail

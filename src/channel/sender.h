@@ -5,13 +5,17 @@
 //
 // Locks: send_mutex_ serialises senders (a retire, an announce and its frame go out in that order,
 // unbroken); mutex_ guards the tables and counters and is held only briefly, never across a send or
-// a recv. Order: send_mutex_, then mutex_. References are dropped outside both (a pool's give-back
-// takes the pool's lock).
+// a recv. read_mutex_ makes one reader of the socket at a time (the reader thread, or Sender::acquire
+// reading inline) and is held across the read and the handling. Order: send_mutex_ or read_mutex_, then
+// mutex_ (no thread holds both of the first two). References are dropped outside mutex_ (a pool's
+// give-back takes the pool's lock).
 #pragma once
 
 #include <edgetensor/channel.h>
 
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -35,10 +39,18 @@
 #include "channel/channel_socket.h"
 #include "channel/channel_wire.h"
 #include "core/storage.h"
+#include "pool/pool_wait.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
+
+// How long the reader thread stands back after a Sender::acquire that read its releases inline: a
+// producer acquiring at 20 fps or more keeps it parked, so a release wakes only the acquiring thread. The
+// bound of the delay for anything else the reader serves while it stands back: a receiver's death seen,
+// a buffer back for a thread waiting on the Pool itself (not through Sender::acquire). drain(), send()
+// and the hello's wait call it back at once (want_reader_locked).
+inline constexpr std::chrono::milliseconds kReaderStandBack{50};
 
 class ChannelSender {
  public:
@@ -48,6 +60,8 @@ class ChannelSender {
         label_(options.name.empty() ? std::string("channel") : text::format("channel '{}'", options.name)) {}
 
   Result<void> start() {
+    wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wake_fd_) return fail(Error::from_errno(errno, text::format("{}: eventfd for acquire's wake-ups", label_)));
     try {
       reader_ = std::thread([this] { read_releases(); });
     } catch (const std::system_error& e) {
@@ -63,6 +77,7 @@ class ChannelSender {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
+    reader_cv_.notify_all();
     ::shutdown(socket_.get(), SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
     close(Error(ErrorCode::FailedPrecondition, "the sender was destroyed"), false);
@@ -93,9 +108,12 @@ class ChannelSender {
     return text::format("{} frame buffer{} sent and not released by the receiver (oldest: sequence {}, {} ms ago)",
                         out_.size(), out_.size() == 1 ? "" : "s", oldest->sequence, age.count());
   }
+  // Waits for the pool reading this channel's releases on the calling thread (read_inline): the release
+  // that frees the buffer wakes this thread, not the reader thread and then this one.
   Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout) {
     note_pool(pool.max_buffers());
-    auto t = pool.acquire(timeout);
+    InlineReading hook(*this);
+    auto t = acquire_with_hook(pool, timeout, hook);
     if (t || t.error().code() != ErrorCode::Busy) return t;
     auto held = holding_summary();
     if (!held) return t;
@@ -107,6 +125,7 @@ class ChannelSender {
     std::unique_lock lock(mutex_);
     // Done once every reference is dropped, not only counted: a pool has its buffers back by then.
     auto done = [&] { return (out_.empty() || closed_.has_value()) && dropping_ == 0; };
+    if (!done()) want_reader_locked();
     if (deadline == ChannelClock::time_point::max()) {
       drained_.wait(lock, done);
     } else {
@@ -142,6 +161,31 @@ class ChannelSender {
   }
 
  private:
+  // Sender::acquire's pool wait (pool_wait.h): counts as an inline reader from construction to
+  // destruction, so the reader thread stands back while it runs.
+  class InlineReading final : public PoolWaitHook {
+   public:
+    explicit InlineReading(ChannelSender& s) : s_(s) {
+      std::lock_guard lock(s_.mutex_);
+      ++s_.inline_readers_;
+
+    }
+    ~InlineReading() {
+      std::lock_guard lock(s_.mutex_);
+      // The reader thread stays parked a while: the next acquire reads what comes meanwhile.
+      if (--s_.inline_readers_ == 0) s_.standby_until_ = ChannelClock::now() + kReaderStandBack;
+    }
+    bool wait(std::chrono::steady_clock::time_point until) noexcept override { return s_.read_inline(until); }
+    // A buffer given back by this thread (its own read_inline) needs no wake-up.
+    void wake() noexcept override {
+      if (std::this_thread::get_id() != owner_) s_.kick();
+    }
+
+   private:
+    ChannelSender& s_;
+    const std::thread::id owner_ = std::this_thread::get_id();
+  };
+
   struct Announced {
     std::uint32_t id;
     std::uint64_t key;              // BufferKey of the buffer
@@ -230,7 +274,26 @@ class ChannelSender {
     table_limit_ = std::max(table_limit_, std::min({pool_buffers_, peer_max_buffers_, channel::kMaxChannelBuffers}));
   }
 
+  // The reader thread: reads and handles messages until the channel closes, standing back (parked on
+  // reader_cv_) while an acquire reads inline.
   void read_releases() noexcept;
+  // Reads one message if one is there (MSG_DONTWAIT) and handles it; closes the channel on its errors.
+  // Under read_mutex_. false: the channel is closed.
+  bool read_one(std::span<std::byte> buf) noexcept;
+  // PoolWaitHook::wait of InlineReading: one wait for input (socket or wake_fd_) until `until`, and the
+  // message read. false once the channel is closed (the pool's condition variable waits instead).
+  bool read_inline(ChannelClock::time_point until) noexcept;
+  // A wait on drained_ (drain, a send waiting for a table slot or for the hello) needs the messages read
+  // now: the reader thread stops standing back. Under mutex_.
+  void want_reader_locked() noexcept {
+    standby_until_ = ChannelClock::time_point::min();
+    if (reader_parked_ && inline_readers_ == 0) reader_cv_.notify_one();
+  }
+  // Wakes a read_inline (a buffer came back on another thread).
+  void kick() noexcept {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof one);  // EAGAIN: already pending
+  }
   Result<void> handle_message(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   Result<void> handle_release(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds);
   // Fences of a send: the bits of the buffers whose fence goes with the frame; a receiver without the
@@ -243,10 +306,13 @@ class ChannelSender {
   const channel::SenderOptions options_;
   const std::string label_;
   std::thread reader_;
+  UniqueFd wake_fd_;         // eventfd: kick() wakes a read_inline
+  std::mutex read_mutex_;    // one reader of the socket at a time: the reader thread or a read_inline
 
   std::mutex send_mutex_;
   mutable std::mutex mutex_;
   std::condition_variable drained_;
+  std::condition_variable reader_cv_;  // the reader thread parked while inline_readers_ != 0
   // Guarded by mutex_:
   std::unordered_map<std::uint32_t, Announced> table_;  // by buffer id
   OutTable out_;
@@ -268,6 +334,9 @@ class ChannelSender {
   std::optional<Error> closed_;
   bool peer_closed_ = false;
   bool stopping_ = false;
+  int inline_readers_ = 0;       // acquires reading releases themselves (InlineReading)
+  ChannelClock::time_point standby_until_{};  // the reader thread stands back until then (kReaderStandBack)
+  bool reader_parked_ = false;   // the reader thread waits on reader_cv_
   int dropping_ = 0;  // releases whose references are being dropped outside the lock
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };

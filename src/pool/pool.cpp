@@ -25,6 +25,7 @@
 #include "core/layout.h"
 #include "core/storage.h"
 #include "core/tensor_access.h"
+#include "pool/pool_wait.h"
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
@@ -60,7 +61,8 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     return {};
   }
 
-  Result<TensorDyn> acquire(std::chrono::milliseconds timeout, bool may_wait) {
+  // `hook`: waits instead of cv_ (pool_wait.h), or null.
+  Result<TensorDyn> acquire(std::chrono::milliseconds timeout, bool may_wait, PoolWaitHook* hook = nullptr) {
     using Clock = std::chrono::steady_clock;
     std::optional<Clock::time_point> start;  // read only once the first attempt found nothing
     Clock::time_point deadline;
@@ -106,6 +108,21 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       const bool fenced = std::any_of(free_.begin(), free_.end(), [](const Slot& s) { return s.fenced; });
       auto until = fenced ? std::min(deadline, now + std::chrono::milliseconds(1)) : deadline;
       if (on_wait_) until = std::min(until, checked + kPoolWaitCheckInterval);
+      if (hook) {
+        // Registered only while it waits: a give_back between two looks finds free_ changed under the lock.
+        hook->next_ = hooks_;
+        hooks_ = hook;
+        lock.unlock();
+        const bool keep = hook->wait(until);
+        lock.lock();
+        for (PoolWaitHook** h = &hooks_; *h; h = &(*h)->next_)
+          if (*h == hook) {
+            *h = hook->next_;
+            break;
+          }
+        if (!keep) hook = nullptr;
+        continue;
+      }
       ++waiters_;
       cv_.wait_until(lock, until);
       --waiters_;
@@ -129,6 +146,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     }
     free_.push_back({std::move(home), !done});  // capacity reserved: never throws
     const bool wake = waiters_ != 0;
+    wake_hooks_locked();
     lock.unlock();
     if (wake) cv_.notify_one();
   }
@@ -140,6 +158,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       closed_ = true;
       freed.swap(free_);
       allocated_ -= freed.size();
+      wake_hooks_locked();
     }
     cv_.notify_all();
     // `freed` goes here, outside the lock: each storage frees its memory.
@@ -205,6 +224,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     --allocating_;
     if (!home) {
       const bool wake = waiters_ != 0;
+      wake_hooks_locked();
       lock.unlock();
       if (wake) cv_.notify_one();  // a waiter may allocate in this slot instead
       return fail(std::move(home).error());
@@ -228,6 +248,10 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       }
     }
     return nullptr;
+  }
+
+  void wake_hooks_locked() noexcept {
+    for (PoolWaitHook* h = hooks_; h; h = h->next_) h->wake();
   }
 
   void note_acquired_locked() noexcept {
@@ -288,6 +312,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   std::size_t allocating_ = 0;      // allocations under way outside the lock (count against max_)
   std::size_t in_use_ = 0;
   std::size_t waiters_ = 0;  // threads in cv_.wait_until
+  PoolWaitHook* hooks_ = nullptr;  // acquires waiting through a hook (pool_wait.h), in its wait()
   std::size_t peak_in_use_ = 0;
   std::uint64_t acquired_ = 0;
   std::uint64_t waits_ = 0;
@@ -382,6 +407,21 @@ Result<TensorDyn> Pool::acquire(std::chrono::milliseconds timeout) {
     return fail(ErrorCode::InvalidArgument,
                 text::format("pool '{}': acquire timeout {} ms is negative", state_->name(), timeout.count()));
   return state_->acquire(timeout, true);
+}
+
+namespace detail {
+struct PoolAccess {
+  static PoolState* state(Pool& pool) noexcept { return pool.state_.get(); }
+};
+}  // namespace detail
+
+Result<TensorDyn> detail::acquire_with_hook(Pool& pool, std::chrono::milliseconds timeout, PoolWaitHook& hook) {
+  PoolState* state = PoolAccess::state(pool);
+  if (!state) return fail(ErrorCode::FailedPrecondition, "Pool::acquire: the pool was moved from");
+  if (timeout.count() < 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("pool '{}': acquire timeout {} ms is negative", state->name(), timeout.count()));
+  return state->acquire(timeout, true, &hook);
 }
 
 Result<TensorDyn> Pool::try_acquire() {

@@ -357,3 +357,86 @@ TEST(ChannelStream, AReleaseAfterTheSenderWentLosesNothingQueued) {
   ASSERT_OK(end);
   EXPECT_TRUE(end->end_of_stream);
 }
+
+// Sender::acquire waits by reading the releases on its own thread (pool_wait.h; the reader thread stands
+// back): a one-buffer pool, so every acquire waits for the previous frame's release, 300 times.
+TEST(ChannelStream, AcquireThatReadsItsOwnReleasesServesEveryFrameOfAOneBufferPool) {
+  auto ends = make_ends({.name = "inline"});
+  ASSERT_TRUE(ends);
+  auto pool = shm_pool("inline", 1);
+  ASSERT_OK(pool);
+  constexpr int kFrames = 300;
+  std::atomic<int> received{0};
+  std::thread consumer([&] {
+    for (int i = 0; i < kFrames; ++i) {
+      auto d = ends->receiver.receive(5s);
+      if (!d || d->sequence != static_cast<std::uint64_t>(i)) return;
+      ++received;  // `d` goes here: its release
+    }
+  });
+  for (int i = 0; i < kFrames; ++i) {
+    auto t = ends->sender.acquire(*pool, 5s);
+    ASSERT_OK(t);
+    ASSERT_OK(ends->sender.send(*t));
+  }
+  consumer.join();
+  EXPECT_EQ(received.load(), kFrames);
+  ASSERT_OK(ends->sender.drain(2s));
+  EXPECT_EQ(pool->stats().in_use, 0u);
+  EXPECT_EQ(ends->sender.stats().releases, static_cast<std::uint64_t>(kFrames));
+}
+
+// While an acquire waits on the channel's socket, a buffer that comes back another way (the producer's
+// own tensor dropped on another thread) wakes it: it does not wait for a release or its timeout.
+TEST(ChannelStream, AcquireWaitingOnTheSocketWakesForABufferGivenBackElsewhere) {
+  auto ends = make_ends({.name = "kick"});
+  ASSERT_TRUE(ends);
+  auto pool = shm_pool("kick", 2);
+  ASSERT_OK(pool);
+  auto sent = ends->sender.acquire(*pool, 0ms);
+  ASSERT_OK(sent);
+  ASSERT_OK(ends->sender.send(*sent));
+  *sent = TensorDyn();
+  auto held = ends->sender.acquire(*pool, 0ms);  // the pool's second buffer, never sent
+  ASSERT_OK(held);
+  auto d = ends->receiver.receive(1s);  // held by the consumer until the end: no release comes
+  ASSERT_OK(d);
+  std::thread dropper([&] {
+    std::this_thread::sleep_for(100ms);
+    *held = TensorDyn();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto t = ends->sender.acquire(*pool, 20s);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  dropper.join();
+  ASSERT_OK(t);
+  EXPECT_LT(waited, 10s) << "woken by the give-back, not by the 20 s timeout";
+  EXPECT_EQ(ends->receiver.stats().frames_out, 1u);
+}
+
+// After acquires that read inline, the reader thread stands back; a producer that stops acquiring still
+// gets its buffers back for a direct Pool::acquire and drain(), once the consumer releases.
+TEST(ChannelStream, ReleasesReachThePoolWhenTheProducerStopsAcquiring) {
+  auto ends = make_ends({.name = "idle"});
+  ASSERT_TRUE(ends);
+  auto pool = shm_pool("idle", 1);
+  ASSERT_OK(pool);
+  auto t = ends->sender.acquire(*pool, 0ms);
+  ASSERT_OK(t);
+  ASSERT_OK(ends->sender.send(*t));
+  *t = TensorDyn();
+  auto d = ends->receiver.receive(1s);
+  ASSERT_OK(d);
+  *d = channel::Delivery();
+  auto u = ends->sender.acquire(*pool, 5s);  // reads that release inline
+  ASSERT_OK(u);
+  ASSERT_OK(ends->sender.send(*u));
+  *u = TensorDyn();
+  auto e = ends->receiver.receive(1s);
+  ASSERT_OK(e);
+  *e = channel::Delivery();
+  auto direct = pool->acquire(5s);  // not through the Sender: the reader thread must come back for it
+  ASSERT_OK(direct);
+  *direct = TensorDyn();
+  ASSERT_OK(ends->sender.drain(5s));
+}

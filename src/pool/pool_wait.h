@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Waiting in Pool::acquire on something other than the pool's condition variable (pool.cpp).
+//
+// The frame channel's Sender::acquire waits for a buffer that only a release on its socket brings back.
+// With the condition variable, that release wakes the sender's reader thread, which gives the buffer back
+// and wakes the acquiring thread: two wake-ups in series per frame. With a hook, the acquiring thread
+// reads the release itself (channel/sender.cpp), one wake-up, as a raw request-reply round trip has
+// (issue 25, the channel's fixed cost per frame).
+#pragma once
+
+#include <edgetensor/pool.h>
+
+#include <chrono>
+
+namespace edgetensor {
+inline namespace ET_ABI_NAMESPACE {
+namespace detail {
+
+class PoolState;
+
+class PoolWaitHook {
+ public:
+  /// Called by acquire, with no lock of the pool held, instead of its condition variable's wait: returns
+  /// by `until` (steady clock), or earlier after wake() or after work of its own that may have given a
+  /// buffer back; the pool then looks again. false: the hook cannot wait any more (e.g. its channel
+  /// closed); the rest of that acquire waits on the condition variable. Must not acquire from this pool.
+  virtual bool wait(std::chrono::steady_clock::time_point until) noexcept = 0;
+  /// A buffer came back (or the pool changed) while wait() may be running: called under the pool's lock,
+  /// on the thread that gave the buffer back, so it must not block or take the pool's lock.
+  virtual void wake() noexcept = 0;
+
+ protected:
+  PoolWaitHook() = default;
+  PoolWaitHook(const PoolWaitHook&) = delete;
+  PoolWaitHook& operator=(const PoolWaitHook&) = delete;
+  virtual ~PoolWaitHook() = default;
+
+ private:
+  friend class PoolState;
+  PoolWaitHook* next_ = nullptr;  // the pool's list of hooks in wait(), under its lock
+};
+
+/// Pool::acquire(timeout) that waits through `hook` (registered with the pool only while its wait()
+/// runs, so a buffer given back between two looks is never missed). Errors: Pool::acquire's.
+Result<TensorDyn> acquire_with_hook(Pool& pool, std::chrono::milliseconds timeout, PoolWaitHook& hook);
+
+}  // namespace detail
+}  // namespace ET_ABI_NAMESPACE
+}  // namespace edgetensor

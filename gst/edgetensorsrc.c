@@ -446,6 +446,14 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
 }
 
 /* Live: frames arrive as the producer sends them; a frame's duration is the latency it adds. */
+/* The caps come from each frame's layout (create sets them). GstBaseSrc's default would fixate the template
+ * before the first frame (1x1, 0/1 fps), which an encoder takes as its first configuration: vp8enc,
+ * reconfigured to the real size, then encodes nothing. A RECONFIGURE keeps the frames' caps. */
+static gboolean gst_edgetensor_src_negotiate(GstBaseSrc* src) {
+  (void)src;
+  return TRUE;
+}
+
 static gboolean gst_edgetensor_src_query(GstBaseSrc* src, GstQuery* query) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
@@ -503,6 +511,7 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
   base_class->unlock = gst_edgetensor_src_unlock;
   base_class->unlock_stop = gst_edgetensor_src_unlock_stop;
   base_class->query = gst_edgetensor_src_query;
+  base_class->negotiate = gst_edgetensor_src_negotiate;
   GST_PUSH_SRC_CLASS(klass)->create = gst_edgetensor_src_create;
 }
 

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One side of bench/gst_handoff_bench.py: runs a GStreamer pipeline (gst-launch-1.0 syntax) that holds an element
+ * named `probe` (an identity), and measures at that element's src pad.
+ *
+ *   edgetensor_gst_handoff_probe --stamp [--warmup N] PIPELINE...
+ *     writes the CLOCK_MONOTONIC time (ns, int64, host order) into the first 8 bytes of each buffer as it passes
+ *     (the producer side: just before the sink that hands the frame off);
+ *   edgetensor_gst_handoff_probe --read [--frames N] [--warmup N] PIPELINE...
+ *     reads that stamp as each buffer passes and records now - stamp (the consumer side: just after the source
+ *     that received it); stops after N frames (shmsrc never sees EOS) or at EOS.
+ *
+ * Either way it stops at EOS, an error, or 10 s without a buffer once one came, and prints one JSON line:
+ *   {"frames": n, "cpu_ns": c, "wall_ns": w, "latency_ns": [...]}
+ * cpu_ns is the process's CPU (every thread: CLOCK_PROCESS_CPUTIME_ID) from the buffer after the first
+ * `warmup` (default 10) to the last one, wall_ns the time between them, so start-up (registry, connect, the
+ * first mappings) is not counted; per frame = cpu_ns / (frames - warmup - 1). Latencies: the frames after the
+ * warm-up. Asserts nothing; exits 1 on an error (named on stderr). */
+#define _POSIX_C_SOURCE 200809L
+#include <gst/gst.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t clock_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct probe {
+  int stamp;               /* 1: write the stamp; 0: read it */
+  int warmup, max_frames;  /* max_frames 0: until EOS */
+  gint frames;             /* buffers seen (atomic: the streaming thread counts, the main thread reads) */
+  int64_t last_buffer_ns;  /* CLOCK_MONOTONIC of the last buffer (under lock) */
+  GMutex lock;
+  int64_t cpu0, cpu1, wall0, wall1;
+  GArray* latencies;       /* int64 ns */
+  int map_failed;
+};
+
+static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer data) {
+  (void)pad;
+  struct probe* p = data;
+  GstBuffer* buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+  const int64_t now = clock_ns(CLOCK_MONOTONIC);
+  GstMapInfo map;
+  if (p->stamp) {
+    buffer = gst_buffer_make_writable(buffer); /* no copy: the push holds the only reference */
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    if (gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
+      memcpy(map.data, &now, sizeof now);
+      gst_buffer_unmap(buffer, &map);
+    } else {
+      p->map_failed = 1;
+    }
+  } else if (gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+    int64_t stamp = 0;
+    memcpy(&stamp, map.data, sizeof stamp);
+    gst_buffer_unmap(buffer, &map);
+    if (g_atomic_int_get(&p->frames) > p->warmup) g_array_append_val(p->latencies, (int64_t){now - stamp});
+  } else {
+    p->map_failed = 1;
+  }
+  const gint n = g_atomic_int_add(&p->frames, 1) + 1;
+  if (n == p->warmup + 1) {
+    p->cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    p->wall0 = now;
+  }
+  if (n > p->warmup + 1) {
+    p->cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    p->wall1 = now;
+  }
+  g_mutex_lock(&p->lock);
+  p->last_buffer_ns = now;
+  g_mutex_unlock(&p->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+int main(int argc, char** argv) {
+  gst_init(&argc, &argv);
+  struct probe p = {.warmup = 10, .stamp = -1};
+  int i = 1;
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; ++i) {
+    if (strcmp(argv[i], "--stamp") == 0) p.stamp = 1;
+    else if (strcmp(argv[i], "--read") == 0) p.stamp = 0;
+    else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) p.max_frames = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) p.warmup = atoi(argv[++i]);
+    else break;
+  }
+  if (p.stamp < 0 || i >= argc || p.warmup < 0 || p.max_frames < 0) {
+    fprintf(stderr, "usage: %s (--stamp | --read [--frames N]) [--warmup N] PIPELINE...\n", argv[0]);
+    return 2;
+  }
+  GError* error = NULL;
+  GstElement* pipeline = gst_parse_launchv((const gchar**)&argv[i], &error);
+  if (pipeline == NULL) {
+    fprintf(stderr, "pipeline: %s\n", error->message);
+    return 1;
+  }
+  GstElement* element = gst_bin_get_by_name(GST_BIN(pipeline), "probe");
+  if (element == NULL) {
+    fprintf(stderr, "the pipeline has no element named probe\n");
+    return 1;
+  }
+  g_mutex_init(&p.lock);
+  p.latencies = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  GstPad* pad = gst_element_get_static_pad(element, "src");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
+  gst_object_unref(pad);
+  gst_object_unref(element);
+  if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    fprintf(stderr, "the pipeline did not start\n");
+    return 1;
+  }
+  GstBus* bus = gst_element_get_bus(pipeline);
+  int rc = 0;
+  for (;;) {
+    GstMessage* message = gst_bus_timed_pop_filtered(bus, 100 * GST_MSECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    if (message != NULL) {
+      if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+        GError* e = NULL;
+        gst_message_parse_error(message, &e, NULL);
+        fprintf(stderr, "error from %s: %s\n", GST_OBJECT_NAME(GST_MESSAGE_SRC(message)), e->message);
+        g_error_free(e);
+        rc = 1;
+      }
+      gst_message_unref(message);
+      break;
+    }
+    const gint frames = g_atomic_int_get(&p.frames);
+    if (p.max_frames > 0 && frames >= p.max_frames) break;
+    g_mutex_lock(&p.lock);
+    const int64_t last = p.last_buffer_ns;
+    g_mutex_unlock(&p.lock);
+    if (frames > 0 && clock_ns(CLOCK_MONOTONIC) - last > 10 * (int64_t)1000000000) {
+      fprintf(stderr, "no buffer for 10 s after %d\n", frames);
+      rc = 1;
+      break;
+    }
+  }
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  if (p.map_failed) {
+    fprintf(stderr, "a buffer could not be mapped for its stamp\n");
+    rc = 1;
+  }
+  printf("{\"frames\": %d, \"cpu_ns\": %lld, \"wall_ns\": %lld, \"latency_ns\": [", g_atomic_int_get(&p.frames),
+         (long long)(p.cpu1 - p.cpu0), (long long)(p.wall1 - p.wall0));
+  for (guint k = 0; k < p.latencies->len; ++k)
+    printf("%s%lld", k == 0 ? "" : ", ", (long long)g_array_index(p.latencies, int64_t, k));
+  printf("]}\n");
+  g_array_free(p.latencies, TRUE);
+  return rc;
+}

@@ -254,7 +254,14 @@ class ET_API Sender {
   [[nodiscard]] Result<std::uint64_t> send_frame(const Frame& frame, const SendOptions& options = {});
 
   /// pool.acquire(timeout); on Busy the error also names what this channel holds out (frames not
-  /// released by the receiver, the oldest sequence and its age). Errors: Pool::acquire's.
+  /// released by the receiver, the oldest sequence and its age). While it waits, the calling thread
+  /// reads this channel's releases itself, so the release that frees a buffer wakes it directly (one
+  /// wake-up per frame, as a raw request-reply round trip has); a buffer that comes back any other way
+  /// (dropped by another thread, another channel's release) wakes it too. Afterwards the sender's
+  /// reader thread stands back for 50 ms (the next acquire reads what arrives meanwhile): a receiver's
+  /// death, or a buffer for a thread that waits on the Pool itself, is seen up to 50 ms later then;
+  /// drain() and send() call the reader back at once. Use one Sender::acquire per producer thread and
+  /// Pool. Errors: Pool::acquire's.
   [[nodiscard]] Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout);
 
   /// Waits until the receiver has released every frame sent and the references held for them are

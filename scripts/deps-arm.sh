@@ -71,6 +71,7 @@ unpack_gst_base_dev() {
   # lib/pkgconfig, not lib/<triplet>/pkgconfig: FindPkgConfig searches only the former in cross builds.
   $SUDO cp -a "$tmp/x/usr/lib/$triplet/pkgconfig" "$root/lib/"
   $SUDO cp -a "$tmp/x/usr/lib/$triplet/gstreamer-1.0" "$root/lib/$triplet/"
+  # shellcheck disable=SC2016  # ${pcfiledir} is pkg-config's variable, written as is
   $SUDO sed -i 's|^prefix=/usr$|prefix=${pcfiledir}/../..|' "$root/lib/pkgconfig"/*.pc
   for link in "$tmp/x/usr/lib/$triplet"/lib*.so; do
     $SUDO ln -s "/usr/lib/$triplet/$(readlink "$link")" "$root/lib/$triplet/$(basename "$link")"

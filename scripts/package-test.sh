@@ -66,11 +66,14 @@ check_contents() {
   case "$pkg" in
     python3-edgetensor)
       files=$(cd "$work/x" && find . -name '_edgetensor*.so' | sed 's|^\./|/|')
-      grep -Eqx "/usr/lib/python3/dist-packages/edgetensor/_edgetensor\.cpython-3[0-9]+-$triplet\.so" <<<"$files" &&
-        [ "$(grep -c '' <<<"$files")" = 1 ] ||
+      if ! grep -Eqx "/usr/lib/python3/dist-packages/edgetensor/_edgetensor\.cpython-3[0-9]+-$triplet\.so" <<<"$files" ||
+         [ "$(grep -c '' <<<"$files")" != 1 ]; then
         fail "$pkg ($arch): the module is not one /usr/lib/python3/dist-packages/edgetensor/_edgetensor.cpython-3X-$triplet.so: $files"
-      grep -Eq 'python3 \(>= 3\.[0-9]+\), python3 \(<< 3\.[0-9]+\)' <<<"$depends" &&
-        grep -q 'libstdc++6' <<<"$depends" || fail "$pkg ($arch): Depends '$depends' lacks python3's range or libstdc++6"
+      fi
+      if ! grep -Eq 'python3 \(>= 3\.[0-9]+\), python3 \(<< 3\.[0-9]+\)' <<<"$depends" ||
+         ! grep -q 'libstdc++6' <<<"$depends"; then
+        fail "$pkg ($arch): Depends '$depends' lacks python3's range or libstdc++6"
+      fi
       say "$arch: $pkg holds ${files##*/}; Depends: $depends"
       ;;
     gstreamer1.0-edgetensor)

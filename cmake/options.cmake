@@ -14,13 +14,9 @@ option(ET_BUILD_TESTS "Build the tests" ${ET_MASTER_PROJECT})
 option(ET_BUILD_TOOLS "Build the edgetensor CLI" ${ET_MASTER_PROJECT})
 option(ET_BUILD_BENCH "Build the benchmarks" ${ET_MASTER_PROJECT})
 # The Python module (python/): built when pybind11 and the Python 3 headers are found (Debian:
-# pybind11-dev, python3-dev). Off by default in cross builds: the build machine's Python headers are
-# for the build machine's architecture.
-set(ET_PYTHON_DEFAULT ${ET_MASTER_PROJECT})
-if(CMAKE_CROSSCOMPILING)
-  set(ET_PYTHON_DEFAULT OFF)
-endif()
-option(ET_BUILD_PYTHON "Build the Python module when pybind11 and the Python 3 headers are found" ${ET_PYTHON_DEFAULT})
+# pybind11-dev, python3-dev); in cross builds also the target's pyconfig.h and sysconfig data
+# (libpython3-dev:<arch>, scripts/deps-arm.sh), for the build machine's CPython version.
+option(ET_BUILD_PYTHON "Build the Python module when pybind11 and the Python 3 headers are found" ${ET_MASTER_PROJECT})
 option(ET_REQUIRE_PYTHON "Fail the configure when the Python module or its test tools are missing (CI)" OFF)
 option(ET_WERROR "Treat warnings as errors" OFF)
 # The GStreamer plugin (gst/: edgetensorsink, edgetensorsrc; C on the C API): built when pkg-config finds

@@ -31,7 +31,7 @@ if(NOT ET_DEB_ARCH)
                  "cpack will refuse to package")
 endif()
 
-# The components this tree installs (cross trees have no Python module and no GStreamer plugin).
+# The components this tree installs (a tree without the Python module or the GStreamer plugin has fewer).
 set(ET_DEB_COMPONENTS runtime dev c_runtime c_dev)
 if(TARGET edgetensor_cli)
   list(APPEND ET_DEB_COMPONENTS tools)

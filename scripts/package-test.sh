@@ -2,7 +2,9 @@
 # Proves the Debian packages that scripts/package.sh made (docs/PACKAGING.md, "Tests").
 #   usage: scripts/package-test.sh ARCH=DIR [ARCH=DIR ...]      e.g. amd64=build/packages arm64=build-arm64/packages
 # For every DIR: the packages expected for that tree are there; every .deb and .ddeb says Architecture: ARCH;
-# every ELF file in them (static library members included) is for ARCH's machine (readelf -h).
+# every ELF file in them (static library members included) is for ARCH's machine (readelf -h); the Python
+# module is named for ARCH's CPython (_edgetensor.cpython-3X-<multiarch>.so), the plugin lies in ARCH's
+# gstreamer-1.0 directory, and the Depends dpkg-shlibdeps gave them name ARCH's libraries.
 # For this machine's architecture, also (as root; it installs into /usr and removes everything again):
 #   - dpkg -i every package (apt-get install -f -y when dependencies are missing), then dpkg --verify;
 #   - the installed ELF files are stripped, and the -dbgsym packages hold their debug info by build ID;
@@ -33,6 +35,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The multiarch triplet of each Debian architecture.
+triplet_of() {
+  case "$1" in
+    amd64) echo x86_64-linux-gnu ;;
+    arm64) echo aarch64-linux-gnu ;;
+    armhf) echo arm-linux-gnueabihf ;;
+    *) fail "no multiarch triplet known for the architecture '$1'" ;;
+  esac
+}
+
 # readelf -h's Machine (and class, float ABI) for each Debian architecture.
 machine_of() {
   case "$1" in
@@ -46,6 +58,35 @@ machine_of() {
 is_elf() { [ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; }
 is_archive() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 213c617263683e0a ]; }
 
+# check_contents ARCH TRIPLET PACKAGE FILE (unpacked in $work/x): where the module and the plugin lie for
+# ARCH, and that their Depends (dpkg-shlibdeps with DEB_HOST_ARCH) came from ARCH's libraries.
+check_contents() {
+  local arch=$1 triplet=$2 pkg=$3 f=$4 files depends want
+  depends=$(dpkg-deb -f "$f" Depends)
+  case "$pkg" in
+    python3-edgetensor)
+      files=$(cd "$work/x" && find . -name '_edgetensor*.so' | sed 's|^\./|/|')
+      if ! grep -Eqx "/usr/lib/python3/dist-packages/edgetensor/_edgetensor\.cpython-3[0-9]+-$triplet\.so" <<<"$files" ||
+         [ "$(grep -c '' <<<"$files")" != 1 ]; then
+        fail "$pkg ($arch): the module is not one /usr/lib/python3/dist-packages/edgetensor/_edgetensor.cpython-3X-$triplet.so: $files"
+      fi
+      if ! grep -Eq 'python3 \(>= 3\.[0-9]+\), python3 \(<< 3\.[0-9]+\)' <<<"$depends" ||
+         ! grep -q 'libstdc++6' <<<"$depends"; then
+        fail "$pkg ($arch): Depends '$depends' lacks python3's range or libstdc++6"
+      fi
+      say "$arch: $pkg holds ${files##*/}; Depends: $depends"
+      ;;
+    gstreamer1.0-edgetensor)
+      [ -f "$work/x/usr/lib/$triplet/gstreamer-1.0/libgstedgetensor.so" ] ||
+        fail "$pkg ($arch): no /usr/lib/$triplet/gstreamer-1.0/libgstedgetensor.so: $(cd "$work/x" && find . -name '*.so')"
+      for want in libgstreamer1.0-0 libgstreamer-plugins-base1.0-0 libglib2.0-0 'libedgetensor-c[0-9]+ \(='; do
+        grep -Eq "$want" <<<"$depends" || fail "$pkg ($arch): Depends '$depends' lacks $want"
+      done
+      say "$arch: $pkg holds /usr/lib/$triplet/gstreamer-1.0/libgstedgetensor.so; Depends: $depends"
+      ;;
+  esac
+}
+
 # check_dir ARCH DIR: the expected packages, their Architecture, their ELF files' machine.
 check_dir() {
   local arch=$1 dir=$2 f pkg machine want class abi n_elf=0
@@ -55,10 +96,12 @@ check_dir() {
   ((${#debs[@]})) || fail "$dir: no .deb or .ddeb (scripts/package.sh makes them)"
   local names=()
   for f in "${debs[@]}"; do names+=("$(dpkg-deb -f "$f" Package)"); done
-  local expected=('libedgetensor[0-9.]+' libedgetensor-dev 'libedgetensor-c[0-9]+' libedgetensor-c-dev edgetensor-tools)
-  # The native tree (CI: -DET_REQUIRE_PYTHON=ON -DET_REQUIRE_GSTREAMER=ON) has the module and the plugin;
-  # cross trees have neither (docs/PACKAGING.md, "Cross packages").
-  [ "$arch" = "$native" ] && expected+=(python3-edgetensor gstreamer1.0-edgetensor)
+  # Every tree CI packages has the module and the plugin (-DET_REQUIRE_PYTHON=ON -DET_REQUIRE_GSTREAMER=ON;
+  # the cross trees through scripts/deps-arm.sh: docs/PACKAGING.md, "The cross packages").
+  local expected=('libedgetensor[0-9.]+' libedgetensor-dev 'libedgetensor-c[0-9]+' libedgetensor-c-dev edgetensor-tools
+                  python3-edgetensor gstreamer1.0-edgetensor)
+  local triplet
+  triplet=$(triplet_of "$arch")
   for want in "${expected[@]}"; do
     printf '%s\n' "${names[@]}" | grep -Eqx "$want" || fail "$dir: no package named /$want/ (have: ${names[*]})"
   done
@@ -68,6 +111,7 @@ check_dir() {
     [ "$(dpkg-deb -f "$f" Architecture)" = "$arch" ] ||
       fail "$f: Architecture is '$(dpkg-deb -f "$f" Architecture)', not $arch"
     rm -rf "$work/x" && mkdir -p "$work/x" && dpkg-deb -x "$f" "$work/x"
+    check_contents "$arch" "$triplet" "$pkg" "$f"
     while IFS= read -r -d '' elf; do
       if is_elf "$elf" || is_archive "$elf"; then
         local header

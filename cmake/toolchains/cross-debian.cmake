@@ -31,6 +31,14 @@ if(ET_CROSS_PKG_CONFIG)
   set(PKG_CONFIG_EXECUTABLE ${ET_CROSS_PKG_CONFIG} CACHE FILEPATH "pkg-config for ${ET_CROSS_TRIPLET}")
 endif()
 
+# Debian 12's libgstreamer-plugins-base1.0-dev is not Multi-Arch: same: scripts/deps-arm.sh unpacks the
+# target's copy here (pkg-config files, headers, lib*.so links to the installed runtime libraries);
+# FindPkgConfig searches <prefix>/lib/<triplet>/pkgconfig of every CMAKE_PREFIX_PATH entry.
+set(ET_CROSS_DEV_ROOT /opt/edgetensor-cross/${ET_CROSS_TRIPLET})
+if(IS_DIRECTORY ${ET_CROSS_DEV_ROOT})
+  list(APPEND CMAKE_PREFIX_PATH ${ET_CROSS_DEV_ROOT})
+endif()
+
 # Programs (cmake, the host's tools) come from the host; libraries and packages only for the target:
 # the multiarch directory is searched before the host's, and the host's lib/x86_64-linux-gnu never
 # matches CMAKE_LIBRARY_ARCHITECTURE.

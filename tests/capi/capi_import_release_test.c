@@ -198,7 +198,7 @@ static int case_release_bad_input(void) {
   et_image_layout l;
   memset(&l, 0, sizeof l);
   l.struct_size = sizeof l;
-  l.format = ET_PIXEL_FORMAT_GRAY8;
+  l.format = ET_PIXEL_FORMAT_GREY;
   l.width = 64;
   l.height = 64;
   l.plane_count = 1;

@@ -5,7 +5,10 @@
 #include "formats.h"
 
 #include <edgetensor/c/edgetensor_c.h>
+#include <gst/allocators/allocators.h>
 #include <gst/video/video.h>
+
+#include <stdio.h>
 
 #include <string.h>
 
@@ -83,6 +86,10 @@ struct _GstEdgetensorSink {
   guint64 frames;           /* buffers rendered */
   guint64 zero_copy;        /* sent from the memory upstream wrote */
   guint64 copies;           /* copied into a pool buffer first */
+  guint64 imported;         /* upstream's own fd memory imported and sent, holding its GstBuffer (also zero_copy) */
+  gint imports_held;        /* atomic: imported frames whose GstBuffer a holder (channel, receiver) still keeps */
+  gboolean import_logged;
+  gboolean fallback_logged;
   guint64 copy_drops;       /* not published: every copy buffer was still held (see copy_of) */
   guint64 send_errors;      /* frames the publisher refused (logged) */
   gboolean copy_logged;
@@ -127,7 +134,9 @@ static GstStructure* sink_stats(GstEdgetensorSink* self) {
   c.struct_size = sizeof c;
   if (self->copy_pool != NULL && et_pool_get_stats(self->copy_pool, &c) != ET_OK) memset(&c, 0, sizeof c);
   return gst_structure_new("edgetensorsink-stats", "frames", G_TYPE_UINT64, self->frames, "zero-copy", G_TYPE_UINT64,
-                           self->zero_copy, "copies", G_TYPE_UINT64, self->copies, "copy-buffers", G_TYPE_UINT64,
+                           self->zero_copy, "imported", G_TYPE_UINT64, self->imported, "imports-held", G_TYPE_UINT64,
+                           (guint64)g_atomic_int_get(&self->imports_held), "copies", G_TYPE_UINT64, self->copies,
+                           "copy-buffers", G_TYPE_UINT64,
                            c.allocated, "copy-drops", G_TYPE_UINT64, self->copy_drops, "send-errors", G_TYPE_UINT64,
                            self->send_errors, "memory", G_TYPE_STRING, et_memory_kind_name(self->memory), "receivers",
                            G_TYPE_UINT64, p.receivers, "receivers-joined", G_TYPE_UINT64, p.receivers_joined,
@@ -327,8 +336,8 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   receiver.struct_size = sizeof receiver;
   receiver.policy = self->policy;
   receiver.max_frames_out = self->max_frames_out;
-  self->frames = self->zero_copy = self->copies = self->copy_drops = self->send_errors = 0;
-  self->copy_logged = FALSE;
+  self->frames = self->zero_copy = self->imported = self->copies = self->copy_drops = self->send_errors = 0;
+  self->copy_logged = self->import_logged = self->fallback_logged = FALSE;
   GST_OBJECT_UNLOCK(self);
   if (path == NULL || path[0] == '\0') {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("edgetensorsink needs socket-path (the socket consumers connect to)"),
@@ -465,6 +474,180 @@ static gboolean copy_frame(GstEdgetensorSink* self, GstBuffer* buffer, const et_
   return copied;
 }
 
+/* ---- Importing upstream's fd memory (docs/GSTREAMER.md, "Upstream fd memory") ---------------------- */
+
+/* What an imported frame's release callback needs: the GstBuffer it keeps from going back to upstream's
+ * pool, and the sink whose imports_held it counts (a reference: the callback may run after stop, on a
+ * channel's release reader thread). */
+typedef struct {
+  GstBuffer* buffer;
+  GstEdgetensorSink* sink;
+} ImportHold;
+
+static void import_hold_free(ImportHold* hold) {
+  g_atomic_int_add(&hold->sink->imports_held, -1);
+  gst_buffer_unref(hold->buffer);
+  gst_object_unref(hold->sink);
+  g_free(hold);
+}
+
+/* et_import_options.release_callback: the frame's last holder is gone (any thread). */
+static void import_released(void* user_data) { import_hold_free((ImportHold*)user_data); }
+
+static GQuark import_key_quark;
+
+static void release_key_import(gpointer tensor) { et_tensor_release((et_tensor*)tensor); }
+
+/* Keeps one plain import of `memory`'s fd for as long as upstream keeps the memory (qdata, as kmssink keeps
+ * its framebuffers): while it lives, every frame's import of that fd has the same buffer key, so the
+ * channel announces each upstream buffer once instead of once per frame (a released import's key is
+ * retired with its last holder). No mapping: an import maps only when mapped. */
+static void keep_buffer_key(GstMemory* memory, int fd) {
+  if (gst_mini_object_get_qdata(GST_MINI_OBJECT(memory), import_key_quark) != NULL) return;
+  const uint64_t one = 1;
+  et_tensor* t = NULL;
+  if (et_tensor_import_dup(fd, 1, &one, ET_DTYPE_U8, NULL, &t) == ET_OK)
+    gst_mini_object_set_qdata(GST_MINI_OBJECT(memory), import_key_quark, t, release_key_import);
+}
+
+/* The frame layout of `buffer` in its fds: plane offsets and strides from its GstVideoMeta, else from the
+ * caps' GstVideoInfo; each plane's offset found in the memory holding it and counted from the start of
+ * that memory's fd. FALSE with the reason in `why` when the buffer is not all fd memory or its layout is
+ * not one the sink can send as it is. */
+static gboolean import_layout(GstEdgetensorSink* self, GstBuffer* buffer, et_image_layout* layout,
+                              int32_t fds[ET_MAX_PLANES], char* why, size_t why_size) {
+  const guint memories = gst_buffer_n_memory(buffer);
+  if (memories == 0 || memories > ET_MAX_PLANES) {
+    snprintf(why, why_size, "%u memories (1 to %u can be imported)", memories, (unsigned)ET_MAX_PLANES);
+    return FALSE;
+  }
+  for (guint i = 0; i < memories; ++i) {
+    GstMemory* memory = gst_buffer_peek_memory(buffer, i);
+    if (!gst_is_fd_memory(memory)) {
+      snprintf(why, why_size, "memory %u is not fd memory (allocator %s)", i,
+               memory->allocator != NULL ? GST_OBJECT_NAME(memory->allocator) : "none");
+      return FALSE;
+    }
+  }
+  const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
+  const guint planes = self->layout.plane_count;
+  if (meta != NULL && (meta->n_planes != planes || meta->width != self->layout.width ||
+                       meta->height != self->layout.height || meta->format != GST_VIDEO_INFO_FORMAT(&self->info))) {
+    snprintf(why, why_size, "its GstVideoMeta (%s %ux%u, %u planes) differs from the caps (%s %ux%u, %u planes)",
+             gst_video_format_to_string(meta->format), meta->width, meta->height, meta->n_planes,
+             gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&self->info)), self->layout.width, self->layout.height,
+             planes);
+    return FALSE;
+  }
+  *layout = self->layout;
+  layout->modifier = 0;
+  for (guint p = 0; p < planes; ++p) {
+    const gsize offset = meta != NULL ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(&self->info, p);
+    const gint stride = meta != NULL ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(&self->info, p);
+    if (stride <= 0) {
+      snprintf(why, why_size, "plane %u has stride %d (only positive strides are sent)", p, stride);
+      return FALSE;
+    }
+    guint index = 0, length = 0;
+    gsize skip = 0;
+    if (!gst_buffer_find_memory(buffer, offset, 1, &index, &length, &skip)) {
+      snprintf(why, why_size, "plane %u's offset %" G_GSIZE_FORMAT " B is past the buffer's %" G_GSIZE_FORMAT " B", p,
+               offset, gst_buffer_get_size(buffer));
+      return FALSE;
+    }
+    GstMemory* memory = gst_buffer_peek_memory(buffer, index);
+    fds[p] = gst_fd_memory_get_fd(memory);
+    if (fds[p] < 0) {
+      snprintf(why, why_size, "memory %u has no fd", index);
+      return FALSE;
+    }
+    layout->planes[p].offset_bytes = (uint64_t)memory->offset + skip;
+    layout->planes[p].row_stride_bytes = (uint64_t)stride;
+  }
+  return TRUE;
+}
+
+/* Imported frames upstream's pool can spare: two of its max buffers stay with upstream (a capture keeps
+ * buffers queued), so consumers that hold frames never starve it; no bound without a pool or a max. */
+static guint import_limit(GstBuffer* buffer) {
+  if (buffer->pool == NULL) return G_MAXUINT;
+  GstStructure* config = gst_buffer_pool_get_config(buffer->pool);
+  guint min = 0, max = 0;
+  const gboolean known = gst_buffer_pool_config_get_params(config, NULL, NULL, &min, &max);
+  gst_structure_free(config);
+  if (!known || max == 0) return G_MAXUINT;
+  return max > 2 ? max - 2 : 1;
+}
+
+static void log_fallback(GstEdgetensorSink* self, GstBuffer* buffer, const char* why) {
+  GST_OBJECT_LOCK(self);
+  const gboolean first = !self->fallback_logged;
+  self->fallback_logged = TRUE;
+  GST_OBJECT_UNLOCK(self);
+  if (first)
+    GST_INFO_OBJECT(self, "upstream's fd memory is copied, not imported: %s (logged once; %u memories)", why,
+                    gst_buffer_n_memory(buffer));
+  else
+    GST_DEBUG_OBJECT(self, "copied, not imported: %s", why);
+}
+
+/* Imports `buffer`'s fd memory as a frame into *out, no copy: the frame's storages hold a reference of
+ * `buffer` (its release callback drops it), so upstream's pool has it back only when the channel and
+ * every receiver have released the frame. FALSE (reason logged) when the copy path must take it. */
+static gboolean import_frame(GstEdgetensorSink* self, GstBuffer* buffer, et_frame** out) {
+  *out = NULL;
+  char why[320];
+  et_image_layout layout;
+  int32_t fds[ET_MAX_PLANES] = {-1, -1, -1, -1};
+  if (!import_layout(self, buffer, &layout, fds, why, sizeof why)) {
+    /* Not fd memory at all is the ordinary copy path (logged there); a layout the sink cannot send is logged here. */
+    if (gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0))) log_fallback(self, buffer, why);
+    return FALSE;
+  }
+  const guint limit = import_limit(buffer);
+  if ((guint)g_atomic_int_get(&self->imports_held) >= limit) {
+    snprintf(why, sizeof why, "consumers hold %d of its frames, all upstream's pool can spare (its max less 2)",
+             g_atomic_int_get(&self->imports_held));
+    log_fallback(self, buffer, why);
+    return FALSE;
+  }
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    GstMemory* memory = gst_buffer_peek_memory(buffer, i);
+    keep_buffer_key(memory, gst_fd_memory_get_fd(memory));
+  }
+  ImportHold* hold = g_new(ImportHold, 1);
+  hold->buffer = gst_buffer_ref(buffer);
+  hold->sink = gst_object_ref(self);
+  g_atomic_int_inc(&self->imports_held);
+  et_import_options options;
+  memset(&options, 0, sizeof options);
+  options.struct_size = sizeof options;
+  options.release_callback = import_released;
+  options.user_data = hold;
+  if (et_frame_import_planes_dup(fds, layout.plane_count, &layout, &options, out) != ET_OK) {
+    /* A failed import never calls the callback: the hold is still ours. */
+    snprintf(why, sizeof why, "%s", et_last_error_message());
+    import_hold_free(hold);
+    log_fallback(self, buffer, why);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  ++self->zero_copy;
+  ++self->imported;
+  const gboolean first = !self->import_logged;
+  self->import_logged = TRUE;
+  GST_OBJECT_UNLOCK(self);
+  if (first) {
+    GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
+    GST_INFO_OBJECT(self, "importing upstream's fd memory without a copy (%u memories, allocator %s, %s): each "
+                    "GstBuffer is held until every receiver has released its frame; counted in stats.imported, "
+                    "logged once",
+                    gst_buffer_n_memory(buffer), memory->allocator != NULL ? GST_OBJECT_NAME(memory->allocator) : "none",
+                    gst_buffer_get_video_meta(buffer) != NULL ? "layout from GstVideoMeta" : "layout from the caps");
+  }
+  return TRUE;
+}
+
 /* The image to send for `buffer` into *out: its own memory when it is one of our images (zero copy), else a
  * copy of its frame into a copy pool image; NULL with GST_FLOW_OK when the frame is dropped (copy_buffer).
  * A new reference. */
@@ -562,18 +745,26 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   GST_OBJECT_LOCK(self);
   ++self->frames;
   GST_OBJECT_UNLOCK(self);
-  et_tensor* image = NULL;
-  const GstFlowReturn flow = image_of(self, buffer, &image);
-  if (flow != GST_FLOW_OK || image == NULL) return flow; /* NULL with OK: dropped, counted */
   et_frame* frame = NULL;
+  et_status status = ET_OK;
+  /* Our own pool's memory is fd memory too: image_of sends it as it is. Others' fd memory is imported. */
+  const gboolean own =
+      gst_buffer_n_memory(buffer) == 1 && gst_edgetensor_memory_tensor(gst_buffer_peek_memory(buffer, 0)) != NULL;
+  if (!own && self->copy_pool != NULL) (void)import_frame(self, buffer, &frame);
+  if (frame == NULL) {
+    et_tensor* image = NULL;
+    const GstFlowReturn flow = image_of(self, buffer, &image);
+    if (flow != GST_FLOW_OK || image == NULL) return flow; /* NULL with OK: dropped, counted */
+    status = et_frame_from_tensor(image, &frame);
+    et_tensor_release(image);
+  }
   et_channel_send_options options;
   timing_of(self, buffer, &options);
   et_channel_publish_result result = {0};
   result.struct_size = sizeof result;
-  et_status status = et_frame_from_tensor(image, &frame);
   if (status == ET_OK) status = et_channel_publisher_send_frame(self->publisher, frame, &options, &result);
+  /* An imported frame no receiver took (drop policy, or none connected) gives its GstBuffer back here. */
   et_frame_release(frame);
-  et_tensor_release(image);
   if (status != ET_OK) {
     GST_OBJECT_LOCK(self);
     ++self->send_errors;
@@ -594,6 +785,7 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
   GstElementClass* element_class = GST_ELEMENT_CLASS(klass);
   GstBaseSinkClass* base_class = GST_BASE_SINK_CLASS(klass);
   GST_DEBUG_CATEGORY_INIT(gst_edgetensor_sink_debug, "edgetensorsink", 0, "edgetensor sink");
+  import_key_quark = g_quark_from_static_string("edgetensorsink-buffer-key");
 
   object_class->set_property = gst_edgetensor_sink_set_property;
   object_class->get_property = gst_edgetensor_sink_get_property;

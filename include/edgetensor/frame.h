@@ -59,6 +59,11 @@ class ET_API Frame {
   /// naming the plane and both numbers).
   [[nodiscard]] static Result<Frame> import_planes_dup(std::span<const int> fds, const ImageLayout& layout,
                                                        const ImportOptions& options = {});
+  /// As import_planes_dup, and every storage it makes holds a copy of `keep_alive`
+  /// (TensorDyn::import_fd_dup's overload says how): it is dropped when the frame's last buffer goes
+  /// (the last Frame, plane view, map or channel hold of any of them). On failure, dropped before return.
+  [[nodiscard]] static Result<Frame> import_planes_dup(std::span<const int> fds, const ImageLayout& layout,
+                                                       const ImportOptions& options, std::shared_ptr<void> keep_alive);
 
   bool is_empty() const noexcept { return layout_.format == PixelFormat::Unknown; }
   const ImageLayout& layout() const noexcept { return layout_; }

@@ -179,6 +179,10 @@ class ET_API TensorDyn {
   /// import_fd_dup (OutOfRange naming the buffer size and what the layout needs).
   [[nodiscard]] static Result<TensorDyn> import_image_dup(int borrowed_fd, const ImageLayout& layout,
                                                           const ImportOptions& options = {});
+  /// As import_image_dup, with a keep-alive held as import_fd_dup's overload below holds it.
+  [[nodiscard]] static Result<TensorDyn> import_image_dup(int borrowed_fd, const ImageLayout& layout,
+                                                          const ImportOptions& options,
+                                                          std::shared_ptr<void> keep_alive);
 
   /// Imports a borrowed fd: the library dups it (CLOEXEC); the caller keeps and closes its own fd.
   /// Recognises the fd from the kernel's answers (fstatfs magic, seals): shared memory (memfd or any
@@ -196,6 +200,21 @@ class ET_API TensorDyn {
   /// every error path before returning).
   [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                                   const ImportOptions& options = {});
+  /// As import_fd_dup / adopt_fd, and the new storage holds `keep_alive` (the owner of memory the fd
+  /// reaches, e.g. a GstBuffer that must not go back to its pool while this process reads it): a copy of
+  /// it is dropped when the storage goes, after its mapping and its fd are closed: when the last tensor,
+  /// view, map, Frame, pool or channel hold of it is gone (a channel sender drops its hold when the
+  /// receiver releases the frame). That drop runs on the thread that lets the last hold go: the caller's,
+  /// or a channel's release reader thread; a deleter must not block for long nor call into that channel.
+  /// On failure no copy is kept: the library's copies are dropped before the call returns (a keep_alive
+  /// moved in as the only reference runs its deleter then, on the calling thread). Null: no keep-alive.
+  /// Storage whose memory is abandoned (device work outlived its teardown bound) keeps it forever.
+  /// Errors: as import_fd_dup / adopt_fd.
+  [[nodiscard]] static Result<TensorDyn> import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape,
+                                                       DType dtype, const ImportOptions& options,
+                                                       std::shared_ptr<void> keep_alive);
+  [[nodiscard]] static Result<TensorDyn> adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
+                                                  const ImportOptions& options, std::shared_ptr<void> keep_alive);
 
   // ---- Description -------------------------------------------------------------------------------
   DType dtype() const noexcept { return dtype_; }

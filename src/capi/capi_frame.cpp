@@ -16,8 +16,9 @@ Result<const Frame*> frame_of(const char* function, const et_frame* frame) {
 }
 
 // et_import_options for every plane's fd: the layout holds the offsets and strides, so those stay zero.
-Result<ImportOptions> plane_import_options(const et_import_options* user) {
-  ET_TRY_ASSIGN(auto o, import_options(user, 1));  // rank 1: a strides array, if given, shows as one entry
+Result<ImportOptions> plane_import_options(const et_import_options* user, std::shared_ptr<ReleaseHook>* release) {
+  // rank 1: a strides array, if given, shows as one entry
+  ET_TRY_ASSIGN(auto o, import_options(user, 1, release));
   if (o.offset_bytes != 0 || !o.strides_bytes.empty())
     return fail(ErrorCode::InvalidArgument, "et_frame_import_planes_dup: et_import_options.offset_bytes must be 0 and "
                                             "strides_bytes NULL (the layout gives each plane's offset and stride)");
@@ -50,10 +51,13 @@ et_status et_frame_import_planes_dup(const int32_t* borrowed_fds, uint32_t fd_co
       return fail(ErrorCode::InvalidArgument, std::string(kFn) + ": fd_count " + std::to_string(fd_count) +
                                                   " is outside 1..ET_MAX_PLANES (" + std::to_string(kMaxPlanes) + ")");
     ET_TRY_ASSIGN(auto l, read_image_layout(kFn, layout));
-    ET_TRY_ASSIGN(auto o, plane_import_options(options));
+    std::shared_ptr<ReleaseHook> release;
+    ET_TRY_ASSIGN(auto o, plane_import_options(options, &release));
     const std::vector<int> fds(borrowed_fds, borrowed_fds + fd_count);
-    ET_TRY_ASSIGN(auto f, Frame::import_planes_dup(fds, l, o));
+    ET_TRY_ASSIGN(auto f, Frame::import_planes_dup(fds, l, o, release));
     *out = new et_frame{.frame = std::move(f)};
+    // Armed only now: a failed import (or allocation of the handle) drops the hook without a call.
+    if (release) release->armed.store(true, std::memory_order_release);
     return {};
   });
 }

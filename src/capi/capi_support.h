@@ -151,9 +151,21 @@ std::chrono::milliseconds wait_from_ns(std::int64_t timeout_ns, std::chrono::mil
 /// GL PBO without a context), Unsupported (alignment above ET_MAX_ALIGNMENT, or above 1 for a GL PBO).
 Result<void> allocate_options(const et_allocate_options* user, AllocateOptions& o);
 
+/// The caller's release hook of et_import_options (0.7): its deleter calls `callback(user_data)` only
+/// once armed, and an import arms it only after the handle is given, so a failed import never calls it.
+struct ReleaseHook {
+  void (*callback)(void*) = nullptr;
+  void* user_data = nullptr;
+  std::atomic<bool> armed{false};
+  /// The keep-alive the C++ import holds (null without a callback); its last copy runs the deleter.
+  static std::shared_ptr<ReleaseHook> make(void (*callback)(void*), void* user_data);
+};
+
 /// Fills ImportOptions from the C struct (NULL: defaults); strides_bytes, when not NULL, has `rank`
-/// entries. Errors: InvalidArgument (struct_size rule, unknown flags), OutOfRange (offset past size_t).
-Result<ImportOptions> import_options(const et_import_options* user, std::size_t rank);
+/// entries; *release gets the release hook (null when none). Errors: InvalidArgument (struct_size rule,
+/// unknown flags, user_data without release_callback), OutOfRange (offset past size_t).
+Result<ImportOptions> import_options(const et_import_options* user, std::size_t rank,
+                                     std::shared_ptr<ReleaseHook>* release);
 
 /// A new handle of `tensor` into *out.
 void give_tensor(TensorDyn tensor, et_tensor** out);

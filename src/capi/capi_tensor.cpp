@@ -41,11 +41,33 @@ Result<void> edgetensor::capi::allocate_options(const et_allocate_options* user,
   return {};
 }
 
-Result<ImportOptions> edgetensor::capi::import_options(const et_import_options* user, std::size_t rank) {
+std::shared_ptr<edgetensor::capi::ReleaseHook> edgetensor::capi::ReleaseHook::make(void (*callback)(void*),
+                                                                                  void* user_data) {
+  if (callback == nullptr) return nullptr;
+  auto hook = std::shared_ptr<ReleaseHook>(new ReleaseHook, [](ReleaseHook* h) noexcept {
+    if (h->armed.load(std::memory_order_acquire)) h->callback(h->user_data);
+    delete h;
+  });
+  hook->callback = callback;
+  hook->user_data = user_data;
+  return hook;
+}
+
+Result<ImportOptions> edgetensor::capi::import_options(const et_import_options* user, std::size_t rank,
+                                                       std::shared_ptr<ReleaseHook>* release) {
   ET_TRY_ASSIGN(auto c, read_options(user, ET_IMPORT_OPTIONS_SIZE_VER0, "et_import_options"));
   if ((c.flags & ~ET_IMPORT_ALLOW_SHRINKABLE) != 0)
     return fail(ErrorCode::InvalidArgument,
                 "et_import_options.flags " + std::to_string(c.flags) + " has bits other than ET_IMPORT_ALLOW_SHRINKABLE");
+  // An older caller's struct ends before them; one that ends inside them holds half a pointer: neither is read.
+  if (user != nullptr && declared_struct_size(user) < ET_IMPORT_OPTIONS_SIZE_VER1) {
+    c.release_callback = nullptr;
+    c.user_data = nullptr;
+  }
+  if (c.user_data != nullptr && c.release_callback == nullptr)
+    return fail(ErrorCode::InvalidArgument, "et_import_options.user_data is set but release_callback is NULL (the "
+                                            "user_data is only ever passed to release_callback)");
+  *release = ReleaseHook::make(c.release_callback, c.user_data);
   ImportOptions o;
   ET_TRY_ASSIGN(o.offset_bytes, to_size(c.offset_bytes, "et_import_options.offset_bytes"));
   if (c.strides_bytes != nullptr) o.strides_bytes.assign(c.strides_bytes, c.strides_bytes + rank);
@@ -65,12 +87,15 @@ Result<void> import(const char* function, bool adopt, int32_t fd, uint32_t rank,
   *out = nullptr;
   ET_TRY_ASSIGN(auto s, read_shape(function, rank, shape));
   ET_TRY_ASSIGN(auto d, read_dtype(function, dtype));
-  ET_TRY_ASSIGN(auto o, import_options(options, s.rank));
+  std::shared_ptr<ReleaseHook> release;
+  ET_TRY_ASSIGN(auto o, import_options(options, s.rank, &release));
   if (fd < 0)
     return fail(ErrorCode::InvalidArgument, std::string(function) + ": fd " + std::to_string(fd) + " is negative");
-  ET_TRY_ASSIGN(auto t, adopt ? TensorDyn::adopt_fd(std::move(owned), s.ref(), d, o)
-                              : TensorDyn::import_fd_dup(fd, s.ref(), d, o));
+  ET_TRY_ASSIGN(auto t, adopt ? TensorDyn::adopt_fd(std::move(owned), s.ref(), d, o, release)
+                              : TensorDyn::import_fd_dup(fd, s.ref(), d, o, release));
   give_tensor(std::move(t), out);
+  // Armed only now: had the import or give_tensor failed, the hook would have gone without a call.
+  if (release) release->armed.store(true, std::memory_order_release);
   return {};
 }
 

@@ -75,8 +75,10 @@ Result<TensorDyn> tensor_from_backing(std::unique_ptr<Backing> backing, ArrayRef
 /// A tensor over `fd` (owned; closed on every error path), which probe_fd already recognised as `info`
 /// (or a dup of the fd it probed: a dup shares the file description), checked like an import. The one
 /// import path after the probe: adopt_fd, import_fd_dup and ipc::receive probe once and call this.
+/// `keep_alive` (may be empty) is held by the new storage (Storage::set_keep_alive); on failure it is
+/// dropped before returning.
 Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::size_t> shape, DType dtype,
-                                 const ImportOptions& options);
+                                 const ImportOptions& options, std::shared_ptr<void> keep_alive = {});
 
 /// A zero-byte backing: no allocation, empty maps, no fd.
 std::unique_ptr<Backing> make_empty_backing(MemoryKind kind);

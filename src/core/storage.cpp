@@ -2,6 +2,7 @@
 #include "core/storage.h"
 
 #include <algorithm>
+#include <new>
 #include <thread>
 
 #include "text/format.h"
@@ -21,6 +22,7 @@ struct Abandoned {
   std::mutex mutex;
   std::vector<std::unique_ptr<Backing>> backings;
   std::vector<std::unique_ptr<DeviceHandle>> devices;
+  std::vector<std::shared_ptr<void>> keep_alives;  // the owners of abandoned imports: never dropped either
   std::size_t count = 0;
 };
 Abandoned& abandoned() {
@@ -122,11 +124,14 @@ void Storage::abandon_locked() noexcept {
   try {
     a.devices.reserve(a.devices.size() + 1);
     a.backings.reserve(a.backings.size() + 1);
+    if (keep_alive_) a.keep_alives.reserve(a.keep_alives.size() + 1);
   } catch (...) {
     (void)device_.release();  // no room to keep them: lose them instead (still never freed)
     (void)backing_.release();
+    if (keep_alive_) (void)new (std::nothrow) std::shared_ptr<void>(std::move(keep_alive_));  // kept, never dropped
     return;
   }
+  if (keep_alive_) a.keep_alives.push_back(std::move(keep_alive_));
   if (device_) a.devices.push_back(std::move(device_));
   a.backings.push_back(std::move(backing_));
 }

@@ -161,6 +161,10 @@ class Storage {
   /// The device handle if one exists, else null.
   DeviceHandle* existing_device_handle() const;
 
+  /// Holds `keep_alive` until the storage goes: it is dropped after the backing (and its mapping and fd)
+  /// is freed, or kept for the process's life with an abandoned backing. Set before the storage is shared.
+  void set_keep_alive(std::shared_ptr<void> keep_alive) noexcept { keep_alive_ = std::move(keep_alive); }
+
   /// Marks the storage as a pool's. Set before the storage is shared.
   void set_pooled() noexcept { pooled_ = true; }
   bool pooled() const noexcept { return pooled_; }
@@ -180,6 +184,9 @@ class Storage {
 
  private:
   std::uint64_t id_;  // written only by the constructor and renew_id (exclusive owner)
+  // Declared before backing_, so destroyed after it: a caller's keep-alive (an imported fd's owner, e.g. a
+  // GstBuffer) goes only once the memory is unmapped and its fd closed.
+  std::shared_ptr<void> keep_alive_;
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
   bool pooled_ = false;

@@ -95,9 +95,11 @@ std::shared_ptr<const TensorMeta> TensorAccess::named(std::string name) {
 }
 
 Result<TensorDyn> TensorAccess::import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
-                                       const ImportOptions& options) {
-  return make(std::make_shared<Storage>(std::move(backing)), shape, dtype, options.strides_bytes,
-              options.offset_bytes, named(options.name), "import");
+                                       const ImportOptions& options, std::shared_ptr<void> keep_alive) {
+  auto storage = std::make_shared<Storage>(std::move(backing));
+  storage->set_keep_alive(std::move(keep_alive));
+  return make(std::move(storage), shape, dtype, options.strides_bytes, options.offset_bytes, named(options.name),
+              "import");
 }
 }  // namespace detail
 using detail::TensorAccess;
@@ -195,9 +197,9 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
 
 namespace detail {
 Result<TensorDyn> tensor_from_fd(UniqueFd fd, const FdInfo& info, ArrayRef<std::size_t> shape, DType dtype,
-                                 const ImportOptions& options) {
+                                 const ImportOptions& options, std::shared_ptr<void> keep_alive) {
   ET_TRY_ASSIGN(auto backing, backend_ops(info.kind).import_fd(std::move(fd), info));
-  return TensorAccess::import(std::move(backing), shape, dtype, options);
+  return TensorAccess::import(std::move(backing), shape, dtype, options, std::move(keep_alive));
 }
 }  // namespace detail
 
@@ -221,19 +223,29 @@ Result<void> check_not_shrinkable(int fd, const detail::FdInfo& info, const Impo
 
 Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
                                       const ImportOptions& options) {
+  return adopt_fd(std::move(fd), shape, dtype, options, nullptr);
+}
+
+Result<TensorDyn> TensorDyn::adopt_fd(UniqueFd fd, ArrayRef<std::size_t> shape, DType dtype,
+                                      const ImportOptions& options, std::shared_ptr<void> keep_alive) {
   ET_TRY_ASSIGN(auto info, detail::probe_fd(fd.get()));
-  ET_TRY(check_not_shrinkable(fd.get(), info, options));  // `fd` closes on return
-  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
+  ET_TRY(check_not_shrinkable(fd.get(), info, options));  // `fd` and `keep_alive` go on return
+  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options, std::move(keep_alive));
 }
 
 Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape, DType dtype,
                                            const ImportOptions& options) {
+  return import_fd_dup(borrowed_fd, shape, dtype, options, nullptr);
+}
+
+Result<TensorDyn> TensorDyn::import_fd_dup(int borrowed_fd, ArrayRef<std::size_t> shape, DType dtype,
+                                           const ImportOptions& options, std::shared_ptr<void> keep_alive) {
   // Probe the caller's fd before duplicating, so a bad fd is named as the caller passed it. The dup
   // shares the open file description (same inode, size, access mode and seals): no second probe.
   ET_TRY_ASSIGN(auto info, detail::probe_fd(borrowed_fd));
   ET_TRY(check_not_shrinkable(borrowed_fd, info, options));
   ET_TRY_ASSIGN(auto fd, UniqueFd::duplicate(borrowed_fd));
-  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options);
+  return detail::tensor_from_fd(std::move(fd), info, shape, dtype, options, std::move(keep_alive));
 }
 
 std::size_t TensorDyn::buffer_bytes() const noexcept { return storage_ ? storage_->buffer_bytes() : 0; }

@@ -54,7 +54,7 @@ struct TensorAccess {
     return std::make_shared<const TensorMeta>(std::move(m));
   }
   static Result<TensorDyn> import(std::unique_ptr<Backing> backing, ArrayRef<std::size_t> shape, DType dtype,
-                                  const ImportOptions& options);
+                                  const ImportOptions& options, std::shared_ptr<void> keep_alive = {});
   /// Gives `to`, made from `from` by `how`, the metadata tensor.h's rule says it keeps: from's block,
   /// the part of its image the new geometry still shows, the quantization that follows. Never allocates.
   /// Errors: Unsupported when `from` holds an image with a non-LINEAR modifier and `to` is not the whole

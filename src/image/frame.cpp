@@ -70,6 +70,11 @@ Result<Frame> Frame::from_tensor(const TensorDyn& image) {
 }
 
 Result<Frame> Frame::import_planes_dup(std::span<const int> fds, const ImageLayout& layout, const ImportOptions& options) {
+  return import_planes_dup(fds, layout, options, nullptr);
+}
+
+Result<Frame> Frame::import_planes_dup(std::span<const int> fds, const ImageLayout& layout, const ImportOptions& options,
+                                       std::shared_ptr<void> keep_alive) {
   ET_TRY(layout.validate());
   const std::size_t planes = layout.plane_count();
   if (fds.size() != planes)
@@ -96,7 +101,8 @@ Result<Frame> Frame::import_planes_dup(std::span<const int> fds, const ImageLayo
                                end, layout.planes[i].offset_bytes, layout.plane_rows(i),
                                layout.planes[i].row_stride_bytes, layout.plane_row_bytes(i), fds[i],
                                probe->buffer_bytes));
-    auto t = TensorDyn::import_fd_dup(fds[i], {end}, DType::U8, options);
+    // Each storage holds a copy: the last buffer of the frame to go drops the keep-alive.
+    auto t = TensorDyn::import_fd_dup(fds[i], {end}, DType::U8, options, keep_alive);
     if (!t) {
       return fail(t.error().code(), text::format("plane {} (fd {}): {}", i, fds[i], t.error().message()),
                   t.error().sys_errno());

@@ -328,6 +328,11 @@ Result<TensorDyn> TensorDyn::allocate_image(const ImageLayout& layout, const All
 }
 
 Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout& layout, const ImportOptions& options) {
+  return import_image_dup(borrowed_fd, layout, options, nullptr);
+}
+
+Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout& layout, const ImportOptions& options,
+                                              std::shared_ptr<void> keep_alive) {
   if (!options.strides_bytes.empty())
     return fail(ErrorCode::InvalidArgument,
                 text::format("import_image_dup: ImportOptions::strides_bytes has {} entries; an image's strides come "
@@ -350,7 +355,7 @@ Result<TensorDyn> TensorDyn::import_image_dup(int borrowed_fd, const ImageLayout
                                      borrowed_fd, probe->buffer_bytes, options.offset_bytes,
                                      probe->buffer_bytes - options.offset_bytes, fits.error().message()));
   }
-  ET_TRY_ASSIGN(auto t, import_fd_dup(borrowed_fd, {bytes}, DType::U8, options));
+  ET_TRY_ASSIGN(auto t, import_fd_dup(borrowed_fd, {bytes}, DType::U8, options, std::move(keep_alive)));
   ET_TRY(t.set_image_layout(layout));
   return t;
 }

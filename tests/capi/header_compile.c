@@ -19,8 +19,9 @@ ET_STATIC_ASSERT(sizeof(et_allocate_options) == 48 && offsetof(et_allocate_optio
                      offsetof(et_allocate_options, name) == 16 && offsetof(et_allocate_options, dma_heap) == 32 &&
                      offsetof(et_allocate_options, gl_context) == 40,
                  "et_allocate_options layout");
-ET_STATIC_ASSERT(sizeof(et_import_options) == 32 && offsetof(et_import_options, offset_bytes) == 8 &&
-                     offsetof(et_import_options, name) == 24,
+ET_STATIC_ASSERT(sizeof(et_import_options) == 48 && offsetof(et_import_options, offset_bytes) == 8 &&
+                     offsetof(et_import_options, name) == 24 && offsetof(et_import_options, release_callback) == 32 &&
+                     offsetof(et_import_options, user_data) == 40 && ET_IMPORT_OPTIONS_SIZE_VER0 == 32,
                  "et_import_options layout");
 ET_STATIC_ASSERT(sizeof(et_tensor_info) == 208 && offsetof(et_tensor_info, shape) == 24 &&
                      offsetof(et_tensor_info, strides_bytes) == 88 && offsetof(et_tensor_info, buffer_key) == 200,

@@ -180,8 +180,20 @@ typedef struct et_import_options {
   ET_C_POINTER_PAD_(strides_bytes_pad_)
   const char* name;              /* NULL or "" = none */
   ET_C_POINTER_PAD_(name_pad_)
+  /* 0.7: the caller's release hook (docs/CAPI.md, "Imports that hold their owner"). When not NULL, it is
+   * called once, with user_data, when the import's last holder goes (every tensor, view, map, frame and
+   * channel hold of the storages it made, after their mappings and fds are closed), on that holder's
+   * thread: the caller's, or a channel's release reader thread; it must not block for long nor call into
+   * that channel. Never called when the import fails: user_data stays the caller's then. user_data
+   * without a release_callback: ET_INVALID_ARGUMENT. A struct_size below ET_IMPORT_OPTIONS_SIZE_VER1 reads
+   * neither field (not even part of one): the import holds no hook and never calls one. */
+  void (*release_callback)(void* user_data);
+  ET_C_POINTER_PAD_(release_callback_pad_)
+  void* user_data;
+  ET_C_POINTER_PAD_(user_data_pad_)
 } et_import_options;
-#define ET_IMPORT_OPTIONS_SIZE_VER0 ((uint32_t)sizeof(et_import_options))
+#define ET_IMPORT_OPTIONS_SIZE_VER0 32u /* 0.1: up to name */
+#define ET_IMPORT_OPTIONS_SIZE_VER1 ((uint32_t)sizeof(et_import_options)) /* 0.7: release_callback, user_data */
 
 /* Imports a memfd, shm or DMA-BUF fd as a tensor: the library dups `borrowed_fd` (CLOEXEC), the caller
  * keeps its own. The fd's real size must hold offset + extent. Errors: ET_INVALID_ARGUMENT (negative or

@@ -260,8 +260,8 @@ class ET_API Sender {
   /// (dropped by another thread, another channel's release) wakes it too. Afterwards the sender's
   /// reader thread stands back for 50 ms (the next acquire reads what arrives meanwhile): a receiver's
   /// death, or a buffer for a thread that waits on the Pool itself, is seen up to 50 ms later then;
-  /// drain() and send() call the reader back at once. Use one Sender::acquire per producer thread and
-  /// Pool. Errors: Pool::acquire's.
+  /// drain() and send() call the reader back at once. Threads may acquire at once: one reads, the
+  /// others wait for it within their own timeouts. Errors: Pool::acquire's.
   [[nodiscard]] Result<TensorDyn> acquire(Pool& pool, std::chrono::milliseconds timeout);
 
   /// Waits until the receiver has released every frame sent and the references held for them are

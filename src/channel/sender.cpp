@@ -475,7 +475,14 @@ bool ChannelSender::read_inline(ChannelClock::time_point until) noexcept {
     if (closed_ || stopping_) return false;  // a shut-down socket is always readable: wait on the pool instead
   }
   std::array<std::byte, kMaxReleaseMessageBytes + 1> buf;
-  std::lock_guard reading(read_mutex_);  // the reader thread may be in the middle of a message
+  // The reader thread may be in the middle of a message, or another acquire reading: wait for it within
+  // this acquire's own deadline.
+  std::unique_lock reading(read_mutex_, std::defer_lock);
+  if (until == ChannelClock::time_point::max()) {
+    reading.lock();
+  } else if (!reading.try_lock_until(until)) {
+    return true;  // the pool looks again and finds its deadline passed
+  }
   auto ready = wait_input(socket_.get(), wake_fd_.get(), false, until);
   if (!ready) return false;
   if (ready->wake) {

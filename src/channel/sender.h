@@ -307,7 +307,7 @@ class ChannelSender {
   const std::string label_;
   std::thread reader_;
   UniqueFd wake_fd_;         // eventfd: kick() wakes a read_inline
-  std::mutex read_mutex_;    // one reader of the socket at a time: the reader thread or a read_inline
+  std::timed_mutex read_mutex_;  // one reader of the socket at a time: the reader thread or a read_inline
 
   std::mutex send_mutex_;
   mutable std::mutex mutex_;

@@ -464,7 +464,7 @@ void ChannelSender::read_releases() noexcept {
       close(std::move(ready).error(), false);
       return;
     }
-    std::lock_guard reading(read_mutex_);
+    ReadTurn reading(*this, ChannelClock::time_point::max());
     if (!read_one(buf)) return;
   }
 }
@@ -477,12 +477,8 @@ bool ChannelSender::read_inline(ChannelClock::time_point until) noexcept {
   std::array<std::byte, kMaxReleaseMessageBytes + 1> buf;
   // The reader thread may be in the middle of a message, or another acquire reading: wait for it within
   // this acquire's own deadline.
-  std::unique_lock reading(read_mutex_, std::defer_lock);
-  if (until == ChannelClock::time_point::max()) {
-    reading.lock();
-  } else if (!reading.try_lock_until(until)) {
-    return true;  // the pool looks again and finds its deadline passed
-  }
+  ReadTurn reading(*this, until);
+  if (!reading) return true;  // the pool looks again and finds its deadline passed
   auto ready = wait_input(socket_.get(), wake_fd_.get(), false, until);
   if (!ready) return false;
   if (ready->wake) {

@@ -5,8 +5,8 @@
 //
 // Locks: send_mutex_ serialises senders (a retire, an announce and its frame go out in that order,
 // unbroken); mutex_ guards the tables and counters and is held only briefly, never across a send or
-// a recv. read_mutex_ makes one reader of the socket at a time (the reader thread, or Sender::acquire
-// reading inline) and is held across the read and the handling. Order: send_mutex_ or read_mutex_, then
+// a recv. A ReadTurn makes one reader of the socket at a time (the reader thread, or Sender::acquire
+// reading inline), held across the read and the handling. Order: send_mutex_ or a ReadTurn, then
 // mutex_ (no thread holds both of the first two). References are dropped outside mutex_ (a pool's
 // give-back takes the pool's lock).
 #pragma once
@@ -186,6 +186,44 @@ class ChannelSender {
     const std::thread::id owner_ = std::this_thread::get_id();
   };
 
+  // One reader of the socket at a time (a flag under mutex_, not a timed mutex: TSan in GCC 12 does not
+  // see pthread_mutex_clocklock). Waits for the turn until `until`; false (operator bool) if it passed.
+  class ReadTurn {
+   public:
+    ReadTurn(ChannelSender& s, ChannelClock::time_point until) : s_(s) {
+      std::unique_lock lock(s_.mutex_);
+      if (s_.reading_) {
+        ++s_.turn_waiters_;
+        auto free = [&] { return !s_.reading_; };
+        if (until == ChannelClock::time_point::max()) {
+          s_.read_turn_.wait(lock, free);
+        } else {
+          s_.read_turn_.wait_until(lock, until, free);
+        }
+        --s_.turn_waiters_;
+        if (s_.reading_) return;
+      }
+      s_.reading_ = held_ = true;
+    }
+    ~ReadTurn() {
+      if (!held_) return;
+      bool wake = false;
+      {
+        std::lock_guard lock(s_.mutex_);
+        s_.reading_ = false;
+        wake = s_.turn_waiters_ != 0;
+      }
+      if (wake) s_.read_turn_.notify_one();
+    }
+    ReadTurn(const ReadTurn&) = delete;
+    ReadTurn& operator=(const ReadTurn&) = delete;
+    explicit operator bool() const noexcept { return held_; }
+
+   private:
+    ChannelSender& s_;
+    bool held_ = false;
+  };
+
   struct Announced {
     std::uint32_t id;
     std::uint64_t key;              // BufferKey of the buffer
@@ -278,7 +316,7 @@ class ChannelSender {
   // reader_cv_) while an acquire reads inline.
   void read_releases() noexcept;
   // Reads one message if one is there (MSG_DONTWAIT) and handles it; closes the channel on its errors.
-  // Under read_mutex_. false: the channel is closed.
+  // In a ReadTurn. false: the channel is closed.
   bool read_one(std::span<std::byte> buf) noexcept;
   // PoolWaitHook::wait of InlineReading: one wait for input (socket or wake_fd_) until `until`, and the
   // message read. false once the channel is closed (the pool's condition variable waits instead).
@@ -307,12 +345,12 @@ class ChannelSender {
   const std::string label_;
   std::thread reader_;
   UniqueFd wake_fd_;         // eventfd: kick() wakes a read_inline
-  std::timed_mutex read_mutex_;  // one reader of the socket at a time: the reader thread or a read_inline
 
   std::mutex send_mutex_;
   mutable std::mutex mutex_;
   std::condition_variable drained_;
-  std::condition_variable reader_cv_;  // the reader thread parked while inline_readers_ != 0
+  std::condition_variable reader_cv_;
+  std::condition_variable read_turn_;  // a ReadTurn ended  // the reader thread parked while inline_readers_ != 0
   // Guarded by mutex_:
   std::unordered_map<std::uint32_t, Announced> table_;  // by buffer id
   OutTable out_;
@@ -335,6 +373,8 @@ class ChannelSender {
   bool peer_closed_ = false;
   bool stopping_ = false;
   int inline_readers_ = 0;       // acquires reading releases themselves (InlineReading)
+  bool reading_ = false;         // a ReadTurn is held
+  int turn_waiters_ = 0;         // threads waiting for a ReadTurn on read_turn_
   ChannelClock::time_point standby_until_{};  // the reader thread stands back until then (kReaderStandBack)
   bool reader_parked_ = false;   // the reader thread waits on reader_cv_
   int dropping_ = 0;  // releases whose references are being dropped outside the lock

@@ -25,10 +25,11 @@ struct LayoutT {
   U extent_bytes = 0;  // from the first element to one past the last reachable byte; 0 when empty
 };
 
-/// C-contiguous byte strides for `shape`. Fails with OutOfRange when the byte size overflows U.
+/// C-contiguous byte strides for `shape`. Fails with OutOfRange when the byte size overflows U, naming
+/// `what` and `qualifier` (e.g. "allocate", "u8": formatted only on failure, so a hot path pays nothing).
 template <class U>
 Result<U> contiguous_strides(std::span<const U> shape, U element_size, std::span<std::int64_t> strides_out,
-                             std::string_view what) {
+                             std::string_view what, std::string_view qualifier = {}) {
   U stride = element_size;
   bool has_zero = false;
   for (std::size_t i = shape.size(); i-- > 0;) {
@@ -37,8 +38,8 @@ Result<U> contiguous_strides(std::span<const U> shape, U element_size, std::span
     auto next = checked_mul<U>(stride, shape[i] == 0 ? U{1} : shape[i]);
     if (!next || *next > static_cast<U>(INT64_MAX))
       return fail(ErrorCode::OutOfRange,
-                  text::format("{} [{}]: byte size overflows {}-bit size arithmetic (a tensor holds at most {} B)",
-                              what, text::join(shape, ", "), sizeof(U) * 8,
+                  text::format("{}{}{} [{}]: byte size overflows {}-bit size arithmetic (a tensor holds at most {} B)",
+                              what, qualifier.empty() ? "" : " ", qualifier, text::join(shape, ", "), sizeof(U) * 8,
                               std::min<std::uint64_t>(std::numeric_limits<U>::max(), INT64_MAX)));
     stride = *next;
   }

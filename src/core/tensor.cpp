@@ -175,7 +175,7 @@ Result<TensorDyn> TensorDyn::allocate(ArrayRef<std::size_t> shape, DType dtype, 
   std::array<std::int64_t, kMaxRank> strides{};
   ET_TRY_ASSIGN(std::size_t bytes,
                 detail::contiguous_strides<std::size_t>(shape.span(), dtype_size(dtype), {strides.data(), shape.size()},
-                                                        text::format("allocate {}", dtype_name(dtype))));
+                                                        "allocate", dtype_name(dtype)));
   std::unique_ptr<Backing> backing;
   if (bytes == 0) {
     // A named object exists to be opened by peers; we never create a 0-byte one (tensor.h preamble).

@@ -115,6 +115,8 @@ Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std:
   ET_TRY_ASSIGN(TensorDyn whole, tensor_from_fd(std::move(fds[0]), info, ArrayRef<std::size_t>(&bytes_count, 1),
                                                 DType::U8, {}));
   std::shared_ptr<Storage> home = storage_of(whole);
+  // The sender, if it is in this process, must not count this import as its own holder of the buffer.
+  home->mark_channel_import();
   // Map it now, once (memfd: the persistent mapping); a frame then costs no mmap. A DMA-BUF is mapped at
   // its first CPU map, inside its sync bracket, and stays mapped.
   if (!home->backing().needs_cpu_access_bracket()) ET_TRY(home->cpu_address());

@@ -77,7 +77,8 @@ Result<std::uint32_t> ChannelSender::buffer_id_locked(const TensorDyn& buffer, s
   }
   const std::shared_ptr<Storage>& storage = storage_of(buffer);
   const std::uint32_t id = next_id_++;
-  table_.emplace(id, Announced{id, key, storage, storage->pooled(), ++use_clock_, 0});
+  table_.emplace(id, Announced{id, key, storage, storage->pooled(), storage->registered(), storage->kind(),
+                              storage->backing().object_key(), ++use_clock_, 0});
   announce = true;
   return id;
 }

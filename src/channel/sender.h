@@ -227,8 +227,11 @@ class ChannelSender {
   struct Announced {
     std::uint32_t id;
     std::uint64_t key;              // BufferKey of the buffer
-    std::weak_ptr<Storage> storage; // expired: the buffer is gone (not for pooled storage, see is_dead)
+    std::weak_ptr<Storage> storage; // expired: the import sent is gone (the buffer may live on: is_dead)
     bool pooled;
+    bool registered;                // fd-backed: `kind` and `object` find it in the BufferKey registry
+    MemoryKind kind;
+    ObjectKey object;
     std::uint64_t last_used;
     std::size_t out;                // frame buffers of it out
   };
@@ -271,7 +274,14 @@ class ChannelSender {
     return max_frames_out_ != 0 && frames_out_.size() >= max_frames_out_;
   }
 
-  static bool is_dead(const Announced& a) noexcept { return !a.pooled && a.storage.expired(); }
+  // Dead: the buffer is gone, so the receiver's import would keep its memory alive. A pool's buffer never
+  // is (its pool recycles it); an fd-backed buffer is alive while any storage of it in this process that
+  // is not a channel receiver's import lives, though the import that was sent is gone (an upstream buffer
+  // imported afresh for each frame, its memory kept by an import the caller holds: docs/GSTREAMER.md).
+  static bool is_dead(const Announced& a) noexcept {
+    return !a.pooled && a.storage.expired() &&
+           !(a.registered && buffer_key_held_by_sender_side(a.kind, a.object, a.key));
+  }
 
   Error closed_error_locked() const {
     if (peer_closed_)

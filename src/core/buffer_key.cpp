@@ -2,7 +2,9 @@
 // BufferKey (tensor.h). An object reachable by fd (memfd, tmpfs file, DMA-BUF) can be imported again, so
 // its storages register at construction in one process-wide registry from (memory kind, st_dev/st_ino)
 // to the key minted for it, counting its live storages; the entry goes when the last one does, so an
-// inode number the kernel gives a new file later never brings an old key back. Any other storage (heap
+// inode number the kernel gives a new file later never brings an old key back. It also counts the storages
+// that are a channel receiver's imports, so a sender in the same process can tell whether anything but a
+// receiver still holds the object (buffer_key_held_by_sender_side). Any other storage (heap
 // block, GL buffer, no buffer) is the only storage of its object: it takes a fresh key when first asked.
 #include <edgetensor/tensor.h>
 
@@ -36,6 +38,7 @@ struct RegistryKeyHash {
 struct Entry {
   std::uint64_t key = 0;
   std::size_t storages = 0;
+  std::size_t received = 0;  // of `storages`: channel receivers' imports (Storage::mark_channel_import)
 };
 
 struct Registry {
@@ -58,11 +61,27 @@ std::uint64_t register_buffer_key(MemoryKind kind, const ObjectKey& object) {
   return e.key;
 }
 
-void release_buffer_key(MemoryKind kind, const ObjectKey& object) noexcept {
+void release_buffer_key(MemoryKind kind, const ObjectKey& object, bool received) noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   auto it = r.entries.find(RegistryKey{kind, object});
-  if (it != r.entries.end() && --it->second.storages == 0) r.entries.erase(it);
+  if (it == r.entries.end()) return;
+  if (received) --it->second.received;
+  if (--it->second.storages == 0) r.entries.erase(it);
+}
+
+void mark_buffer_key_received(MemoryKind kind, const ObjectKey& object) noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.entries.find(RegistryKey{kind, object});
+  if (it != r.entries.end()) ++it->second.received;
+}
+
+bool buffer_key_held_by_sender_side(MemoryKind kind, const ObjectKey& object, std::uint64_t key) noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.entries.find(RegistryKey{kind, object});
+  return it != r.entries.end() && it->second.key == key && it->second.storages > it->second.received;
 }
 
 std::uint64_t Storage::buffer_key() noexcept {

@@ -61,8 +61,14 @@ Storage::Storage(std::unique_ptr<Backing> backing)
   if (registered_) buffer_key_.store(register_buffer_key(kind(), backing_->object_key()), std::memory_order_relaxed);
 }
 
+void Storage::mark_channel_import() noexcept {
+  if (!registered_ || channel_import_) return;
+  channel_import_ = true;
+  mark_buffer_key_received(kind(), backing_->object_key());
+}
+
 Storage::~Storage() {
-  if (registered_) release_buffer_key(kind(), backing_->object_key());
+  if (registered_) release_buffer_key(kind(), backing_->object_key(), channel_import_);
   std::lock_guard lock(device_mutex_);
   if (!await_fences_locked()) {
     abandon_locked();

@@ -165,6 +165,14 @@ class Storage {
   /// is freed, or kept for the process's life with an abandoned backing. Set before the storage is shared.
   void set_keep_alive(std::shared_ptr<void> keep_alive) noexcept { keep_alive_ = std::move(keep_alive); }
 
+  /// Marks the storage as a channel receiver's import of an announced buffer: the BufferKey registry
+  /// counts it apart, so a sender in this process does not take the receiver's own import for a holder of
+  /// the buffer (buffer_key_held_by_sender_side). Call once, before the storage is shared; a storage
+  /// without an fd ignores it.
+  void mark_channel_import() noexcept;
+  /// True for a storage of an fd-backed object (in the BufferKey registry).
+  bool registered() const noexcept { return registered_; }
+
   /// Marks the storage as a pool's. Set before the storage is shared.
   void set_pooled() noexcept { pooled_ = true; }
   bool pooled() const noexcept { return pooled_; }
@@ -190,6 +198,7 @@ class Storage {
   // Declaration order is teardown order in reverse: device_ is destroyed before backing_ frees memory.
   std::unique_ptr<Backing> backing_;
   bool pooled_ = false;
+  bool channel_import_ = false;  // mark_channel_import: counted apart in the BufferKey registry
   const bool registered_;                     // backing_ has an fd: buffer_key_ came from the registry
   std::atomic<std::uint64_t> buffer_key_{0};  // 0 until minted (buffer_key.cpp)
   const bool bracket_;             // backing_->needs_cpu_access_bracket(), read once
@@ -219,7 +228,13 @@ std::uint64_t next_storage_id() noexcept;
 /// The BufferKey registry (buffer_key.cpp): a storage of an fd-backed object joins it at construction
 /// (the object's key, minted when no live storage has it) and leaves it when destroyed.
 std::uint64_t register_buffer_key(MemoryKind kind, const ObjectKey& object);
-void release_buffer_key(MemoryKind kind, const ObjectKey& object) noexcept;
+/// `received`: the storage was marked with Storage::mark_channel_import.
+void release_buffer_key(MemoryKind kind, const ObjectKey& object, bool received) noexcept;
+/// Counts one registered storage of `object` as a channel receiver's import.
+void mark_buffer_key_received(MemoryKind kind, const ObjectKey& object) noexcept;
+/// True while `object` still has key `key` and a live storage that is not a channel receiver's import
+/// (a sender-side holder in this process: the buffer itself, another import of its fd). Thread-safe.
+bool buffer_key_held_by_sender_side(MemoryKind kind, const ObjectKey& object, std::uint64_t key) noexcept;
 
 /// The library's one way to a tensor's storage (TensorDyn keeps it private: include/edgetensor/map.h
 /// says why). Null for an empty handle. The reference lives as long as the tensor.

@@ -244,6 +244,7 @@ struct run {
   int lead;        /* > 0: the producer runs at most this many frames ahead of the consumer */
   /* results */
   int received, right, kept_intact, keys;
+  guint64 announces, retires; /* the receiver's: each announce is an fd and a mapping */
   gint returned, allocated;
   GstStructure* stats;
   gint64 elapsed_ms;
@@ -301,15 +302,20 @@ static int run_pipeline(struct run* r) {
     r->right += bad == 0;
     ++r->received;
     g_atomic_int_set(&received_now, r->received);
-    et_tensor* buffer = NULL;
-    et_tensor_info info = {0};
-    info.struct_size = sizeof info;
-    if (et_frame_buffer(d.frame, 0, &buffer) == ET_OK && et_tensor_get_info(buffer, &info) == ET_OK) {
-      int k = 0;
-      while (k < r->keys && keys[k] != info.buffer_key) ++k;
-      if (k == r->keys && r->keys < 64) keys[r->keys++] = info.buffer_key;
+    uint32_t buffer_count = 0;
+    uint32_t plane_buffers[ET_MAX_PLANES];
+    CHECK(et_frame_get_buffers(d.frame, &buffer_count, plane_buffers) == ET_OK);
+    for (uint32_t b = 0; b < buffer_count; ++b) {  /* the keys of every buffer of the frame */
+      et_tensor* buffer = NULL;
+      et_tensor_info info = {0};
+      info.struct_size = sizeof info;
+      if (et_frame_buffer(d.frame, b, &buffer) == ET_OK && et_tensor_get_info(buffer, &info) == ET_OK) {
+        int k = 0;
+        while (k < r->keys && keys[k] != info.buffer_key) ++k;
+        if (k == r->keys && r->keys < 64) keys[r->keys++] = info.buffer_key;
+      }
+      et_tensor_release(buffer);
     }
-    et_tensor_release(buffer);
     if (r->keep_one && d.sequence == 5) {
       kept = d.frame;
       continue;
@@ -333,6 +339,13 @@ static int run_pipeline(struct run* r) {
   }
   for (int i = 0; i < held_count; ++i) et_frame_release(held[i]);
   et_frame_release(kept);
+  if (receiver != NULL) {
+    et_channel_receiver_stats rs = {0};
+    rs.struct_size = sizeof rs;
+    CHECK(et_channel_receiver_get_stats(receiver, &rs) == ET_OK);
+    r->announces = rs.announces;
+    r->retires = rs.retires;
+  }
   et_channel_receiver_release(receiver);
   GstBus* bus = gst_element_get_bus(pipeline);
   GstMessage* message = gst_bus_timed_pop_filtered(bus, 20 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
@@ -353,8 +366,9 @@ static int run_pipeline(struct run* r) {
   gst_object_unref(pool);
   char* s = gst_structure_to_string(r->stats);
   printf("layout %d, pool %u: %d frames pushed, %d received, %d right, held frame intact %d, %d buffer keys, "
-         "%d buffers back of %d allocated, %lld ms; %s\n",
-         r->layout, r->pool_buffers, producer.pushed, r->received, r->right, r->kept_intact, r->keys, r->returned,
+         "%llu announces, %llu retires, %d buffers back of %d allocated, %lld ms; %s\n",
+         r->layout, r->pool_buffers, producer.pushed, r->received, r->right, r->kept_intact, r->keys,
+         (unsigned long long)r->announces, (unsigned long long)r->retires, r->returned,
          r->allocated, (long long)r->elapsed_ms, s);
   g_free(s);
   CHECK(producer.pushed == r->frames);
@@ -375,8 +389,15 @@ static int zero_copy_case(int layout) {
   CHECK(r.received == r.frames && r.right == r.frames);
   CHECK(r.kept_intact == 1);
   CHECK(copies == 0 && imported == (guint64)r.frames && held == 0);
-  /* Each upstream buffer announced once: at most the pool's buffers (a new key per frame otherwise). */
-  CHECK(r.keys >= 1 && r.keys <= r.allocated && r.allocated <= 8);
+  /* One key per upstream memory: at most the pool's buffers times their fds (NV12 with one fd per plane in
+   * layout 2), a new key per frame otherwise. */
+  const int fds_per_buffer = layout == 2 ? 2 : 1;
+  CHECK(r.keys >= 1 && r.keys <= r.allocated * fds_per_buffer && r.allocated <= 8);
+  /* ...and each announced to the receiver once: not retired while upstream keeps it (the sink's import of each
+   * upstream memory holds it), so never announced again (an announce per frame otherwise: docs/GSTREAMER.md).
+   * A retire is right for a memory upstream's pool freed (GstBufferPool discards a buffer now and then at the
+   * start of a stream): its key does not come back. */
+  CHECK(r.announces == (guint64)r.keys);
   return 0;
 }
 

@@ -190,7 +190,7 @@ TEST(KeepAlive, AChannelSenderHoldsItUntilTheReceiverReleases) {
 // DISABLED: it fails today (30 announces, 29 retires for 30 frames of 3 buffers): the sender retires an
 // entry when the per-frame import it sent is gone, not when its key is (docs/GSTREAMER.md, "Known
 // limitation"). Enable it with the fix.
-TEST(KeepAlive, DISABLED_ReimportsOfACycledFdSetAreAnnouncedOnceWhileAnImportOfEachLives) {
+TEST(KeepAlive, ReimportsOfACycledFdSetAreAnnouncedOnceWhileAnImportOfEachLives) {
   auto ends = et_test::channel_support::make_ends();
   ASSERT_TRUE(ends);
   std::vector<UniqueFd> fds;

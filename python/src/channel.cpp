@@ -341,12 +341,13 @@ void bind_listener(py::module_& m) {
   m.def(
       "connect",
       [](const std::string& path, const py::object& timeout) {
-        const auto t = to_timeout_ms(timeout);
-        return to_socket(released([&] { return ch::connect(path, or_forever(t)); }));
+        // In slices, as accept: a connect that timed out made no connection, so the next try is the same call.
+        return to_socket(sliced(to_timeout_ms(timeout), [&](milliseconds t) { return ch::connect(path, t); }));
       },
       py::arg("path"), py::arg("timeout") = 1.0,
       "Connects to a Listener's path ('@' first: an abstract name); returns the connected socket.socket. Waits at "
-      "most `timeout` seconds while the listener's queue is full (None: no bound), then TimeoutError (BusyError "
+      "most `timeout` seconds while the listener's queue is full (None: no bound; in 50 ms slices with the GIL "
+      "released, Ctrl-C raises KeyboardInterrupt within a slice), then TimeoutError (BusyError "
       "for 0). FileNotFoundError (no such file), UnavailableError (nobody listens), PermissionError (the file's "
       "mode).");
   m.def(

@@ -476,13 +476,23 @@ CTRL_C = textwrap.dedent("""
         c, d = channel.socket_pair()
         s, r = channel.Sender(c, send_timeout=None, max_frames_out=1), channel.Receiver(d)
         s.send(et.allocate((4,), "uint8", memory="shm"))
+    def connect_to_a_full_queue():  # a listener that never accepts: connect waits for room, without bound
+        ls = channel.Listener("@et-ctrl-c-full-%d" % id(s), backlog=1)
+        queued = []
+        try:
+            while True:
+                queued.append(channel.connect(ls.path, timeout=0))
+        except et.BusyError:
+            pass
+        channel.connect(ls.path, timeout=None)
     calls = {"receive": lambda: r.receive(),
              "receive_latest": lambda: r.receive_latest(timeout=60),
              "pool": lambda: pool.acquire(),
              "sender_acquire": lambda: s.acquire(pool, timeout=60),
              "drain": lambda: s.drain(),
              "send": lambda: s.send(et.allocate((4,), "uint8", memory="shm")),
-             "accept": lambda: channel.Listener("@et-ctrl-c-%d" % id(s)).accept()}
+             "accept": lambda: channel.Listener("@et-ctrl-c-%d" % id(s)).accept(),
+             "connect": connect_to_a_full_queue}
     print("waiting", flush=True)
     start = time.monotonic()
     try:
@@ -492,7 +502,8 @@ CTRL_C = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("what", ["receive", "receive_latest", "pool", "sender_acquire", "drain", "send", "accept"])
+@pytest.mark.parametrize("what", ["receive", "receive_latest", "pool", "sender_acquire", "drain", "send", "accept",
+                                  "connect"])
 def test_ctrl_c_interrupts_a_waiting_call(what):
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -504,7 +515,7 @@ def test_ctrl_c_interrupts_a_waiting_call(what):
         out, err = proc.communicate(timeout=10)
         took = time.monotonic() - sent
     finally:
-        proc.kill()  # a wait Ctrl-C did not end ("pool" and "send" before their fixes) has no bound
+        proc.kill()  # a wait Ctrl-C did not end ("pool", "send" and "connect" before their fixes) has no bound
         proc.wait()
     assert proc.returncode == 0, err
     assert out.startswith("interrupted"), (out, err)

@@ -284,8 +284,9 @@ et_status et_channel_listener_accept(et_channel_listener* listener, int32_t time
 
 et_status et_channel_listener_get_fd(const et_channel_listener* listener, int32_t* out_borrowed_fd) {
   return guarded([&]() -> Result<void> {
-    if (listener == nullptr) return null_argument("et_channel_listener_get_fd", "listener");
     if (out_borrowed_fd == nullptr) return null_argument("et_channel_listener_get_fd", "out_borrowed_fd");
+    *out_borrowed_fd = -1;
+    if (listener == nullptr) return null_argument("et_channel_listener_get_fd", "listener");
     *out_borrowed_fd = listener->listener.fd();
     return {};
   });
@@ -490,8 +491,9 @@ et_status et_channel_receiver_flush(et_channel_receiver* receiver) {
 
 et_status et_channel_receiver_get_fd(const et_channel_receiver* receiver, int32_t* out_borrowed_fd) {
   return guarded([&]() -> Result<void> {
-    if (receiver == nullptr) return null_argument("et_channel_receiver_get_fd", "receiver");
     if (out_borrowed_fd == nullptr) return null_argument("et_channel_receiver_get_fd", "out_borrowed_fd");
+    *out_borrowed_fd = -1;
+    if (receiver == nullptr) return null_argument("et_channel_receiver_get_fd", "receiver");
     *out_borrowed_fd = receiver->receiver.fd();
     return {};
   });

@@ -168,9 +168,9 @@ et_status et_tensor_get_info(const et_tensor* tensor, et_tensor_info* info) {
 
 et_status et_tensor_export_fd(const et_tensor* tensor, int32_t* out_fd) {
   return guarded([&]() -> Result<void> {
-    ET_TRY_ASSIGN(const TensorDyn* t, tensor_of("et_tensor_export_fd", tensor));
     if (out_fd == nullptr) return null_argument("et_tensor_export_fd", "out_fd");
     *out_fd = -1;
+    ET_TRY_ASSIGN(const TensorDyn* t, tensor_of("et_tensor_export_fd", tensor));
     ET_TRY_ASSIGN(auto fd, t->export_fd());
     *out_fd = fd.release();
     return {};

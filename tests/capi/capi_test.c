@@ -1737,6 +1737,42 @@ static int case_info_json(void) {
   return 0;
 }
 
+/* The header's rule: a failure sets an out fd to -1, whichever check failed first (a NULL handle too). Each
+ * out fd starts at 1234, an fd number the caller might close by mistake if it were left as it was. */
+static int case_failures_set_out_fds_to_minus_one(void) {
+  int32_t fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fd(NULL, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_receiver_get_fd(NULL, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_listener_get_fd(NULL, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_dup_fd(NULL, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_borrowed_fd(NULL, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_listener_accept(NULL, 0, &fd));
+  CHECK(fd == -1);
+  fd = 1234;
+  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_connect(NULL, 0, &fd));
+  CHECK(fd == -1);
+  /* A failure past the handle checks: a heap tensor has no fd to export. */
+  const uint64_t shape[1] = {16};
+  et_tensor* heap = NULL;
+  et_allocate_options heap_options = {.struct_size = sizeof heap_options, .memory = ET_MEMORY_HEAP};
+  CHECK_OK(et_tensor_allocate(1, shape, ET_DTYPE_U8, &heap_options, &heap));
+  fd = 1234;
+  CHECK(et_tensor_export_fd(heap, &fd) != ET_OK);
+  CHECK(fd == -1);
+  et_tensor_release(heap);
+  return 0;
+}
+
 static const struct test_case kCases[] = {
     {"names", case_names},
     {"errno_kept_and_last_error", case_errno_kept_and_last_error},
@@ -1746,6 +1782,7 @@ static const struct test_case kCases[] = {
     {"allocate_bad_input", case_allocate_bad_input},
     {"struct_size_rule", case_struct_size_rule},
     {"import_dup_and_export", case_import_dup_and_export},
+    {"failures_set_out_fds_to_minus_one", case_failures_set_out_fds_to_minus_one},
     {"import_shrinkable_memfd", case_import_shrinkable_memfd},
     {"import_adopt_takes_the_fd", case_import_adopt_takes_the_fd},
     {"read_only_import", case_read_only_import},

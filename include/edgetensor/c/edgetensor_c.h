@@ -947,8 +947,9 @@ ET_C_API void et_channel_sender_release(et_channel_sender* sender);
 /* Sends `tensor` as one frame (a memfd sealed against shrinking or a DMA-BUF, as et_ipc_send_tensor) and
  * holds its buffer until the receiver releases the frame; *out_sequence is the frame's sequence. Under
  * ET_CHANNEL_POLICY_DROP a frame the receiver cannot take is not sent, and still gives ET_OK and its
- * sequence (et_channel_sender_stats.frames_dropped counts it). Errors: ET_INVALID_ARGUMENT (NULL, bad
- * options, a sequence not increasing, a negative duration, pts INT64_MIN), ET_FAILED_PRECONDITION (zero
+ * sequence (et_channel_sender_stats.frames_dropped counts it). Errors: ET_INVALID_ARGUMENT (a NULL
+ * sender, tensor or out_sequence; bad options, a sequence not increasing, a negative duration, pts
+ * INT64_MIN), ET_FAILED_PRECONDITION (zero
  * elements, the channel closed, the stream ended), ET_UNSUPPORTED (heap, PBO or unsealed shm memory),
  * ET_BUSY (BLOCK: no release or no room in the socket within the send timeout), ET_UNAVAILABLE (the
  * receiver is gone), sendmsg's error (the channel closes). */

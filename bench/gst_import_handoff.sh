@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$GST_REGISTRY" "$work"' EXIT
 
 # consumer <pid file> <command...>: runs the command in a shell of its own, writing the command's pid to
-# <pid file> (shmsrc never sees EOS: it is killed), and prints the command's CPU ms (user + system, its
+# <pid file> (killed if still there once the producer is done), and prints the command's CPU ms (user + system, its
 # gst-launch-1.0 start-up included) from that shell's waited-for children (/proc: cutime, cstime), so a
 # consumer that already exited at EOS is counted too.
 consumer() {
@@ -65,8 +65,10 @@ run() {
 run source "fakesink sync=false" ""
 run edgetensor "edgetensorsink name=sink socket-path=@et-bench-$$ wait-receivers=1 sync=false" "" \
   gst-launch-1.0 -q edgetensorsrc socket-path=@et-bench-$$ connect-timeout=5000 ! fakesink sync=false
+# shmsrc gets no EOS from shmsink, and shmsink's EOS waits until its client has released every buffer or gone:
+# the consumer ends itself after the frames sent (num-buffers), else producer and consumer wait for each other.
 run shm "shmsink socket-path=$work/shm wait-for-connection=true shm-size=67108864 sync=false" "$work/shm" \
-  gst-launch-1.0 -q shmsrc socket-path="$work/shm" is-live=true ! "$caps" ! fakesink sync=false
+  gst-launch-1.0 -q shmsrc socket-path="$work/shm" is-live=true num-buffers="$frames" ! "$caps" ! fakesink sync=false
 awk -v n="$frames" '
   { p[$1] = $2; c[$1] = $3 }
   END {

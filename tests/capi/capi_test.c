@@ -1741,26 +1741,20 @@ static int case_info_json(void) {
  * out fd starts at 1234, an fd number the caller might close by mistake if it were left as it was. */
 static int case_failures_set_out_fds_to_minus_one(void) {
   int32_t fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_tensor_export_fd(NULL, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_receiver_get_fd(NULL, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_listener_get_fd(NULL, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_dup_fd(NULL, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_fence_get_borrowed_fd(NULL, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_listener_accept(NULL, 0, &fd));
-  CHECK(fd == -1);
-  fd = 1234;
-  CHECK_STATUS(ET_INVALID_ARGUMENT, et_channel_connect(NULL, 0, &fd));
-  CHECK(fd == -1);
+#define CHECK_NULL_HANDLE_RESETS_FD(call)      \
+  do {                                         \
+    fd = 1234;                                 \
+    CHECK_STATUS(ET_INVALID_ARGUMENT, call);   \
+    CHECK(fd == -1);                           \
+  } while (0)
+  CHECK_NULL_HANDLE_RESETS_FD(et_tensor_export_fd(NULL, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_channel_receiver_get_fd(NULL, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_channel_listener_get_fd(NULL, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_fence_dup_fd(NULL, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_fence_get_borrowed_fd(NULL, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_channel_listener_accept(NULL, 0, &fd));
+  CHECK_NULL_HANDLE_RESETS_FD(et_channel_connect(NULL, 0, &fd));
+#undef CHECK_NULL_HANDLE_RESETS_FD
   /* A failure past the handle checks: a heap tensor has no fd to export. */
   const uint64_t shape[1] = {16};
   et_tensor* heap = NULL;

@@ -137,6 +137,23 @@ TEST(Channel, FrameOfTwoBuffersRoundTrips) {
   EXPECT_EQ(ends->sender.stats().releases, 2u);
 }
 
+// Writes `value` into every byte of `t` through a write map.
+void fill_with(const TensorDyn& t, std::uint8_t value) {
+  auto m = t.map_write();
+  ASSERT_OK(m);
+  std::memset(m->data(), value, m->extent_bytes());
+}
+
+// A received two-buffer frame whose second buffer starts with `value`.
+void expect_second_buffer_starts_with(const Frame& frame, std::uint8_t value) {
+  ASSERT_EQ(frame.buffer_count(), 2u);
+  auto b1 = frame.buffer(1);
+  ASSERT_OK(b1);
+  auto m = b1->map_read();
+  ASSERT_OK(m);
+  EXPECT_EQ(m->data()[0], std::byte{value});
+}
+
 // A buffer announced through one tensor and sent again through another import of it (one BufferKey),
 // after the first tensor is gone: the entry stays alive through the new import (a storage of the same fd
 // in this process that is not the receiver's), so it is neither retired nor announced again.
@@ -146,11 +163,7 @@ TEST(Channel, ABufferSentAgainThroughAnotherImportIsNotAnnouncedAgain) {
   auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
-  {
-    auto m = chroma->map_write();
-    ASSERT_OK(m);
-    std::memset(m->data(), 0x5A, m->extent_bytes());
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_with(*chroma, 0x5A));
   ASSERT_OK(ends->sender.send(*chroma));  // announces chroma's buffer through this tensor
   {
     auto d = ends->receiver.receive(1s);
@@ -164,12 +177,7 @@ TEST(Channel, ABufferSentAgainThroughAnotherImportIsNotAnnouncedAgain) {
   ASSERT_OK(ends->sender.send_frame(*frame));
   auto f = ends->receiver.receive(1s);
   ASSERT_OK(f);
-  ASSERT_EQ(f->frame.buffer_count(), 2u);
-  auto b1 = f->frame.buffer(1);
-  ASSERT_OK(b1);
-  auto m = b1->map_read();
-  ASSERT_OK(m);
-  EXPECT_EQ(m->data()[0], std::byte{0x5A});
+  ASSERT_NO_FATAL_FAILURE(expect_second_buffer_starts_with(f->frame, 0x5A));
   EXPECT_EQ(ends->receiver.stats().retires, 0u);
   EXPECT_EQ(ends->receiver.stats().announces, 2u) << "chroma once, then luma";
   // Sent again as a single tensor: found by its key.
@@ -189,11 +197,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
   auto [two, luma, chroma] = et_test::nv12_two_buffers(64, 32);
   ASSERT_OK(luma);
   ASSERT_OK(chroma);
-  {
-    auto m = chroma->map_write();
-    ASSERT_OK(m);
-    std::memset(m->data(), 0x5A, m->extent_bytes());
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_with(*chroma, 0x5A));
   auto other = TensorDyn::allocate({64}, DType::U8, {.memory = MemoryKind::Shm});
   ASSERT_OK(other);
   for (const TensorDyn* t : {&*chroma, &*other}) {  // chroma is the least recently sent of the two
@@ -207,12 +211,7 @@ TEST(Channel, ABufferRetiredForAFrameIsAnnouncedAgainNotNamed) {
   ASSERT_OK(ends->sender.send_frame(*frame));
   auto f = ends->receiver.receive(1s);
   ASSERT_TRUE(f.has_value()) << "the frame must not name the buffer it retired: " << f.error().to_string();
-  ASSERT_EQ(f->frame.buffer_count(), 2u);
-  auto b1 = f->frame.buffer(1);
-  ASSERT_OK(b1);
-  auto m = b1->map_read();
-  ASSERT_OK(m);
-  EXPECT_EQ(m->data()[0], std::byte{0x5A});
+  ASSERT_NO_FATAL_FAILURE(expect_second_buffer_starts_with(f->frame, 0x5A));
   EXPECT_EQ(ends->receiver.stats().retires, 2u) << "chroma for luma, then the other buffer for chroma";
   EXPECT_EQ(ends->receiver.stats().announces, 4u) << "chroma, the other buffer, then luma and chroma again";
 }

@@ -31,6 +31,8 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
   std::lock_guard receiving(receive_mutex_);
   const auto deadline = deadline_after(timeout);
   bool reset_seen = false;
+  bool poll_first = poll_first_ > 0;
+  if (poll_first) --poll_first_;
   for (;;) {
     bool want_write = false;
     bool device_waits = false;
@@ -50,10 +52,15 @@ Result<channel::Delivery> ChannelReceiver::receive(std::chrono::milliseconds tim
       want_write = !pending_.empty();
       device_waits = !device_wait_.empty();
     }
-    // A message that is there already costs one recvmsg; poll only when there is none.
-    auto msg = receive_fds_flags(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1), kMaxChannelFds,
-                                 MSG_DONTWAIT);
-    if (!msg && msg.error().sys_errno() == EAGAIN) {
+    // A message that is there already costs one recvmsg; poll only when there is none, or first while the
+    // consumer keeps up (poll_first_).
+    const bool skip_read = poll_first;
+    poll_first = false;
+    auto msg = skip_read ? Result<ipc::Received>(ipc::Received{})
+                         : receive_fds_flags(socket_.get(), std::span(buffer_.get(), kMaxChannelMessageBytes + 1),
+                                             kMaxChannelFds, MSG_DONTWAIT);
+    if (skip_read || (!msg && msg.error().sys_errno() == EAGAIN)) {
+      if (!skip_read) poll_first_ = kPollFirstCalls;
       // Releases held back for device work: ask again every millisecond (as Pool::acquire does).
       const auto until = device_waits ? std::min(deadline, ChannelClock::now() + std::chrono::milliseconds(1)) : deadline;
       auto ready = wait_input(socket_.get(), wake_.get(), want_write, until);

@@ -131,6 +131,12 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
 
   std::mutex receive_mutex_;
   std::unique_ptr<std::byte[]> buffer_;  // one message; guarded by receive_mutex_
+  // Guarded by receive_mutex_: receive() calls that will poll before their first recvmsg. A consumer that keeps
+  // up finds the socket empty, so a recvmsg first only fails with EAGAIN: after one such failure the next
+  // kPollFirstCalls receives poll first, one syscall less per frame; then one reads first again, so a consumer
+  // that lags behind (messages queued) goes back to reading first, one syscall a frame.
+  static constexpr unsigned kPollFirstCalls = 8;
+  unsigned poll_first_ = 0;
 
   mutable std::mutex mutex_;
   // Guarded by mutex_:

@@ -277,8 +277,11 @@ std::string receive_rows(const FrameSize& f, BenchReport& report) {
     base = std::min(base, b);
     mine = std::min(mine, m);
   }
+  // Issue 25: >= 0.9x at 1080p and 4K; 360p and 720p are reported (a fixed cost of 20 us is already 0.9x of
+  // reading 360p).
+  const double target = std::strcmp(f.name, "1080p") == 0 || std::strcmp(f.name, "4K") == 0 ? 0.9 : 0.0;
   report.rows.push_back(make_row(f, "read of warm local memfd buffers (2, in turn)", "channel receive + read of every byte",
-                                 "thread cpu", base, mine, 0.9));
+                                 "thread cpu", base, mine, target));
   return {};
 }
 

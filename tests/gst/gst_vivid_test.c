@@ -110,7 +110,7 @@ static void pack_frame(const GstVideoFrame* frame, uint8_t* out) {
   }
 }
 
-/* Runs `text` to EOS within 30 s; FALSE (printed) on an error message or a timeout. */
+/* Waits up to 30 s for `pipeline` to reach EOS; FALSE (printed) on an error message or a timeout. */
 static gboolean wait_eos(GstElement* pipeline, const char* what) {
   GstBus* bus = gst_element_get_bus(pipeline);
   GstMessage* message = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);

@@ -430,10 +430,11 @@ static int count_fds(FdKinds* k) {
 }
 
 /* Runs the cases (the one named `only`, or all), each with a check of the fds it leaves open: no DMA-BUF fd,
- * nothing but what GStreamer 1.22's v4l2src keeps when it outlives its pipeline (measured here: some of a
- * process's v4l2src elements keep two references of themselves after the pipeline is gone, with their
- * device fd and two GstPoll socket pairs: one /dev/videoN fd and 4 sockets each), and at most the one
- * dma-heap fd the library keeps open for the process. 0 when every case passed. */
+ * nothing but what GStreamer 1.22's v4l2src keeps when it outlives its pipeline, and at most the one dma-heap
+ * fd the library keeps open for the process. Measured in the lane: v4l2src orphans its V4L2 buffer pool at
+ * stop (vb2 supports orphaned buffers), and the element stays alive with two more references after the
+ * pipeline is gone, its device fd and two GstPoll socket pairs open: one /dev/videoN fd and 4 sockets each.
+ * With GST_V4L2_FORCE_DRAIN=1, which turns the orphaning off, no fd is left. 0 when every case passed. */
 static int run_vivid_cases(const struct test_case* cases, size_t count, const char* only) {
   int failed = 0, ran = 0;
   for (size_t i = 0; i < count; ++i) {

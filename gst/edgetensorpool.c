@@ -38,6 +38,8 @@ struct _GstEdgetensorBufferPool {
   GstVideoInfo info;
   et_image_layout layout;
   guint min_buffers, max_buffers; /* the config's */
+  guint refused_size;              /* a buffer size asked for above the layout's (set_config refused it), else 0 */
+  gsize refused_layout_size;       /* that config's layout size */
   /* Between start and stop. The lock guards both: acquire and release run on any thread. */
   GMutex lock;
   et_pool* pool;
@@ -92,11 +94,24 @@ static gboolean pool_set_config(GstBufferPool* pool, GstStructure* config) {
     g_free(message);
     return FALSE;
   }
+  /* The images have GStreamer's layout of the caps and the buffers are that large: a larger size (a V4L2
+   * driver's sizeimage with padding past the last plane, which v4l2src io-mode=dmabuf-import sets) would get
+   * buffers shorter than it writes. Refused here and at start, naming both sizes; a smaller one grows. */
+  if (size > info.size) {
+    GST_WARNING_OBJECT(pool, "buffers of %u bytes asked for, more than the %" G_GSIZE_FORMAT " bytes of %s %dx%d in "
+                       "GStreamer's layout: this pool's buffers hold that layout exactly (upstream may keep its own "
+                       "buffers: the sink imports fd memory, e.g. v4l2src io-mode=dmabuf)",
+                       size, info.size, GST_VIDEO_INFO_NAME(&info), GST_VIDEO_INFO_WIDTH(&info),
+                       GST_VIDEO_INFO_HEIGHT(&info));
+    self->refused_size = size;
+    self->refused_layout_size = info.size;
+    return FALSE;
+  }
+  self->refused_size = 0;
   self->info = info;
   self->layout = layout;
   self->min_buffers = min;
   self->max_buffers = max;
-  /* The images have GStreamer's layout of the caps; the buffers are that large. */
   gst_buffer_pool_config_set_params(config, caps, (guint)info.size, min, max);
   return GST_BUFFER_POOL_CLASS(gst_edgetensor_buffer_pool_parent_class)->set_config(pool, config);
 }
@@ -110,6 +125,11 @@ static const gchar** pool_get_options(GstBufferPool* pool) {
 /* The C pool of the config: images of its layout, allocated on demand (none before the first acquire). */
 static gboolean pool_start(GstBufferPool* pool) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+  if (self->refused_size != 0) {
+    GST_ERROR_OBJECT(pool, "not started: its last config asked for buffers of %u bytes, more than the %" G_GSIZE_FORMAT
+                     " bytes of the caps' layout", self->refused_size, self->refused_layout_size);
+    return FALSE;
+  }
   guint max = self->max_buffers;
   if (max == 0) max = MAX(self->min_buffers, 1u) + self->consumer_buffers;
   max = MIN(max, MAX_POOL_BUFFERS);

@@ -891,6 +891,67 @@ static int case_sink_copy_pool_exhausted_waits_then_drops(void) { return exhaust
 static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
 static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
 
+/* The pool the sink proposes for NV12 kWidth x kHeight, from its ALLOCATION query (the sink PAUSED, so its pad
+ * answers), or NULL. */
+static GstBufferPool* proposed_pool(GstElement* sink, GstCaps* caps) {
+  GstQuery* query = gst_query_new_allocation(caps, TRUE);
+  GstBufferPool* pool = NULL;
+  GstPad* pad = gst_element_get_static_pad(sink, "sink");
+  if (gst_pad_query(pad, query) && gst_query_get_n_allocation_pools(query) > 0)
+    gst_query_parse_nth_allocation_pool(query, 0, &pool, NULL, NULL, NULL);
+  gst_object_unref(pad);
+  gst_query_unref(query);
+  return pool;
+}
+
+/* The sink's pool holds GStreamer's layout of the caps exactly: a config asking for larger buffers (a V4L2
+ * driver's sizeimage with padding, as v4l2src io-mode=dmabuf-import sets it) is refused, and the pool does not
+ * start on it, instead of handing out buffers shorter than upstream writes; the layout's own size (or less,
+ * which grows to it) works. */
+static int case_sink_pool_refuses_buffers_larger_than_its_layout(void) {
+  char path[96];
+  snprintf(path, sizeof path, "@edgetensor-gst-pool-size-%d", (int)getpid());
+  GstElement* sink = gst_element_factory_make("edgetensorsink", NULL);
+  CHECK(sink != NULL);
+  g_object_set(sink, "socket-path", path, NULL);
+  CHECK(gst_element_set_state(sink, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  int rc = 1;
+  GstBufferPool* pool = proposed_pool(sink, caps);
+  if (pool != NULL) {
+    GstStructure* config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_set_params(config, caps, (guint)info.size + 4096, 2, 0);
+    const gboolean larger = gst_buffer_pool_set_config(pool, config);
+    const gboolean started_larger = gst_buffer_pool_set_active(pool, TRUE);
+    config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_set_params(config, caps, (guint)info.size - 16, 2, 0);
+    const gboolean smaller = gst_buffer_pool_set_config(pool, config);
+    guint size = 0;
+    config = gst_buffer_pool_get_config(pool);
+    gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
+    gst_structure_free(config);
+    const gboolean started = gst_buffer_pool_set_active(pool, TRUE);
+    GstBuffer* buffer = NULL;
+    const gboolean acquired = started && gst_buffer_pool_acquire_buffer(pool, &buffer, NULL) == GST_FLOW_OK;
+    const gsize bytes = buffer != NULL ? gst_buffer_get_size(buffer) : 0;
+    if (buffer != NULL) gst_buffer_unref(buffer);
+    if (started) gst_buffer_pool_set_active(pool, FALSE);
+    printf("larger config %s, started %s; smaller config %s (size %u of %" G_GSIZE_FORMAT "), started %s, buffer of "
+           "%" G_GSIZE_FORMAT " bytes\n", larger ? "accepted" : "refused", started_larger ? "yes" : "no",
+           smaller ? "accepted" : "refused", size, info.size, started ? "yes" : "no", bytes);
+    rc = !larger && !started_larger && smaller && size == info.size && acquired && bytes == info.size ? 0 : 1;
+    gst_object_unref(pool);
+  } else {
+    fprintf(stderr, "the sink proposed no pool\n");
+  }
+  gst_caps_unref(caps);
+  gst_element_set_state(sink, GST_STATE_NULL);
+  gst_object_unref(sink);
+  return rc;
+}
+
 int main(int argc, char** argv) {
   gst_init(NULL, NULL);
   if (gst_element_factory_find("edgetensorsrc") == NULL || gst_element_factory_find("appsink") == NULL) {
@@ -909,6 +970,7 @@ int main(int argc, char** argv) {
       {"sink_copy_pool_exhausted_waits_then_drops", case_sink_copy_pool_exhausted_waits_then_drops},
       {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
+      {"sink_pool_refuses_buffers_larger_than_its_layout", case_sink_pool_refuses_buffers_larger_than_its_layout},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},
       {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},

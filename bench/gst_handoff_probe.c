@@ -16,7 +16,9 @@
  * first mappings) is not counted; per frame = cpu_ns / (frames - warmup - 1). Latencies: the frames after the
  * warm-up. Asserts nothing; exits 1 on an error (named on stderr). */
 #define _POSIX_C_SOURCE 200809L
+#include <gst/base/gstbasesrc.h>
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -47,7 +49,10 @@ static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer 
   GstBuffer* buffer = GST_PAD_PROBE_INFO_BUFFER(info);
   const int64_t now = clock_ns(CLOCK_MONOTONIC);
   GstMapInfo map;
-  if (p->stamp) {
+  if (p->stamp == 2) {
+    /* --feed: the feed stamped it (appsrc keeps a reference of the buffers it pushes, so a writable buffer here
+     * would be a copy whose memory the pool can then not take back). */
+  } else if (p->stamp) {
     buffer = gst_buffer_make_writable(buffer); /* no copy: the push holds the only reference */
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
     if (gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
@@ -79,19 +84,121 @@ static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer 
   return GST_PAD_PROBE_OK;
 }
 
+/* --feed N: an upstream that writes nothing. The pipeline's `appsrc name=feed` (is-live, format=time, caps set;
+ * not do-timestamp: appsrc then makes the buffer writable while this thread still holds it, a copy whose
+ * memory the pool cannot take back, so every frame would wrap and map a new GstMemory)
+ * asks downstream for allocation as a GstBaseSrc's default decide_allocation does (negotiated_pool) and, at 30
+ * fps, acquires each frame from that pool and pushes it unfilled (the stamp probe writes its 8 bytes), so the process's CPU is the hand-off
+ * alone, without videotestsrc's copy of its pattern (a cold 3 MB memmove per 1080p frame whose cost swings
+ * with the machine's memory traffic). Then end of stream. */
+struct feed {
+  GstElement* appsrc;
+  int frames;
+  int failed;
+};
+
+/* The pool this feed writes into, as a GstBaseSrc's default decide_allocation gets it: the ALLOCATION query's
+ * first pool (the sink's), else a plain GstBufferPool on its first allocator (shmsink's), configured for the
+ * caps and active; NULL on failure (named on stderr). */
+static GstBufferPool* negotiated_pool(GstElement* appsrc) {
+  GstCaps* caps = NULL;
+  g_object_get(appsrc, "caps", &caps, NULL);
+  GstVideoInfo info;
+  if (caps == NULL || !gst_video_info_from_caps(&info, caps)) {
+    fprintf(stderr, "feed: the appsrc needs raw video caps\n");
+    if (caps != NULL) gst_caps_unref(caps);
+    return NULL;
+  }
+  GstQuery* query = gst_query_new_allocation(caps, TRUE);
+  GstPad* pad = gst_element_get_static_pad(appsrc, "src");
+  const gboolean answered = gst_pad_peer_query(pad, query);
+  gst_object_unref(pad);
+  GstBufferPool* pool = NULL;
+  guint size = (guint)info.size, min = 2, max = 0;
+  if (answered && gst_query_get_n_allocation_pools(query) > 0)
+    gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
+  if (pool == NULL) pool = gst_buffer_pool_new();
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, MAX(size, (guint)info.size), min, max);
+  if (answered && gst_query_get_n_allocation_params(query) > 0) {
+    GstAllocator* allocator = NULL;
+    GstAllocationParams params;
+    gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
+    gst_buffer_pool_config_set_allocator(config, allocator, &params);
+    if (allocator != NULL) gst_object_unref(allocator);
+  }
+  gst_query_unref(query);
+  gst_caps_unref(caps);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    fprintf(stderr, "feed: the negotiated pool did not start\n");
+    gst_object_unref(pool);
+    return NULL;
+  }
+  return pool;
+}
+
+static gpointer feed_frames(gpointer data) {
+  struct feed* f = data;
+  GstBufferPool* pool = negotiated_pool(f->appsrc);
+  GstFlowReturn flow = GST_FLOW_OK;
+  if (pool == NULL) {
+    f->failed = 1;
+    g_signal_emit_by_name(f->appsrc, "end-of-stream", &flow);
+    return NULL;
+  }
+  const int64_t interval = 1000000000 / 30;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (int n = 0; n < f->frames; ++n) {
+    GstBuffer* buffer = NULL;
+    if (gst_buffer_pool_acquire_buffer(pool, &buffer, NULL) != GST_FLOW_OK) {
+      fprintf(stderr, "feed: acquiring frame %d from the negotiated pool failed\n", n);
+      f->failed = 1;
+      break;
+    }
+    GST_BUFFER_PTS(buffer) = (GstClockTime)n * (GstClockTime)interval;
+    GST_BUFFER_DURATION(buffer) = (GstClockTime)interval;
+    GstMapInfo map;
+    if (!gst_buffer_map(buffer, &map, GST_MAP_WRITE)) {
+      fprintf(stderr, "feed: mapping frame %d for its stamp failed\n", n);
+      gst_buffer_unref(buffer);
+      f->failed = 1;
+      break;
+    }
+    const int64_t stamp = clock_ns(CLOCK_MONOTONIC);
+    memcpy(map.data, &stamp, sizeof stamp);
+    gst_buffer_unmap(buffer, &map);
+    g_signal_emit_by_name(f->appsrc, "push-buffer", buffer, &flow); /* takes a reference of its own */
+    gst_buffer_unref(buffer);
+    if (flow != GST_FLOW_OK) break; /* flushing: stopped */
+    next.tv_nsec += interval;
+    if (next.tv_nsec >= 1000000000) {
+      next.tv_nsec -= 1000000000;
+      ++next.tv_sec;
+    }
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+  }
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  g_signal_emit_by_name(f->appsrc, "end-of-stream", &flow);
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   gst_init(&argc, &argv);
   struct probe p = {.warmup = 10, .stamp = -1};
+  struct feed feed = {NULL, 0, 0};
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; ++i) {
     if (strcmp(argv[i], "--stamp") == 0) p.stamp = 1;
     else if (strcmp(argv[i], "--read") == 0) p.stamp = 0;
     else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) p.max_frames = atoi(argv[++i]);
     else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) p.warmup = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--feed") == 0 && i + 1 < argc) feed.frames = atoi(argv[++i]);
     else break;
   }
-  if (p.stamp < 0 || i >= argc || p.warmup < 0 || p.max_frames < 0) {
-    fprintf(stderr, "usage: %s (--stamp | --read [--frames N]) [--warmup N] PIPELINE...\n", argv[0]);
+  if (p.stamp < 0 || i >= argc || p.warmup < 0 || p.max_frames < 0 || feed.frames < 0) {
+    fprintf(stderr, "usage: %s (--stamp [--feed N] | --read [--frames N]) [--warmup N] PIPELINE...\n", argv[0]);
     return 2;
   }
   GError* error = NULL;
@@ -111,10 +218,25 @@ int main(int argc, char** argv) {
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
   gst_object_unref(pad);
   gst_object_unref(element);
+  GThread* feeder = NULL;
+  if (feed.frames > 0) {
+    if (p.stamp != 1) {
+      fprintf(stderr, "--feed goes with --stamp\n");
+      return 2;
+    }
+    p.stamp = 2;
+    feed.appsrc = gst_bin_get_by_name(GST_BIN(pipeline), "feed");
+    if (feed.appsrc == NULL || !GST_IS_BASE_SRC(feed.appsrc) ||
+        strcmp(G_OBJECT_TYPE_NAME(feed.appsrc), "GstAppSrc") != 0) {
+      fprintf(stderr, "--feed: the pipeline has no appsrc named feed\n");
+      return 1;
+    }
+  }
   if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
     fprintf(stderr, "the pipeline did not start\n");
     return 1;
   }
+  if (feed.frames > 0) feeder = g_thread_new("feed", feed_frames, &feed);
   GstBus* bus = gst_element_get_bus(pipeline);
   int rc = 0;
   for (;;) {
@@ -142,6 +264,12 @@ int main(int argc, char** argv) {
     }
   }
   gst_object_unref(bus);
+  if (feeder != NULL) {
+    if (rc != 0) gst_element_set_state(pipeline, GST_STATE_NULL); /* ends a push the feed waits in */
+    g_thread_join(feeder);
+    if (feed.failed) rc = 1;
+    gst_object_unref(feed.appsrc);
+  }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
   if (p.map_failed) {

@@ -45,6 +45,8 @@ enum {
 #define DEFAULT_POLICY 0
 #define DEFAULT_MAX_FRAMES_OUT 0
 #define DEFAULT_POOL_SIZE 6
+/* Frames in a row some receiver skipped (at its frame limit) before a warning: about half a second at 30 fps. */
+#define SKIPPED_WARN_FRAMES 16u
 #define DEFAULT_WAIT_RECEIVERS 0
 #define DEFAULT_DRAIN_TIMEOUT_MS 1000
 #define DEFAULT_SOCKET_MODE 0600u
@@ -92,6 +94,7 @@ struct _GstEdgetensorSink {
   gboolean fallback_logged;
   guint64 copy_drops;       /* not published: every copy buffer was still held (see copy_of) */
   guint64 send_errors;      /* frames the publisher refused (logged) */
+  guint skipped_streak;     /* frames in a row that some receiver skipped (streaming thread only) */
   gboolean copy_logged;
 };
 
@@ -364,6 +367,7 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   self->publisher = publisher;
   self->ended = FALSE;
   self->waited = FALSE;
+  self->skipped_streak = 0;
   GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
@@ -775,6 +779,16 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   if (result.removed > 0)
     GST_INFO_OBJECT(self, "%llu receivers left (closed or died) before frame %llu", (unsigned long long)result.removed,
                     (unsigned long long)result.sequence);
+  /* A receiver at its limit gets nothing until it releases: once a streak of skipped frames is long enough to be
+   * no burst, say so, once per streak (the counts are in stats.drops). */
+  self->skipped_streak = result.dropped > 0 ? self->skipped_streak + 1 : 0;
+  if (self->skipped_streak == SKIPPED_WARN_FRAMES)
+    GST_WARNING_OBJECT(self, "frames %llu to %llu: %llu receivers skipped each one, holding their frame limit "
+                       "(max-frames-out %u; the drop policy, or block after its wait); such a receiver gets frames "
+                       "again once it releases one. A GstBaseSink after edgetensorsrc keeps its last frame "
+                       "(enable-last-sample): there, use max-frames-out of 2 or more",
+                       (unsigned long long)(result.sequence + 1 - SKIPPED_WARN_FRAMES),
+                       (unsigned long long)result.sequence, (unsigned long long)result.dropped, self->max_frames_out);
   GST_LOG_OBJECT(self, "frame %llu to %llu receivers (%llu dropped)", (unsigned long long)result.sequence,
                  (unsigned long long)result.delivered, (unsigned long long)result.dropped);
   return GST_FLOW_OK;

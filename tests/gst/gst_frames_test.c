@@ -729,9 +729,25 @@ static int sink_case(const char* between, guint64 expected_copies) {
   return 0;
 }
 
+/* edgetensorsink's warnings whose text holds "receivers skipped each one" (gst_debug_add_log_function). */
+static gint skipped_warnings;
+
+static void count_skipped_warnings(GstDebugCategory* category, GstDebugLevel level, const gchar* file,
+                                   const gchar* function, gint line, GObject* object, GstDebugMessage* message,
+                                   gpointer data) {
+  (void)file, (void)function, (void)line, (void)object, (void)data;
+  const gchar* text = gst_debug_message_get(message);
+  if (level == GST_LEVEL_WARNING && strcmp(gst_debug_category_get_name(category), "edgetensorsink") == 0 &&
+      text != NULL && strstr(text, "receivers skipped each one") != NULL)
+    g_atomic_int_inc(&skipped_warnings);
+}
+
 /* policy=drop max-frames-out=1: a receiver that holds its first frame and reads nothing more never stalls the
- * pipeline; it misses the other 29 (stats.drops) and still gets the end of stream. */
+ * pipeline; it misses the other 29 (stats.drops) and still gets the end of stream. The sink warns once that a
+ * receiver is skipped frame after frame (16 in a row), not once per frame. */
 static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
+  gst_debug_set_threshold_for_name("edgetensorsink", GST_LEVEL_WARNING);
+  gst_debug_add_log_function(count_skipped_warnings, NULL, NULL);
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-drop-test-%d", (int)getpid());
   char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
@@ -763,8 +779,11 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   et_channel_receiver_release(receiver);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
+  gst_debug_remove_log_function(count_skipped_warnings);
+  printf("warnings that a receiver is skipped frame after frame: %d\n", g_atomic_int_get(&skipped_warnings));
   CHECK(eos && held.sequence == 0 && deliveries == 1 && drops == kFrames - 1);
   CHECK(got_end == ET_OK && end.end_of_stream == 1);
+  CHECK(g_atomic_int_get(&skipped_warnings) == 1);
   return 0;
 }
 

@@ -131,7 +131,8 @@ class ET_API Listener {
 /// Connects to a Listener's `path` ('@' first: an abstract name); returns the connected socket (owned,
 /// CLOEXEC) for Sender::create or Receiver::create. Waits at most `timeout` while the listener's queue
 /// is full. Errors: InvalidArgument (path as Listener::create), NotFound (no such file), Unavailable
-/// (nobody listens: ECONNREFUSED, a stale socket file), PermissionDenied (the file's mode), Busy (the
+/// (nobody listens: ECONNREFUSED, a stale socket file), FailedPrecondition (the path is a file or directory
+/// that is no socket, naming its mode), PermissionDenied (the file's mode), Busy (the
 /// queue stayed full; sys_errno ETIMEDOUT, EAGAIN for 0), from_errno of socket or connect.
 [[nodiscard]] ET_API Result<UniqueFd> connect(const std::string& path,
                                              std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
@@ -307,6 +308,7 @@ struct ReceiverOptions {
   /// from its next frame once the hello has arrived. Unset: the sender's choice.
   std::optional<ReceiverPolicy> policy;
   /// With `policy`: the frames this receiver may hold, 0 to kMaxQueuedReleases (0: only the buffer table).
+  /// Without `policy` it must stay 0 (Receiver::create: InvalidArgument, as it would not be sent).
   std::size_t max_frames_out = 0;
 };
 

@@ -192,6 +192,11 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
                                                         options.max_queued_releases, kMaxQueuedReleases));
+  if (!options.policy && options.max_frames_out != 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: max_frames_out {} without a policy: a frame limit is asked for with "
+                             "ReceiverOptions::policy (Block or Drop); unset, the sender's own policy and limit apply",
+                             who, options.max_frames_out));
   std::optional<edgetensor::detail::PolicyRequest> request;
   if (options.policy) {
     if (*options.policy != ReceiverPolicy::Block && *options.policy != ReceiverPolicy::Drop)

@@ -242,6 +242,12 @@ Result<UniqueFd> connect(const std::string& path, std::chrono::milliseconds time
   } while (r != 0 && errno == EINTR);
   if (r != 0) {
     const int e = errno;
+    struct stat st{};
+    if ((e == ECONNREFUSED || e == ENOTSOCK) && !a.abstract && ::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
+      return fail(Error(ErrorCode::FailedPrecondition,
+                        text::format("{}: the path exists and is not a socket (mode 0{:o}): no listener's", who,
+                                     static_cast<unsigned>(st.st_mode)),
+                        e));
     if (e == ECONNREFUSED)
       return fail(Error(ErrorCode::Unavailable,
                         text::format("{}: nobody listens there (ECONNREFUSED: a stale socket file, or a listener that "

@@ -273,6 +273,22 @@ TEST(ChannelListener, PathThatIsNotASocketIsNeverUnlinked) {
   ::rmdir(d.path.c_str());
 }
 
+// connect() to a path that is no socket says so (the listener's words), not "nobody listens there".
+TEST(ChannelListener, ConnectToAPathThatIsNotASocketSaysSo) {
+  TempPath p("plain");
+  { std::ofstream(p.path) << "x"; }
+  auto c = channel::connect(p.path, 100ms);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code(), ErrorCode::FailedPrecondition) << c.error().to_string();
+  EXPECT_NE(c.error().message().find("is not a socket (mode 0100"), std::string::npos) << c.error().message();
+  TempPath d("adir");
+  ASSERT_EQ(::mkdir(d.path.c_str(), 0700), 0);
+  auto cd = channel::connect(d.path, 100ms);
+  ASSERT_FALSE(cd);
+  EXPECT_NE(cd.error().message().find("is not a socket (mode 040"), std::string::npos) << cd.error().message();
+  ::rmdir(d.path.c_str());
+}
+
 TEST(ChannelListener, PathLongerThanSunPathIsRefusedNamingLengths) {
   const std::string longest(sizeof(sockaddr_un::sun_path), 'a');  // no room for the NUL
   auto l = channel::Listener::create("/tmp/" + longest);

@@ -455,6 +455,9 @@ TEST(ChannelPublisher, AReceiverMayAskForItsPolicy) {
                ErrorCode::InvalidArgument, "policy 3");
   EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.policy = channel::ReceiverPolicy::Drop, .max_frames_out = (1u << 20) + 1}),
                ErrorCode::InvalidArgument, "max_frames_out 1048577 is outside 0..1048576");
+  // A frame limit goes with a policy: alone it would be dropped from the hello, silently.
+  EXPECT_ERROR(channel::Receiver::create(UniqueFd(), {.max_frames_out = 5}), ErrorCode::InvalidArgument,
+               "max_frames_out 5 without a policy");
 }
 
 }  // namespace

@@ -59,25 +59,25 @@ Result<std::shared_ptr<ChannelSender>> make_channel_sender(UniqueFd socket, cons
 }
 
 namespace {
-Result<void> check_timing(const channel::SendOptions& options) {
+Result<void> check_timing(const channel::SendOptions& options, std::string_view who) {
   if (options.duration_ns && *options.duration_ns < 0)
-    return fail(ErrorCode::InvalidArgument, text::format("channel::Sender::send: duration_ns {} is negative",
-                                                        *options.duration_ns));
+    return fail(ErrorCode::InvalidArgument, text::format("{}: duration_ns {} is negative", who, *options.duration_ns));
   if (options.pts_ns && *options.pts_ns == kNoTime)
-    return fail(ErrorCode::InvalidArgument, "channel::Sender::send: pts_ns INT64_MIN is the wire's \"none\"; leave "
-                                            "pts_ns unset instead");
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: pts_ns INT64_MIN is the wire's \"none\"; leave pts_ns unset instead", who));
   return {};
 }
 
 // SendOptions::acquire_fences spread over `buffers` buffers: none, one for all, or one each.
-Result<std::array<const sync::Fence*, kMaxPlanes>> spread_fences(const channel::SendOptions& options, std::size_t buffers) {
+Result<std::array<const sync::Fence*, kMaxPlanes>> spread_fences(const channel::SendOptions& options, std::size_t buffers,
+                                                                  std::string_view who) {
   std::array<const sync::Fence*, kMaxPlanes> out{};
   const std::size_t n = options.acquire_fences.size();
   if (n == 0) return out;
   if (n != 1 && n != buffers)
     return fail(ErrorCode::InvalidArgument,
-                text::format("channel::Sender::send: {} acquire fences for a frame of {} buffer{}: give none, one for "
-                             "every buffer, or one per buffer", n, buffers, buffers == 1 ? "" : "s"));
+                text::format("{}: {} acquire fences for a frame of {} buffer{}: give none, one for every buffer, or one "
+                             "per buffer", who, n, buffers, buffers == 1 ? "" : "s"));
   for (std::size_t b = 0; b < buffers; ++b) out[b] = &options.acquire_fences[n == 1 ? 0 : b];
   return out;
 }
@@ -85,15 +85,15 @@ Result<std::array<const sync::Fence*, kMaxPlanes>> spread_fences(const channel::
 }  // namespace
 
 // The rules ipc::send applies before it looks at the socket: a tensor that reaches no byte is never sent.
-Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options) {
-  if (tensor.is_empty_handle()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send: tensor has no storage");
+Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options, std::string_view who) {
+  if (tensor.is_empty_handle())
+    return fail(ErrorCode::FailedPrecondition, text::format("{}: tensor has no storage", who));
   if (tensor.element_count() == 0)
-    return fail(ErrorCode::FailedPrecondition,
-                text::format("channel::Sender::send: tensor [{}] has zero elements: nothing to share",
-                             text::join(tensor.shape(), ", ")));
-  ET_TRY(check_timing(options));
+    return fail(ErrorCode::FailedPrecondition, text::format("{}: tensor [{}] has zero elements: nothing to share", who,
+                                                            text::join(tensor.shape(), ", ")));
+  ET_TRY(check_timing(options, who));
   OutgoingFrame out;
-  ET_TRY_ASSIGN(out.fences, spread_fences(options, 1));
+  ET_TRY_ASSIGN(out.fences, spread_fences(options, 1, who));
   out.buffers[0] = tensor;
   out.count = 1;
   out.embedded = encode_tensor(tensor);
@@ -101,13 +101,13 @@ Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::Se
   return out;
 }
 
-Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options) {
-  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, "channel::Sender::send_frame: the frame is empty");
-  ET_TRY(check_timing(options));
+Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options, std::string_view who) {
+  if (frame.is_empty()) return fail(ErrorCode::FailedPrecondition, text::format("{}: the frame is empty", who));
+  ET_TRY(check_timing(options, who));
   OutgoingFrame out;
   std::array<MemoryKind, kMaxPlanes> kinds{};
   out.count = frame.buffer_count();
-  ET_TRY_ASSIGN(out.fences, spread_fences(options, out.count));
+  ET_TRY_ASSIGN(out.fences, spread_fences(options, out.count, who));
   for (std::size_t b = 0; b < out.count; ++b) {
     ET_TRY_ASSIGN(out.buffers[b], frame.buffer(b));
     kinds[b] = out.buffers[b].memory();
@@ -150,13 +150,13 @@ Unexpected sender_moved_from(const char* call) {
 
 Result<std::uint64_t> Sender::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return sender_moved_from("send");
-  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_tensor(tensor, options));
+  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_tensor(tensor, options, "channel::Sender::send"));
   return state_->send(out.span(), out.embedded, out.type, options, out.fence_span());
 }
 
 Result<std::uint64_t> Sender::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return sender_moved_from("send_frame");
-  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_frame(frame, options));
+  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_frame(frame, options, "channel::Sender::send_frame"));
   return state_->send(out.span(), out.embedded, out.type, options, out.fence_span());
 }
 

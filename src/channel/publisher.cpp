@@ -316,13 +316,15 @@ Result<std::uint64_t> Publisher::add_receiver(UniqueFd socket, const SenderOptio
 
 Result<PublishResult> Publisher::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return moved_from("send");
-  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_tensor(tensor, options));
+  ET_TRY_ASSIGN(const auto out,
+                edgetensor::detail::outgoing_tensor(tensor, options, text::format("{}: send", state_->label)));
   return state_->publish(out, options);
 }
 
 Result<PublishResult> Publisher::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return moved_from("send_frame");
-  ET_TRY_ASSIGN(const auto out, edgetensor::detail::outgoing_frame(frame, options));
+  ET_TRY_ASSIGN(const auto out,
+                edgetensor::detail::outgoing_frame(frame, options, text::format("{}: send_frame", state_->label)));
   return state_->publish(out, options);
 }
 

@@ -410,8 +410,9 @@ struct OutgoingFrame {
 // The checks every send makes before it looks at a socket, then the encoding (channel_api.cpp).
 // Errors: FailedPrecondition (empty handle, zero elements, an empty frame), InvalidArgument (a negative
 // duration, the wire's "none" as a pts).
-Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options);
-Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options);
+// `who` names the caller in errors ("channel::Sender::send", "channel::Publisher 'cam': send").
+Result<OutgoingFrame> outgoing_tensor(const TensorDyn& tensor, const channel::SendOptions& options, std::string_view who);
+Result<OutgoingFrame> outgoing_frame(const Frame& frame, const channel::SendOptions& options, std::string_view who);
 
 }  // namespace detail
 }  // namespace ET_ABI_NAMESPACE

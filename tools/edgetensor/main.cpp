@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json_out, "Print JSON (schema in the 'schema' field) instead of a table");
 
   bool bench_json = false;
-  auto* bench = app.add_subcommand("bench", "Measure steady-state frames here in seconds: pool reuse, the frame channel");
+  auto* bench = app.add_subcommand("bench", "Measure steady-state frames here in seconds: pool reuse, the frame channel (a report: "
+                                             "exits 0 even when a target is missed)");
   bench->add_flag("--json", bench_json, "Print JSON (schema in the 'schema' field) instead of a table");
 
   int socket_fd = -1;

@@ -747,7 +747,8 @@ static void count_skipped_warnings(GstDebugCategory* category, GstDebugLevel lev
  * receiver is skipped frame after frame (16 in a row), not once per frame. */
 static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   gst_debug_set_threshold_for_name("edgetensorsink", GST_LEVEL_WARNING);
-  gst_debug_add_log_function(count_skipped_warnings, NULL, NULL);
+  /* The functions, not their macros (which compare a function pointer with void *: clang's -Wpedantic). */
+  (gst_debug_add_log_function)(count_skipped_warnings, NULL, NULL);
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-drop-test-%d", (int)getpid());
   char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
@@ -779,7 +780,7 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   et_channel_receiver_release(receiver);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
-  gst_debug_remove_log_function(count_skipped_warnings);
+  (gst_debug_remove_log_function)(count_skipped_warnings);
   printf("warnings that a receiver is skipped frame after frame: %d\n", g_atomic_int_get(&skipped_warnings));
   CHECK(eos && held.sequence == 0 && deliveries == 1 && drops == kFrames - 1);
   CHECK(got_end == ET_OK && end.end_of_stream == 1);

@@ -91,6 +91,24 @@ et_kl_prog="${0##*/}"
 et_kl_log() { printf '%s: %s\n' "$et_kl_prog" "$*" >&2; }
 et_kl_die() { printf '%s: error: %s\n' "$et_kl_prog" "$*" >&2; exit 1; }
 
+# The vivid lanes' command line, "[--skip-if-unavailable] BUILD_DIR": sets et_kl_skip (an array holding that
+# flag for run-in-vm.sh, or nothing) and et_kl_build (BUILD_DIR, absolute); dies with `usage` otherwise.
+et_kl_parse_build_args() {
+    local usage="$1"
+    shift
+    et_kl_skip=()
+    while (($#)); do
+        case "$1" in
+            --skip-if-unavailable) et_kl_skip=(--skip-if-unavailable) ;;
+            -*) et_kl_die "$usage" ;;
+            *) break ;;
+        esac
+        shift
+    done
+    (($# == 1)) || et_kl_die "$usage"
+    et_kl_build="$(cd "$1" && pwd)"
+}
+
 # True when running under CI. Any non-empty CI value except "false"/"0" counts,
 # which matches what GitHub Actions, GitLab CI and others export.
 et_kl_in_ci() {

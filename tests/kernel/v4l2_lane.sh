@@ -19,17 +19,9 @@ die() { et_kl_die "$@"; }
 log() { et_kl_log "$@"; }
 usage="usage: $et_kl_prog [--skip-if-unavailable] BUILD_DIR"
 
-skip=()
-while (($#)); do
-    case "$1" in
-        --skip-if-unavailable) skip=(--skip-if-unavailable) ;;
-        -*) die "$usage" ;;
-        *) break ;;
-    esac
-    shift
-done
-(($# == 1)) || die "$usage"
-build="$(cd "$1" && pwd)"
+et_kl_parse_build_args "$usage" "$@"
+skip=("${et_kl_skip[@]}")
+build="$et_kl_build"
 bin="$build/tests/edgetensor_v4l2_hw_tests"
 [[ -x "$run_in_vm" ]] || die "$run_in_vm not found (the kernel lane's runner)"
 [[ -x "$bin" ]] || die "$bin not built"

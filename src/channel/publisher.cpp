@@ -66,6 +66,7 @@ struct Publisher::State {
 
   PublisherOptions options;
   std::string label;
+  std::string send_label, send_frame_label;  // "<label>: send", "<label>: send_frame" (made once, not per frame)
   std::string path;
   std::optional<Listener> listener;
   UniqueFd wake;  // eventfd: the acceptor's stop signal
@@ -279,6 +280,8 @@ Result<Publisher> Publisher::create(const PublisherOptions& options) {
   auto state = std::make_shared<State>();
   state->options = options;
   state->label = label;
+  state->send_label = label + ": send";
+  state->send_frame_label = label + ": send_frame";
   return Publisher(std::move(state));
 }
 
@@ -317,14 +320,14 @@ Result<std::uint64_t> Publisher::add_receiver(UniqueFd socket, const SenderOptio
 Result<PublishResult> Publisher::send(const TensorDyn& tensor, const SendOptions& options) {
   if (!state_) return moved_from("send");
   ET_TRY_ASSIGN(const auto out,
-                edgetensor::detail::outgoing_tensor(tensor, options, text::format("{}: send", state_->label)));
+                edgetensor::detail::outgoing_tensor(tensor, options, state_->send_label));
   return state_->publish(out, options);
 }
 
 Result<PublishResult> Publisher::send_frame(const Frame& frame, const SendOptions& options) {
   if (!state_) return moved_from("send_frame");
   ET_TRY_ASSIGN(const auto out,
-                edgetensor::detail::outgoing_frame(frame, options, text::format("{}: send_frame", state_->label)));
+                edgetensor::detail::outgoing_frame(frame, options, state_->send_frame_label));
   return state_->publish(out, options);
 }
 

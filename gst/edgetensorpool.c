@@ -22,13 +22,23 @@ static void init_debug(void) {
 /* Most buffers a C pool holds (the channel's buffer table holds at most 1024). */
 #define MAX_POOL_BUFFERS 1024u
 
-/* A GstBuffer over one C pool image, idle (back from GStreamer), kept by the image's buffer key: the C pool
+/* One C pool image's GStreamer side, idle (back from GStreamer), kept by the image's buffer key: the C pool
  * hands the same images out again, and each keeps its fd memory (KEEP_MAPPED: mapped once, never
- * re-faulted) and GstVideoMeta. */
+ * re-faulted). Either the whole GstBuffer came back (with its GstVideoMeta), or only its memory: the buffer
+ * went back while a copy of it (gst_buffer_copy, as videorate or identity make) still shared the memory, and
+ * the memory came back when that copy let go of it (recycle_memory). Exactly one of the two is set. */
 typedef struct {
   uint64_t buffer_key;
   GstBuffer* buffer;
+  GstMemory* memory;
 } IdleBuffer;
+
+/* Set on each memory this pool wraps (qdata): where recycle_memory takes it back. */
+typedef struct {
+  GWeakRef pool;       /* the GstEdgetensorBufferPool: the memory may outlive it */
+  guint generation;    /* the pool's start count when it was wrapped: a later start's C pool has other keys */
+  uint64_t buffer_key;
+} MemoryHome;
 
 struct _GstEdgetensorBufferPool {
   GstBufferPool parent;
@@ -44,6 +54,7 @@ struct _GstEdgetensorBufferPool {
   GMutex lock;
   et_pool* pool;
   GArray* idle;            /* IdleBuffer, at most one per C pool image */
+  guint generation;        /* counts starts (MemoryHome) */
 };
 
 G_DEFINE_TYPE(GstEdgetensorBufferPool, gst_edgetensor_buffer_pool, GST_TYPE_BUFFER_POOL)
@@ -52,6 +63,24 @@ static GQuark tensor_quark(void) {
   static GQuark quark = 0;
   if (quark == 0) quark = g_quark_from_static_string("edgetensor-tensor");
   return quark;
+}
+
+static GQuark home_quark(void) {
+  static GQuark quark = 0;
+  if (quark == 0) quark = g_quark_from_static_string("edgetensor-memory-home");
+  return quark;
+}
+
+static void free_home(gpointer data) {
+  MemoryHome* home = data;
+  g_weak_ref_clear(&home->pool);
+  g_free(home);
+}
+
+/* Drops an idle entry's GStreamer objects (its memory is freed: the pool is stopped by then). */
+static void drop_idle(IdleBuffer* idle) {
+  if (idle->buffer != NULL) gst_buffer_unref(idle->buffer);
+  if (idle->memory != NULL) gst_memory_unref(idle->memory);
 }
 
 et_tensor* gst_edgetensor_memory_tensor(GstMemory* memory) {
@@ -151,6 +180,7 @@ static gboolean pool_start(GstBufferPool* pool) {
                    self->layout.width, self->layout.height, et_pixel_format_name(self->layout.format));
   g_mutex_lock(&self->lock);
   self->pool = c_pool;
+  ++self->generation;
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -164,7 +194,7 @@ static gboolean pool_stop(GstBufferPool* pool) {
   GArray* idle = self->idle;
   self->idle = g_array_new(FALSE, TRUE, sizeof(IdleBuffer));
   g_mutex_unlock(&self->lock);
-  for (guint i = 0; i < idle->len; ++i) gst_buffer_unref(g_array_index(idle, IdleBuffer, i).buffer);
+  for (guint i = 0; i < idle->len; ++i) drop_idle(&g_array_index(idle, IdleBuffer, i));
   g_array_unref(idle);
   et_pool_release(c_pool);
   return TRUE;
@@ -180,9 +210,42 @@ static gboolean mark_meta_pooled(GstBuffer* buffer, GstMeta** meta, gpointer dat
   return TRUE;
 }
 
-/* A new GstBuffer over `tensor`'s buffer: an fd of it wrapped as one fd memory of `size` bytes, GstVideoMeta
- * from `layout`. NULL on failure (logged). */
-static GstBuffer* wrap_image(GstEdgetensorBufferPool* self, const et_tensor* tensor, gsize size,
+/* A new GstBuffer over `memory` (one C pool image), GstVideoMeta from `layout`, marked as a pool's own. */
+static GstBuffer* pooled_buffer(GstMemory* memory, const et_image_layout* layout) {
+  GstBuffer* buffer = et_gst_buffer_new_image(memory, layout);
+  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
+  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+  return buffer;
+}
+
+/* The memory's dispose (GstMiniObject): its last holder let go of it. While the pool runs with the C pool it
+ * came from, it stays alive as its image's idle entry, mapped, and lets go of the image; otherwise it is freed
+ * as usual (TRUE). Any thread. */
+static gboolean recycle_memory(GstMiniObject* object) {
+  GstMemory* memory = (GstMemory*)object;
+  MemoryHome* home = gst_mini_object_get_qdata(object, home_quark());
+  GstEdgetensorBufferPool* self = home == NULL ? NULL : g_weak_ref_get(&home->pool);
+  if (self == NULL) return TRUE;
+  gboolean kept = FALSE;
+  if (memory->offset == 0 && memory->size == memory->maxsize && !GST_MEMORY_IS_READONLY(memory)) {
+    g_mutex_lock(&self->lock);
+    if (self->pool != NULL && self->generation == home->generation) {
+      IdleBuffer idle = {home->buffer_key, NULL, gst_memory_ref(memory)};
+      g_array_append_val(self->idle, idle);
+      /* Under the lock: whoever gets the image from the C pool next finds this entry. */
+      gst_mini_object_set_qdata(object, tensor_quark(), NULL, NULL);
+      kept = TRUE;
+    }
+    g_mutex_unlock(&self->lock);
+  }
+  gst_object_unref(self);
+  return !kept;
+}
+
+/* A new GstBuffer over `tensor`'s buffer: an fd of it wrapped as one fd memory of `size` bytes that comes back
+ * to this pool when its last holder goes (recycle_memory), GstVideoMeta from `layout`. NULL on failure
+ * (logged). */
+static GstBuffer* wrap_image(GstEdgetensorBufferPool* self, const et_tensor* tensor, uint64_t buffer_key, gsize size,
                              const et_image_layout* layout) {
   int32_t fd = -1;
   if (et_tensor_export_fd(tensor, &fd) != ET_OK) {
@@ -195,15 +258,20 @@ static GstBuffer* wrap_image(GstEdgetensorBufferPool* self, const et_tensor* ten
     GST_ERROR_OBJECT(self, "wrapping fd %d of %" G_GSIZE_FORMAT " bytes as GstFdMemory", fd, size);
     return NULL;
   }
-  GstBuffer* buffer = et_gst_buffer_new_image(memory, layout);
-  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
-  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY);
-  return buffer;
+  MemoryHome* home = g_new0(MemoryHome, 1);
+  g_weak_ref_init(&home->pool, self);
+  g_mutex_lock(&self->lock);
+  home->generation = self->generation;
+  g_mutex_unlock(&self->lock);
+  home->buffer_key = buffer_key;
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), home_quark(), home, free_home);
+  GST_MINI_OBJECT_CAST(memory)->dispose = recycle_memory; /* a GstMemory has no dispose of its own */
+  return pooled_buffer(memory, layout);
 }
 
-/* The next free C pool image as a GstBuffer (the idle one of its buffer key, or a new one), its memory holding
- * the image: the C pool has it back once that memory and every consumer's frame are gone. Waits for a free
- * image in slices, so that flushing ends the wait. */
+/* The next free C pool image as a GstBuffer (its idle buffer, a new buffer over its idle memory, or a new
+ * wrap), its memory holding the image: the C pool has it back once that memory and every consumer's frame are
+ * gone. Waits for a free image in slices, so that flushing ends the wait. */
 static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
   const gboolean dont_wait = params != NULL && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT) != 0;
@@ -230,26 +298,30 @@ static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, G
     et_tensor_release(tensor);
     return GST_FLOW_ERROR;
   }
-  GstBuffer* buffer = NULL;
+  IdleBuffer idle = {0, NULL, NULL};
   g_mutex_lock(&self->lock);
   for (guint i = 0; i < self->idle->len; ++i) {
     if (g_array_index(self->idle, IdleBuffer, i).buffer_key == info.buffer_key) {
-      buffer = g_array_index(self->idle, IdleBuffer, i).buffer;
+      idle = g_array_index(self->idle, IdleBuffer, i);
       g_array_remove_index_fast(self->idle, i);
       break;
     }
   }
   g_mutex_unlock(&self->lock);
+  GstBuffer* buffer = idle.buffer;
   if (buffer == NULL) {
     et_image_layout layout = {0};
     layout.struct_size = sizeof layout;
     if (et_tensor_get_image_layout(tensor, &layout) != ET_OK) {
       GST_ERROR_OBJECT(pool, "reading a pool image's layout: %s", et_last_error_message());
+      if (idle.memory != NULL) gst_memory_unref(idle.memory);
       et_tensor_release(tensor);
       return GST_FLOW_ERROR;
     }
     /* GStreamer's size of the image where the buffer holds it (the C pool's image ends with its last byte). */
-    buffer = wrap_image(self, tensor, (gsize)MIN((uint64_t)self->info.size, info.buffer_bytes), &layout);
+    buffer = idle.memory != NULL ? pooled_buffer(idle.memory, &layout)
+                                 : wrap_image(self, tensor, info.buffer_key,
+                                              (gsize)MIN((uint64_t)self->info.size, info.buffer_bytes), &layout);
     if (buffer == NULL) {
       et_tensor_release(tensor);
       return GST_FLOW_ERROR;
@@ -265,7 +337,8 @@ static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, G
 /* A buffer back from GStreamer lets go of its image (the C pool has it back once consumers have released
  * their frames of it too, which a GstBufferPool's queue could not see) and waits, idle, for the C pool to
  * hand that image out again. A buffer whose memory was replaced, resized or is still shared (a copy of the
- * buffer lives on) is freed instead: its memory keeps the image until its last holder is gone. */
+ * buffer lives on) is freed instead: its memory keeps the image until its last holder is gone, and then comes
+ * back alone (recycle_memory). */
 static void pool_release_buffer(GstBufferPool* pool, GstBuffer* buffer) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
   GstMemory* memory = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
@@ -276,19 +349,18 @@ static void pool_release_buffer(GstBufferPool* pool, GstBuffer* buffer) {
                             gst_memory_is_writable(memory) && GST_MINI_OBJECT_REFCOUNT_VALUE(memory) == 1 &&
                             memory->offset == 0 && memory->size == memory->maxsize &&
                             et_tensor_get_info(tensor, &info) == ET_OK;
-  if (!reusable) {
-    gst_buffer_unref(buffer); /* buffer->pool is already NULL: this frees it */
-    return;
+  if (reusable) {
+    g_mutex_lock(&self->lock);
+    if (self->pool != NULL) {
+      IdleBuffer idle = {info.buffer_key, buffer, NULL};
+      g_array_append_val(self->idle, idle);
+      /* Under the lock: whoever gets the image from the C pool next finds this entry. */
+      gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), NULL, NULL);
+      buffer = NULL;
+    }
+    g_mutex_unlock(&self->lock);
   }
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), NULL, NULL); /* releases the image */
-  IdleBuffer idle = {info.buffer_key, buffer};
-  g_mutex_lock(&self->lock);
-  if (self->pool != NULL) {
-    g_array_append_val(self->idle, idle);
-    buffer = NULL;
-  }
-  g_mutex_unlock(&self->lock);
-  if (buffer != NULL) gst_buffer_unref(buffer); /* stopped meanwhile */
+  if (buffer != NULL) gst_buffer_unref(buffer); /* buffer->pool is already NULL: this frees it */
 }
 
 static void pool_finalize(GObject* object) {

@@ -972,6 +972,103 @@ static int case_sink_pool_refuses_buffers_larger_than_its_layout(void) {
   return rc;
 }
 
+static void set_flag(gpointer data, GstMiniObject* object) {
+  (void)object;
+  *(int*)data = 1;
+}
+
+/* A pool of one image (max 1) started on the sink's proposed pool; NULL on failure. */
+static GstBufferPool* one_image_pool(GstElement* sink, GstCaps* caps, gsize size) {
+  GstBufferPool* pool = proposed_pool(sink, caps);
+  if (pool == NULL) return NULL;
+  GstStructure* config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, (guint)size, 1, 1);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    gst_object_unref(pool);
+    return NULL;
+  }
+  return pool;
+}
+
+/* A buffer of the sink's pool copied downstream (gst_buffer_copy shares its memory, as videorate and identity
+ * do) goes back to the pool while the copy lives: its image is not handed out again while the copy holds the
+ * memory, and once the copy goes, the next buffer of that image has the same GstMemory, mapped at the same
+ * address (no new wrap, mmap or page faults). The memory is freed when the pool stops, and also when it
+ * outlives the pool. */
+static int case_sink_pool_takes_back_memory_a_copy_shared(void) {
+  char path[96];
+  snprintf(path, sizeof path, "@edgetensor-gst-pool-copy-%d", (int)getpid());
+  GstElement* sink = gst_element_factory_make("edgetensorsink", NULL);
+  CHECK(sink != NULL);
+  g_object_set(sink, "socket-path", path, NULL);
+  CHECK(gst_element_set_state(sink, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  int rc = 1;
+  GstBufferPool* pool = one_image_pool(sink, caps, info.size);
+  if (pool == NULL) {
+    fprintf(stderr, "no started pool of one image from the sink\n");
+    goto out;
+  }
+  GstBuffer* first = NULL;
+  GstBuffer* again = NULL;
+  GstBuffer* busy = NULL;
+  GstBufferPoolAcquireParams dont_wait = {.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT};
+  CHECK(gst_buffer_pool_acquire_buffer(pool, &first, NULL) == GST_FLOW_OK);
+  GstMemory* memory = gst_buffer_peek_memory(first, 0);
+  GstMapInfo map;
+  CHECK(gst_buffer_map(first, &map, GST_MAP_WRITE));
+  const guint8* address = map.data;
+  map.data[0] = 0x5a;
+  gst_buffer_unmap(first, &map);
+  int freed = 0;
+  gst_mini_object_weak_ref(GST_MINI_OBJECT_CAST(memory), set_flag, &freed);
+  GstBuffer* copy = gst_buffer_copy(first);
+  gst_buffer_unref(first); /* back to the pool while the copy shares its memory */
+  const GstFlowReturn while_copied = gst_buffer_pool_acquire_buffer(pool, &busy, &dont_wait);
+  if (busy != NULL) gst_buffer_unref(busy);
+  gst_buffer_unref(copy);
+  const int freed_by_copy = freed;
+  CHECK(gst_buffer_pool_acquire_buffer(pool, &again, NULL) == GST_FLOW_OK);
+  const gboolean same_memory = gst_buffer_peek_memory(again, 0) == memory;
+  CHECK(gst_buffer_map(again, &map, GST_MAP_READ));
+  const gboolean same_address = map.data == address && map.data[0] == 0x5a;
+  gst_buffer_unmap(again, &map);
+  const gboolean has_meta = gst_buffer_get_video_meta(again) != NULL;
+  gst_buffer_unref(again);
+  const int freed_while_idle = freed;
+  gst_buffer_pool_set_active(pool, FALSE);
+  const int freed_at_stop = freed;
+
+  /* A memory that outlives its pool: freed with its last holder. */
+  CHECK(gst_buffer_pool_set_active(pool, TRUE));
+  CHECK(gst_buffer_pool_acquire_buffer(pool, &first, NULL) == GST_FLOW_OK);
+  int outlived_freed = 0;
+  gst_mini_object_weak_ref(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(first, 0)), set_flag, &outlived_freed);
+  copy = gst_buffer_copy(first);
+  gst_buffer_unref(first);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  pool = NULL;
+  const int outlived_before = outlived_freed;
+  gst_buffer_unref(copy);
+  printf("acquire while a copy shares the memory: %s; freed by the copy %d; again: same GstMemory %d, same address "
+         "and byte %d, video meta %d; freed while idle %d, at stop %d; after the pool: freed before its copy %d, "
+         "with it %d\n", gst_flow_get_name(while_copied), freed_by_copy, same_memory, same_address, has_meta,
+         freed_while_idle, freed_at_stop, outlived_before, outlived_freed);
+  rc = while_copied == GST_FLOW_EOS && !freed_by_copy && same_memory && same_address && has_meta &&
+               !freed_while_idle && freed_at_stop && !outlived_before && outlived_freed
+           ? 0
+           : 1;
+out:
+  if (pool != NULL) gst_object_unref(pool);
+  gst_caps_unref(caps);
+  gst_element_set_state(sink, GST_STATE_NULL);
+  gst_object_unref(sink);
+  return rc;
+}
+
 int main(int argc, char** argv) {
   gst_init(NULL, NULL);
   if (gst_element_factory_find("edgetensorsrc") == NULL || gst_element_factory_find("appsink") == NULL) {
@@ -991,6 +1088,7 @@ int main(int argc, char** argv) {
       {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_pool_refuses_buffers_larger_than_its_layout", case_sink_pool_refuses_buffers_larger_than_its_layout},
+      {"sink_pool_takes_back_memory_a_copy_shared", case_sink_pool_takes_back_memory_a_copy_shared},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},
       {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},

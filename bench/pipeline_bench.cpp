@@ -8,7 +8,8 @@
 //   3. stopping mid-stream: end_stream() then drain() while both consumers hold frames; the time until
 //      every consumer saw the end and every buffer came back.
 // Prints figures and ratios measured in this run; nothing is asserted (docs/TESTING.md: performance is
-// measured in benchmarks). Usage: edgetensor_pipeline_bench [--seconds S] (default 5 per run).
+// measured in benchmarks). Usage: edgetensor_pipeline_bench [--seconds S] (default 5 per run; --help; a bad
+// argument exits 2 naming it).
 #include <edgetensor/edgetensor.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -171,8 +172,29 @@ RunResult run(double seconds, bool with_recorder) {
 
 int main(int argc, char** argv) {
   double seconds = 5;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
+  constexpr double kMaxSeconds = 3600;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("usage: %s [--seconds S]\n  S: seconds per run, 0 < S <= %.0f (default 5); two runs, then the "
+                  "figures (nothing is asserted)\n", argv[0], kMaxSeconds);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      seconds = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(seconds > 0 && seconds <= kMaxSeconds)) {
+        std::fprintf(stderr, "%s: --seconds %s is not a number in (0, %.0f]\n", argv[0], argv[i], kMaxSeconds);
+        return 2;
+      }
+      continue;
+    }
+    if (std::strcmp(argv[i], "--seconds") == 0) {
+      std::fprintf(stderr, "%s: --seconds needs a value\n", argv[0]);
+      return 2;
+    }
+    std::fprintf(stderr, "%s: unknown argument '%s' (usage: %s [--seconds S]; --help)\n", argv[0], argv[i], argv[0]);
+    return 2;
+  }
   std::printf("Pipeline (issue 25): 1080p NV12 at 30 fps from a pool of 8, %.0f s per run, one process per consumer\n",
               seconds);
   const RunResult alone = run(seconds, false);

@@ -448,6 +448,33 @@ struct PublishResult {
   std::size_t removed = 0;     ///< Receivers found closed (gone, or failed) and removed by this send.
 };
 
+/// How often a ScopedWaitCheck's check runs while a channel call of its thread waits.
+inline constexpr std::chrono::milliseconds kWaitCheckInterval{50};
+
+/// Makes the waits of the calling thread's sends stoppable from outside, as Ctrl-C stops a Python call
+/// (the Python module uses it). While it lives, Sender::send, Sender::send_frame, Sender::end_stream and
+/// Publisher::send, send_frame and end_stream made on this thread wait for a receiver (room in its buffer
+/// table, its frame limit, room in its socket) in slices of at most kWaitCheckInterval, and call `check`
+/// after each slice and when a signal interrupts the wait (EINTR). An error from `check` ends the call with
+/// that error, undone as a timeout is: the frame does not go out to that receiver, nothing is announced that
+/// it would not know, and the channel stays open (a later send works). A Publisher stops at that receiver:
+/// the ones served before it have the frame, the ones after it do not (the sequence is used), and the call
+/// returns the error instead of a PublishResult. Without one (the default) those calls wait as before.
+/// `check` runs on the waiting thread with no lock of the channel held; success waits on. Thread rules: it
+/// affects only the thread that made it; destroy it on that thread, the latest first (each restores the
+/// one it replaced). Not copyable or movable.
+class ET_API ScopedWaitCheck {
+ public:
+  explicit ScopedWaitCheck(ipc::InterruptCheck check);
+  ~ScopedWaitCheck();
+  ScopedWaitCheck(const ScopedWaitCheck&) = delete;
+  ScopedWaitCheck& operator=(const ScopedWaitCheck&) = delete;
+
+ private:
+  ipc::InterruptCheck check_;
+  const ipc::InterruptCheck* previous_;
+};
+
 /// One receiver of a Publisher.
 struct ReceiverInfo {
   std::uint64_t id = 0;                  ///< From add_receiver or accept, 1 first; never reused.

@@ -616,12 +616,17 @@ void bind_publisher(py::module_& m) {
              std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
             auto p = h.get("Publisher");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
-            return released([&] { return p->send(tensor, o); });
+            return released([&] {
+              ch::ScopedWaitCheck check(run_signal_handlers);  // Ctrl-C ends a wait for a receiver
+              return p->send(tensor, o);
+            });
           },
           py::arg("tensor"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
           py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
           "Sends `tensor` to every receiver (Sender.send's arguments); returns a PublishResult. A receiver's "
-          "timeout or drop is that receiver's (PublishResult.dropped), not an error; no receiver is not an error.")
+          "timeout or drop is that receiver's (PublishResult.dropped), not an error; no receiver is not an error. "
+          "Ctrl-C ends a wait for a receiver within 50 ms (KeyboardInterrupt): the receivers served before it "
+          "have the frame, the rest do not, and every channel stays open.")
       .def(
           "send_frame",
           [](PublisherHandle& h, const et::Frame& frame, std::optional<std::uint64_t> sequence,
@@ -629,7 +634,10 @@ void bind_publisher(py::module_& m) {
              std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
             auto p = h.get("Publisher");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
-            return released([&] { return p->send_frame(frame, o); });
+            return released([&] {
+              ch::ScopedWaitCheck check(run_signal_handlers);
+              return p->send_frame(frame, o);
+            });
           },
           py::arg("frame"), py::kw_only(), py::arg("sequence") = py::none(), py::arg("timestamp_ns") = py::none(),
           py::arg("pts_ns") = py::none(), py::arg("duration_ns") = py::none(), py::arg("flags") = 0,
@@ -648,9 +656,13 @@ void bind_publisher(py::module_& m) {
           "end_stream",
           [](PublisherHandle& h) {
             auto p = h.get("Publisher");
-            released([&] { return p->end_stream(); });
+            released([&] {
+              ch::ScopedWaitCheck check(run_signal_handlers);
+              return p->end_stream();
+            });
           },
-          "Ends the stream on every receiver and every later joiner; later sends raise FailedPreconditionError.")
+          "Ends the stream on every receiver and every later joiner; later sends raise FailedPreconditionError. "
+          "Ctrl-C ends a wait for a full socket (KeyboardInterrupt); call it again to reach the rest.")
       .def(
           "drain",
           [](PublisherHandle& h, const py::object& timeout) {

@@ -476,6 +476,13 @@ CTRL_C = textwrap.dedent("""
         c, d = channel.socket_pair()
         s, r = channel.Sender(c, send_timeout=None, max_frames_out=1), channel.Receiver(d)
         s.send(et.allocate((4,), "uint8", memory="shm"))
+    if what == "publisher_send":  # its one receiver holds its one frame, no bound: the next send waits for it
+        c, d = channel.socket_pair()
+        publisher = channel.Publisher(send_timeout=None, max_frames_out=1)
+        publisher.add_receiver(c)
+        r = channel.Receiver(d)
+        publisher.send(et.allocate((4,), "uint8", memory="shm"))
+        first = r.receive(timeout=1)
     def connect_to_a_full_queue():  # a listener that never accepts: connect waits for room, without bound
         ls = channel.Listener("@et-ctrl-c-full-%d" % id(s), backlog=1)
         queued = []
@@ -491,6 +498,7 @@ CTRL_C = textwrap.dedent("""
              "sender_acquire": lambda: s.acquire(pool, timeout=60),
              "drain": lambda: s.drain(),
              "send": lambda: s.send(et.allocate((4,), "uint8", memory="shm")),
+             "publisher_send": lambda: publisher.send(et.allocate((4,), "uint8", memory="shm")),
              "accept": lambda: channel.Listener("@et-ctrl-c-%d" % id(s)).accept(),
              "connect": connect_to_a_full_queue}
     print("waiting", flush=True)
@@ -499,11 +507,16 @@ CTRL_C = textwrap.dedent("""
         calls[what]()
     except KeyboardInterrupt:
         print("interrupted %.3f" % (time.monotonic() - start), flush=True)
+    if what == "publisher_send":  # in step: the channel stays open, and the next frame gets through
+        del first
+        r.flush()
+        result = publisher.send(et.allocate((4,), "uint8", memory="shm"))
+        print("after: delivered %d, sequence %d" % (result.delivered, r.receive(timeout=1).sequence), flush=True)
 """)
 
 
 @pytest.mark.parametrize("what", ["receive", "receive_latest", "pool", "sender_acquire", "drain", "send", "accept",
-                                  "connect"])
+                                  "connect", "publisher_send"])
 def test_ctrl_c_interrupts_a_waiting_call(what):
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -520,6 +533,8 @@ def test_ctrl_c_interrupts_a_waiting_call(what):
     assert proc.returncode == 0, err
     assert out.startswith("interrupted"), (out, err)
     assert took < 1.0  # KeyboardInterrupt within a slice (50 ms), plus the interpreter's exit
+    if what == "publisher_send":
+        assert "after: delivered 1, sequence 2" in out, (out, err)  # frame 1 was stopped: its sequence is used
 
 
 # ---- bad input -----------------------------------------------------------------------------------

@@ -158,14 +158,15 @@ struct Publisher::State {
     if (end_now) {
       // Joined after the end: it gets the end at once (a full socket leaves it for the next end_stream()).
       std::lock_guard send_lock(send_mutex);
-      send_pending_ends();
+      (void)send_pending_ends();
     }
     return id;
   }
 
   // Sends the end of stream to each receiver still waiting for it. Under send_mutex. Returns how many
-  // are still waiting (their sockets stayed full).
-  std::size_t send_pending_ends() {
+  // are still waiting (their sockets stayed full), or the error of the thread's wait check
+  // (channel::ScopedWaitCheck), which stops at that receiver.
+  Result<std::size_t> send_pending_ends() {
     std::vector<std::pair<std::uint64_t, std::shared_ptr<ChannelSender>>> todo;
     {
       std::lock_guard lock(mutex);
@@ -173,10 +174,14 @@ struct Publisher::State {
         if (e.eos_pending) todo.emplace_back(e.id, e.sender);
     }
     std::vector<std::uint64_t> closed, done;
+    std::optional<Error> stopped;
     for (const auto& [id, sender] : todo) {
       auto r = sender->end_stream();
       if (r) {
         done.push_back(id);
+      } else if (edgetensor::detail::wait_check_stopped()) {
+        stopped = std::move(r).error();
+        break;
       } else if (r.error().code() != ErrorCode::Busy) {
         closed.push_back(id);
       }
@@ -187,6 +192,7 @@ struct Publisher::State {
         if (std::find(done.begin(), done.end(), e.id) != done.end()) e.eos_pending = false;
     }
     remove_closed(closed);
+    if (stopped) return fail(std::move(*stopped));
     return todo.size() - done.size() - closed.size();
   }
 
@@ -217,9 +223,14 @@ struct Publisher::State {
     PublishResult result;
     result.sequence = *o.sequence;
     std::vector<std::uint64_t> closed;
+    std::optional<Error> stopped;
     for (const auto& [id, sender] : targets) {
       const std::uint64_t dropped_before = sender->stats().frames_dropped;
       auto r = sender->send(out.span(), out.embedded, out.type, o, out.fence_span());
+      if (!r && edgetensor::detail::wait_check_stopped()) {  // channel::ScopedWaitCheck: stop here
+        stopped = std::move(r).error();
+        break;
+      }
       if (r) {
         if (sender->stats().frames_dropped != dropped_before) {
           ++result.dropped;
@@ -238,6 +249,7 @@ struct Publisher::State {
       stats.drops += result.dropped;
     }
     result.removed = remove_closed(closed);
+    if (stopped) return fail(std::move(*stopped));
     return result;
   }
 
@@ -362,7 +374,8 @@ Result<void> Publisher::end_stream() {
       for (auto& e : s.receivers) e.eos_pending = true;
     }
   }
-  if (const std::size_t waiting = s.send_pending_ends(); waiting != 0)
+  ET_TRY_ASSIGN(const std::size_t waiting, s.send_pending_ends());
+  if (waiting != 0)
     return fail(ErrorCode::Busy,
                 text::format("{}: {} receiver{} kept {} socket full: the end of stream did not reach {}; call "
                              "end_stream() again", s.label, waiting, waiting == 1 ? "" : "s",

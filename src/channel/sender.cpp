@@ -156,6 +156,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
                                           ChannelMessage type, const channel::SendOptions& options,
                                           std::span<const sync::Fence* const> fences) {
   std::lock_guard send_lock(send_mutex_);
+  reset_wait_check_stop();
   if (buffers.size() > options_.max_buffers)
     return fail(ErrorCode::InvalidArgument,
                 text::format("{}: a frame of {} buffers needs SenderOptions::max_buffers >= {} (it is {})", label_,
@@ -184,7 +185,8 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   // One deadline for the whole send: room in the buffer table, then room in the socket. Drop never waits.
   const bool drop = policy().first == channel::ReceiverPolicy::Drop;
   const auto timeout = drop ? std::chrono::milliseconds(0) : options_.send_timeout;
-  const Wait wait{deadline_after(timeout), timeout, nullptr};
+  const ipc::InterruptCheck* const check = current_wait_check();  // channel::ScopedWaitCheck
+  const Wait wait{deadline_after(timeout), timeout, nullptr, check};
   const auto deadline = wait.deadline;
   {
     std::unique_lock lock(mutex_);
@@ -220,9 +222,19 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
       if (drop) return dropped_locked(sequence);
       want_reader_locked();
-      const bool timed_out = deadline == ChannelClock::time_point::max()
+      // With a ScopedWaitCheck, in slices: the check runs between them, without the lock.
+      const auto until = check == nullptr ? deadline : std::min(deadline, ChannelClock::now() + channel::kWaitCheckInterval);
+      const bool timed_out = until == ChannelClock::time_point::max()
                                  ? (drained_.wait(lock), false)
-                                 : drained_.wait_until(lock, deadline) == std::cv_status::timeout;
+                                 : drained_.wait_until(lock, until) == std::cv_status::timeout;
+      if (timed_out && until != deadline) {
+        lock.unlock();
+        auto checked = run_wait_check(*check);
+        lock.lock();
+        if (!checked) return fail(std::move(checked).error());  // nothing of this frame went out
+        if (closed_) return fail(closed_error_locked());
+        continue;
+      }
       if (timed_out) {
         if (!assign_ids()) {
           const Error& e = assigned.error();
@@ -234,8 +246,10 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (closed_) return fail(closed_error_locked());
     }
   }
-  // A timeout (Busy) leaves both ends in step: what went out is applied, what did not is undone, and
-  // the channel stays open. Any other failure (the peer is gone, the socket failed) closes it.
+  // A timeout (Busy) or the thread's wait check leaves both ends in step: what went out is applied, what did
+  // not is undone, and the channel stays open. Any other failure (the peer is gone, the socket failed)
+  // closes it.
+  auto in_step = [](const Error& e) { return e.code() == ErrorCode::Busy || wait_check_stopped(); };
   auto failed = [&](Error e) -> Unexpected {
     close(e, e.code() == ErrorCode::Unavailable);
     return fail(std::move(e));
@@ -243,7 +257,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   for (std::size_t i = 0; i < retire.size(); i += kMaxRetireIds) {
     const auto part = std::span(retire).subspan(i, std::min(kMaxRetireIds, retire.size() - i));
     if (auto r = send_within(socket_.get(), encode_retire(part), {}, wait, label_); !r) {
-      if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
+      if (!in_step(r.error())) return failed(std::move(r).error());
       forget_new(0);  // the retires not sent stay announced
       if (drop) return dropped(sequence);
       return fail(std::move(r).error());
@@ -256,7 +270,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     if (!announce[b]) continue;
     const auto msg = encode_announce(ids[b], buffers[b].memory(), buffers[b].buffer_bytes());
     if (auto r = send_within(socket_.get(), msg, {fds[b]}, wait, label_); !r) {
-      if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
+      if (!in_step(r.error())) return failed(std::move(r).error());
       forget_new(b);  // buffers announced before this one stay announced
       if (drop) return dropped(sequence);
       return fail(std::move(r).error());
@@ -280,7 +294,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     }
   }
   if (auto r = send_within(socket_.get(), msg, ArrayRef<int>(fence_fds.data(), fence_count), wait, label_); !r) {
-    if (r.error().code() != ErrorCode::Busy) return failed(std::move(r).error());
+    if (!in_step(r.error())) return failed(std::move(r).error());
     std::vector<TensorDyn> unsent;  // not sent: nothing to wait for (dropped after the lock)
     std::lock_guard lock(mutex_);
     for (std::size_t b = 0; b < buffers.size(); ++b) {
@@ -303,6 +317,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
 
 Result<void> ChannelSender::end_stream() {
   std::lock_guard send_lock(send_mutex_);  // after every frame sent before it
+  reset_wait_check_stop();
   std::uint64_t frames = 0;
   {
     std::lock_guard lock(mutex_);
@@ -310,9 +325,9 @@ Result<void> ChannelSender::end_stream() {
     if (ended_) return {};
     frames = stats_.frames_sent;
   }
-  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr};
+  const Wait wait{deadline_after(options_.send_timeout), options_.send_timeout, nullptr, current_wait_check()};
   if (auto r = send_within(socket_.get(), encode_end_of_stream(frames), {}, wait, label_); !r) {
-    if (r.error().code() == ErrorCode::Busy) return fail(std::move(r).error());  // not ended: call again
+    if (r.error().code() == ErrorCode::Busy || wait_check_stopped()) return fail(std::move(r).error());  // not ended: call again
     Error e = std::move(r).error();
     close(e, e.code() == ErrorCode::Unavailable);
     return fail(std::move(e));

@@ -2,6 +2,7 @@
 // Waiting on a socket within a deadline (ipc_wait.h).
 #include "ipc/ipc_wait.h"
 
+#include <edgetensor/channel.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -34,13 +35,38 @@ int poll_timeout_ms(WaitClock::time_point deadline) noexcept {
   return left > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(left);
 }
 
+namespace {
+thread_local const ipc::InterruptCheck* t_wait_check = nullptr;  // channel::ScopedWaitCheck
+thread_local bool t_wait_check_stopped = false;
+}  // namespace
+
+const ipc::InterruptCheck* current_wait_check() noexcept { return t_wait_check; }
+
+Result<void> run_wait_check(const ipc::InterruptCheck& check) {
+  auto r = check();
+  if (!r) t_wait_check_stopped = true;
+  return r;
+}
+
+bool wait_check_stopped() noexcept { return t_wait_check_stopped; }
+void reset_wait_check_stop() noexcept { t_wait_check_stopped = false; }
+
 Result<int> poll_until(std::span<pollfd> fds, const Wait& wait, std::string_view who) {
+  constexpr int kSliceMs = static_cast<int>(channel::kWaitCheckInterval.count());
   for (;;) {
-    const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(wait.deadline));
-    if (n >= 0) return n;
+    int timeout = poll_timeout_ms(wait.deadline);
+    if (wait.check != nullptr && (timeout < 0 || timeout > kSliceMs)) timeout = kSliceMs;
+    const int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n > 0) return n;
+    if (n == 0) {
+      if (wait.check == nullptr || poll_timeout_ms(wait.deadline) == 0) return 0;
+      ET_TRY(run_wait_check(*wait.check));  // a slice passed
+      continue;
+    }
     if (errno != EINTR)
       return fail(Error::from_errno(errno, text::format("{}: poll on socket fd {}", who, fds[0].fd)));
     if (wait.on_interrupt != nullptr) ET_TRY((*wait.on_interrupt)());
+    if (wait.check != nullptr) ET_TRY(run_wait_check(*wait.check));
   }
 }
 
@@ -90,5 +116,16 @@ Result<ipc::Received> receive_within(int socket_fd, std::span<std::byte> buffer,
 }
 
 }  // namespace detail
+
+namespace channel {
+
+ScopedWaitCheck::ScopedWaitCheck(ipc::InterruptCheck check)
+    : check_(std::move(check)), previous_(detail::t_wait_check) {
+  detail::t_wait_check = check_ ? &check_ : nullptr;
+}
+
+ScopedWaitCheck::~ScopedWaitCheck() { detail::t_wait_check = previous_; }
+
+}  // namespace channel
 }  // namespace ET_ABI_NAMESPACE
 }  // namespace edgetensor

@@ -21,7 +21,19 @@ struct Wait {
   WaitClock::time_point deadline = WaitClock::time_point::max();  ///< max(): never
   std::chrono::milliseconds timeout{-1};  ///< what the deadline came from (deadline_after), for the text
   const ipc::InterruptCheck* on_interrupt = nullptr;  ///< called on EINTR; null: wait on
+  /// The thread's channel::ScopedWaitCheck (current_wait_check()): polls in slices of at most
+  /// channel::kWaitCheckInterval and runs it after each and on EINTR (run_wait_check); null: one poll.
+  const ipc::InterruptCheck* check = nullptr;
 };
+
+/// The calling thread's channel::ScopedWaitCheck check, or null.
+const ipc::InterruptCheck* current_wait_check() noexcept;
+/// Runs `check`; an error also marks the thread's wait as stopped by it (wait_check_stopped).
+Result<void> run_wait_check(const ipc::InterruptCheck& check);
+/// Whether a run_wait_check failed on this thread since reset_wait_check_stop(): tells the check's error
+/// from the wait's own (a sender keeps its channel open for it, as for a timeout).
+bool wait_check_stopped() noexcept;
+void reset_wait_check_stop() noexcept;
 
 /// now + timeout, saturated: milliseconds::max() (or anything past the clock's range) never expires; a
 /// negative timeout has already passed.
@@ -32,8 +44,9 @@ Wait wait_for(std::chrono::milliseconds timeout, const ipc::InterruptCheck& on_i
 int poll_timeout_ms(WaitClock::time_point deadline) noexcept;
 
 /// poll(2) on `fds` until `wait.deadline`. A signal (EINTR) calls wait.on_interrupt when set (its error
-/// ends the wait), then polls on for the time left. Returns poll's count: 0 once the deadline passed.
-/// Errors: from_errno of poll naming `who`; on_interrupt's.
+/// ends the wait), then polls on for the time left. With wait.check, polls in slices and runs the check
+/// after each slice and on EINTR. Returns poll's count: 0 once the deadline passed. Errors: from_errno of
+/// poll naming `who`; on_interrupt's; the check's.
 Result<int> poll_until(std::span<pollfd> fds, const Wait& wait, std::string_view who);
 
 /// Sends `bytes` and `fds` (borrowed) as one message on `socket_fd`, waiting (poll POLLOUT) for room in

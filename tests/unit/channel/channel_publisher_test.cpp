@@ -6,6 +6,7 @@
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -463,3 +464,107 @@ TEST(ChannelPublisher, AReceiverMayAskForItsPolicy) {
 }
 
 }  // namespace
+
+// channel::ScopedWaitCheck (the Python module's Ctrl-C): a send that waits for a receiver at its frame limit
+// without a time bound runs the thread's check every kWaitCheckInterval and ends with its error, in step:
+// the receiver served before the stuck one has the frame, the one after it does not, every channel stays
+// open, and the next send (no check) reaches all three. Outside the check's scope nothing is sliced.
+TEST(ChannelPublisher, AScopedWaitCheckStopsASendWaitingForAReceiver) {
+  auto p = channel::Publisher::create({.name = "checked"});
+  ASSERT_OK(p);
+  auto before = join(*p);
+  auto stuck = join(*p, channel::SenderOptions{.send_timeout = std::chrono::milliseconds::max(), .max_frames_out = 1});
+  auto after = join(*p);
+  ASSERT_TRUE(before && stuck && after);
+  auto pool = shm_pool("wait-check", 6, {64, 64});
+  ASSERT_OK(pool);
+  auto send = [&](std::uint64_t sequence) -> Result<channel::PublishResult> {
+    auto t = p->acquire(*pool, 1s);
+    if (!t) return fail(std::move(t).error());
+    if (!stamp(*t, sequence)) return fail(ErrorCode::Internal, "stamp");
+    return p->send(*t, {.sequence = sequence});
+  };
+  ASSERT_OK(send(0));
+  auto held = stuck->receive(1s);  // held: the stuck receiver is at its limit of 1
+  ASSERT_OK(held);
+  for (auto* r : {&before, &after}) ASSERT_OK((*r)->receive(1s));
+  int calls = 0;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    channel::ScopedWaitCheck check([&]() -> Result<void> {
+      if (++calls < 3) return {};
+      return fail(ErrorCode::FailedPrecondition, "stopped by the test's check");
+    });
+    auto stopped = send(1);
+    EXPECT_ERROR(stopped, ErrorCode::FailedPrecondition, "stopped by the test's check");
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(calls, 3);
+  EXPECT_GE(took, 2 * channel::kWaitCheckInterval);
+  EXPECT_LT(took, 2s);
+  auto first = before->receive(1s);
+  ASSERT_OK(first);
+  EXPECT_EQ(first->sequence, 1u) << "served before the stuck receiver";
+  EXPECT_ERROR(after->receive(100ms), ErrorCode::Busy, "");  // stopped before it
+  first->tensor = TensorDyn{};
+  held->tensor = TensorDyn{};  // the stuck receiver releases frame 0
+  ASSERT_OK(stuck->flush());
+  auto next = send(2);  // no check: waits as before, and the release lets it through
+  ASSERT_OK(next);
+  EXPECT_EQ(next->delivered, 3u);
+  EXPECT_EQ(next->removed, 0u);
+  for (auto* r : {&before, &stuck, &after}) {
+    auto d = (*r)->receive(1s);
+    ASSERT_OK(d);
+    EXPECT_EQ(d->sequence, 2u);
+    EXPECT_TRUE(stamped(d->tensor, 2));
+  }
+  for (auto* r : {&before, &stuck, &after}) EXPECT_TRUE(((*r)->status()).has_value());
+}
+
+// A Sender whose receiver stopped reading: the socket fills (a small send buffer) and the next send waits
+// in poll; the check ends it (the poll slices), in step, and end_stream under a check that fails at once
+// is stopped the same way. Checks nest: the inner one is used, the outer one is back after it.
+TEST(ChannelPublisher, AScopedWaitCheckStopsAWaitForRoomInTheSocket) {
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  const int small = 4096;
+  ASSERT_EQ(::setsockopt(sp->first.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+  auto s = channel::Sender::create(std::move(sp->first), {.send_timeout = std::chrono::milliseconds::max()});
+  ASSERT_OK(s);
+  auto r = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(r);
+  auto t = TensorDyn::allocate({64}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_OK(t);
+  int outer = 0, inner = 0;
+  channel::ScopedWaitCheck outer_check([&]() -> Result<void> {
+    ++outer;
+    return fail(ErrorCode::FailedPrecondition, "outer check");
+  });
+  std::size_t sent = 0;
+  Result<std::uint64_t> last = std::uint64_t{0};
+  {
+    channel::ScopedWaitCheck inner_check([&]() -> Result<void> {
+      if (++inner < 2) return {};
+      return fail(ErrorCode::FailedPrecondition, "inner check");
+    });
+    for (; sent < 100000; ++sent) {
+      last = s->send(*t);
+      if (!last) break;
+    }
+  }
+  EXPECT_ERROR(last, ErrorCode::FailedPrecondition, "inner check");
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(inner, 2);
+  EXPECT_EQ(outer, 0);
+  EXPECT_TRUE((s->status()).has_value()) << "in step: the channel stays open";
+  EXPECT_ERROR(s->end_stream(), ErrorCode::FailedPrecondition, "outer check");  // the outer one is back
+  EXPECT_EQ(outer, 1);
+  EXPECT_TRUE((s->status()).has_value());
+  std::size_t got = 0;
+  while (auto d = r->receive(0ms)) {
+    ++got;
+    if (d->end_of_stream) break;
+  }
+  EXPECT_EQ(got, sent) << "every frame sent arrived, the stopped one did not";
+}

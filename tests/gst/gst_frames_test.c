@@ -924,20 +924,32 @@ static GstBufferPool* proposed_pool(GstElement* sink, GstCaps* caps) {
   return pool;
 }
 
+/* A PAUSED edgetensorsink on an abstract socket named after `tag`, and NV12 kWidth x kHeight as info and caps
+ * (the caller unrefs both). NULL on failure. */
+static GstElement* paused_sink(const char* tag, GstVideoInfo* info, GstCaps** caps) {
+  char path[96];
+  snprintf(path, sizeof path, "@edgetensor-gst-%s-%d", tag, (int)getpid());
+  GstElement* sink = gst_element_factory_make("edgetensorsink", NULL);
+  if (sink == NULL) return NULL;
+  g_object_set(sink, "socket-path", path, NULL);
+  if (gst_element_set_state(sink, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE) {
+    gst_object_unref(sink);
+    return NULL;
+  }
+  gst_video_info_set_format(info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
+  *caps = gst_video_info_to_caps(info);
+  return sink;
+}
+
 /* The sink's pool holds GStreamer's layout of the caps exactly: a config asking for larger buffers (a V4L2
  * driver's sizeimage with padding, as v4l2src io-mode=dmabuf-import sets it) is refused, and the pool does not
  * start on it, instead of handing out buffers shorter than upstream writes; the layout's own size (or less,
  * which grows to it) works. */
 static int case_sink_pool_refuses_buffers_larger_than_its_layout(void) {
-  char path[96];
-  snprintf(path, sizeof path, "@edgetensor-gst-pool-size-%d", (int)getpid());
-  GstElement* sink = gst_element_factory_make("edgetensorsink", NULL);
-  CHECK(sink != NULL);
-  g_object_set(sink, "socket-path", path, NULL);
-  CHECK(gst_element_set_state(sink, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
   GstVideoInfo info;
-  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
-  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstCaps* caps = NULL;
+  GstElement* sink = paused_sink("pool-size", &info, &caps);
+  CHECK(sink != NULL);
   int rc = 1;
   GstBufferPool* pool = proposed_pool(sink, caps);
   if (pool != NULL) {
@@ -996,15 +1008,10 @@ static GstBufferPool* one_image_pool(GstElement* sink, GstCaps* caps, gsize size
  * address (no new wrap, mmap or page faults). The memory is freed when the pool stops, and also when it
  * outlives the pool. */
 static int case_sink_pool_takes_back_memory_a_copy_shared(void) {
-  char path[96];
-  snprintf(path, sizeof path, "@edgetensor-gst-pool-copy-%d", (int)getpid());
-  GstElement* sink = gst_element_factory_make("edgetensorsink", NULL);
-  CHECK(sink != NULL);
-  g_object_set(sink, "socket-path", path, NULL);
-  CHECK(gst_element_set_state(sink, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE);
   GstVideoInfo info;
-  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, kWidth, kHeight);
-  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstCaps* caps = NULL;
+  GstElement* sink = paused_sink("pool-copy", &info, &caps);
+  CHECK(sink != NULL);
   int rc = 1;
   GstBufferPool* pool = one_image_pool(sink, caps, info.size);
   if (pool == NULL) {

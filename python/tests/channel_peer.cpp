@@ -11,11 +11,11 @@
 // and drain(10 s). Prints "ok sent <n> dropped <d>" and exits 0, or prints the error to stderr and exits 1.
 //
 // Consumer (the C++ consumer the bench compares Python's with):
-//   et_py_channel_peer --role consume --socket-fd <fd> [--warmup <frames>]
+//   et_py_channel_peer --role consume --socket-fd <fd> [--warmup <frames>] [--convert cast|scale]
 // Prints "ready" once its Receiver exists, then per frame until the end of stream: receive, the Y plane to
-// float32 (y / 255, into one buffer kept across frames), check its first pixel against the producer's
-// pattern, release (the Delivery goes), then stamp CLOCK_MONOTONIC. The first `warmup` frames (default 10:
-// buffers announced, imported and first touched) are not counted. Prints one line
+// float32 into one buffer kept across frames (cast, the default: y as float; scale: y / 255), check its first
+// pixel against the producer's pattern, release (the Delivery goes), then stamp CLOCK_MONOTONIC. The first
+// `warmup` frames (default 10: buffers announced, imported and first touched) are not counted. Prints one line
 //   result {"frames": n, "cpu_ns": c, "wall_ns": w, "receive_ns": r, "convert_ns": v, "minflt": f,
 //           "latency_ns": [...]}
 // over the counted frames (cpu_ns: CLOCK_PROCESS_CPUTIME_ID, from the end of the last warm-up frame to the
@@ -55,18 +55,20 @@ long minor_faults() {
   return u.ru_minflt;
 }
 
-// The bench's conversion, as the Python consumers do it (numpy.multiply(y, float32(1 / 255),
-// dtype=float32) and torch.mul): every pixel of a [h, w] uint8 plane with `stride` bytes per row.
+// The bench's conversions, as the Python consumers do them (bench/python_consumer_bench.py): every pixel of a
+// [h, w] uint8 plane with `stride` bytes per row to float32, as it is (cast) or times 1 / 255 (scale), in one
+// pass.
+template <bool kScaled>
 void y_to_float(const std::uint8_t* y, std::size_t h, std::size_t w, std::size_t stride, float* out) {
   constexpr float kScale = 1.0f / 255.0f;
   for (std::size_t r = 0; r < h; ++r) {
     const std::uint8_t* row = y + r * stride;
     float* o = out + r * w;
-    for (std::size_t c = 0; c < w; ++c) o[c] = static_cast<float>(row[c]) * kScale;
+    for (std::size_t c = 0; c < w; ++c) o[c] = kScaled ? static_cast<float>(row[c]) * kScale : row[c];
   }
 }
 
-int consume(int fd, long warmup) {
+int consume(int fd, long warmup, bool scaled) {
   auto r = et::channel::Receiver::create(et::UniqueFd(fd), {.name = "cpp-consumer"});
   if (!r) return fail("receiver", r.error());
   std::printf("ready\n");
@@ -91,12 +93,14 @@ int consume(int fd, long warmup) {
       const std::size_t h = y->shape()[0], w = y->shape()[1], stride = static_cast<std::size_t>(y->strides()[0]);
       out.resize(h * w);
       const std::int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-      y_to_float(reinterpret_cast<const std::uint8_t*>(m->data()), h, w, stride, out.data());
+      const auto* pixels = reinterpret_cast<const std::uint8_t*>(m->data());
+      if (scaled) y_to_float<true>(pixels, h, w, stride, out.data());
+      else y_to_float<false>(pixels, h, w, stride, out.data());
       if (seen >= warmup) convert += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-      if (static_cast<long>(out[0] * 255.0f + 0.5f) != static_cast<long>(d->sequence & 0xff)) {
-        std::fprintf(stderr, "et_py_channel_peer: frame %llu: Y[0, 0] is %f, not %llu / 255\n",
+      if (static_cast<long>(out[0] * (scaled ? 255.0f : 1.0f) + 0.5f) != static_cast<long>(d->sequence & 0xff)) {
+        std::fprintf(stderr, "et_py_channel_peer: frame %llu: Y[0, 0] is %f, not %llu%s\n",
                      static_cast<unsigned long long>(d->sequence), static_cast<double>(out[0]),
-                     static_cast<unsigned long long>(d->sequence & 0xff));
+                     static_cast<unsigned long long>(d->sequence & 0xff), scaled ? " / 255" : "");
         return 1;
       }
       stamp = d->timestamp_ns;
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
   int fd = -1;
   long frames = 0, buffers = 0, width = 0, height = 0, interval_ms = 0, max_out = 0, warmup = 10;
   double fps = 0;
-  std::string policy = "block", role = "produce";
+  std::string policy = "block", role = "produce", convert = "cast";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
@@ -144,12 +148,15 @@ int main(int argc, char** argv) {
     else if (flag == "--policy") policy = v;
     else if (flag == "--max-frames-out") max_out = std::atol(v);
     else if (flag == "--warmup") warmup = std::atol(v);
+    else if (flag == "--convert") convert = v;
   }
-  if (role == "consume" && fd >= 0 && warmup >= 0) return consume(fd, warmup);
+  if (role == "consume" && fd >= 0 && warmup >= 0 && (convert == "cast" || convert == "scale"))
+    return consume(fd, warmup, convert == "scale");
   if (role != "produce" || fd < 0 || frames <= 0 || buffers <= 0 || width <= 0 || height <= 0 || fps < 0) {
     std::fprintf(stderr, "usage: %s --socket-fd <fd> --frames <n> --pool <buffers> --width <w> --height <h> "
                          "[--interval-ms <ms> | --fps <f>] [--policy block|drop] [--max-frames-out <m>]\n"
-                         "       %s --role consume --socket-fd <fd> [--warmup <frames>]\n", argv[0], argv[0]);
+                         "       %s --role consume --socket-fd <fd> [--warmup <frames>] [--convert cast|scale]\n",
+                 argv[0], argv[0]);
     return 2;
   }
   auto layout = et::ImageLayout::make(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height),

@@ -51,13 +51,17 @@ struct _GstEdgetensorSrc {
   GArray* cache;                 /* CachedMemory */
   GstAllocator* fd_allocator;
   GstAllocator* dmabuf_allocator;
-  GstVideoInfo info;             /* of the caps set last */
+  GstVideoInfo info;             /* of the caps set last, with the frames' layout */
   gboolean have_caps;
+  gboolean downstream_meta;      /* downstream reads GstVideoMeta (its ALLOCATION answer to those caps) */
+  GstVideoInfo default_info;     /* those caps in GStreamer's own layout */
+  GstBufferPool* copy_pool;      /* buffers of that layout, when frames must be copied into it */
   guint64 uses;
   gboolean discont;              /* the next buffer follows a (re)connect */
   /* Counters (object lock). */
   guint64 frames;
   guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
+  guint64 copies;                /* frames copied into GStreamer's layout (a downstream without GstVideoMeta) */
   guint64 reconnects;
 };
 
@@ -88,7 +92,7 @@ static GstStructure* src_stats(GstEdgetensorSrc* self) {
                            G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
                            r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, "acquire-fences",
-                           G_TYPE_UINT64, r.acquire_fences, NULL);
+                           G_TYPE_UINT64, r.acquire_fences, "copies", G_TYPE_UINT64, self->copies, NULL);
 }
 
 static void gst_edgetensor_src_get_property(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
@@ -110,9 +114,18 @@ static void clear_cache(GstEdgetensorSrc* self) {
   g_array_set_size(self->cache, 0);
 }
 
+/* Copies still downstream are freed when they come back (an inactive pool frees what it gets back). */
+static void clear_copy_pool(GstEdgetensorSrc* self) {
+  if (self->copy_pool == NULL) return;
+  gst_buffer_pool_set_active(self->copy_pool, FALSE);
+  gst_object_unref(self->copy_pool);
+  self->copy_pool = NULL;
+}
+
 static void gst_edgetensor_src_finalize(GObject* object) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(object);
   clear_cache(self);
+  clear_copy_pool(self);
   g_array_unref(self->cache);
   gst_object_unref(self->fd_allocator);
   gst_object_unref(self->dmabuf_allocator);
@@ -163,7 +176,7 @@ static et_channel_receiver* connect_receiver(GstEdgetensorSrc* self, char** mess
 static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   GST_OBJECT_LOCK(self);
-  self->frames = self->memories_wrapped = self->reconnects = 0;
+  self->frames = self->memories_wrapped = self->reconnects = self->copies = 0;
   GST_OBJECT_UNLOCK(self);
   char* message = NULL;
   et_channel_receiver* receiver = connect_receiver(self, &message);
@@ -211,6 +224,7 @@ static gboolean gst_edgetensor_src_stop(GstBaseSrc* src) {
   self->receiver = NULL;
   GST_OBJECT_UNLOCK(self);
   clear_cache(self);
+  clear_copy_pool(self);
   et_channel_receiver_release(receiver); /* buffers still downstream stay valid; they release on their own */
   return TRUE;
 }
@@ -272,24 +286,96 @@ static GQuark frame_quark(void) {
   return quark;
 }
 
-/* Whether every plane of `frame` ends inside its buffer of `buffer_bytes` (its last row without padding). */
-static gboolean planes_end_inside(const et_frame* frame, const et_image_layout* layout, uint64_t buffer_bytes) {
+/* Whether every plane of `frame` ends inside its buffer (its last row without padding). */
+static gboolean planes_end_inside(const et_frame* frame, const et_image_layout* layout) {
   for (uint32_t p = 0; p < layout->plane_count; ++p) {
     et_tensor* plane = NULL;
     et_tensor_info info = {0};
     info.struct_size = sizeof info;
     const gboolean ok = et_frame_plane(frame, p, &plane) == ET_OK && et_tensor_get_info(plane, &info) == ET_OK &&
-                        info.offset_bytes + info.extent_bytes <= buffer_bytes;
+                        info.offset_bytes + info.extent_bytes <= info.buffer_bytes;
     et_tensor_release(plane);
     if (!ok) return FALSE;
   }
   return TRUE;
 }
 
-/* A buffer over the delivered frame: a GstMemory of its own sharing the cached one (so copies of the
- * GstBuffer keep it), holding the frame until GStreamer frees that memory, and GstVideoMeta from the
- * layout. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
- * time). NULL (element error posted) on failure. */
+/* Asks downstream (ALLOCATION query for `caps`, the caps just set) whether it reads GstVideoMeta; a new
+ * caps also drops the copy pool of the caps before. */
+static void query_downstream_meta(GstEdgetensorSrc* self, GstCaps* caps) {
+  GstQuery* query = gst_query_new_allocation(caps, FALSE);
+  const gboolean answered = gst_pad_peer_query(GST_BASE_SRC_PAD(self), query);
+  self->downstream_meta = answered && gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  gst_query_unref(query);
+  if (!gst_video_info_from_caps(&self->default_info, caps)) gst_video_info_init(&self->default_info);
+  clear_copy_pool(self);
+  GST_DEBUG_OBJECT(self, "downstream %s GstVideoMeta", self->downstream_meta ? "reads" : "does not read");
+}
+
+/* Whether a downstream that ignores GstVideoMeta reads `info`'s image right: GStreamer's own layout for the
+ * caps (offsets, strides) in a buffer at least its size. */
+static gboolean default_layout(const GstVideoInfo* info, const GstVideoInfo* defaults) {
+  if (GST_VIDEO_INFO_N_PLANES(info) != GST_VIDEO_INFO_N_PLANES(defaults) || info->size < defaults->size) return FALSE;
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(info); ++p)
+    if (info->offset[p] != defaults->offset[p] || info->stride[p] != defaults->stride[p]) return FALSE;
+  return TRUE;
+}
+
+/* `image` (taken) copied into a buffer of GStreamer's own layout for the caps, from a pool of such buffers
+ * (made on the first need, per caps): for a downstream that ignores GstVideoMeta when the frame's layout is
+ * not that one. Releases the frame at once. NULL (element error posted) on failure. */
+static GstBuffer* default_layout_copy(GstEdgetensorSrc* self, GstBuffer* image) {
+  GstBuffer* copy = NULL;
+  if (self->copy_pool == NULL) {
+    GstBufferPool* pool = gst_video_buffer_pool_new();
+    GstStructure* config = gst_buffer_pool_get_config(pool);
+    GstCaps* caps = gst_video_info_to_caps(&self->default_info);
+    gst_buffer_pool_config_set_params(config, caps, (guint)self->default_info.size, 2, 0);
+    gst_caps_unref(caps);
+    if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+      gst_object_unref(pool);
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("a pool of %" G_GSIZE_FORMAT " B buffers for copies",
+                                                        self->default_info.size), (NULL));
+      gst_buffer_unref(image);
+      return NULL;
+    }
+    self->copy_pool = pool;
+  }
+  GstVideoFrame from, to;
+  gboolean ok = gst_buffer_pool_acquire_buffer(self->copy_pool, &copy, NULL) == GST_FLOW_OK;
+  if (ok && gst_video_frame_map(&from, &self->info, image, GST_MAP_READ)) {
+    if (gst_video_frame_map(&to, &self->default_info, copy, GST_MAP_WRITE)) {
+      ok = gst_video_frame_copy(&to, &from);
+      gst_video_frame_unmap(&to);
+    } else {
+      ok = FALSE;
+    }
+    gst_video_frame_unmap(&from);
+  } else {
+    ok = FALSE;
+  }
+  gst_buffer_unref(image);
+  if (!ok) {
+    if (copy != NULL) gst_buffer_unref(copy);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("copying a frame into GStreamer's layout for a downstream without "
+                                             "GstVideoMeta"), (NULL));
+    return NULL;
+  }
+  GST_OBJECT_LOCK(self);
+  const gboolean first = self->copies++ == 0;
+  GST_OBJECT_UNLOCK(self);
+  if (first)
+    GST_INFO_OBJECT(self, "downstream does not read GstVideoMeta and the frames' layout is not GStreamer's for "
+                    "the caps: each frame is copied (counted in stats.copies; logged once)");
+  return copy;
+}
+
+/* A buffer over the delivered frame: one GstMemory per buffer of the frame, each a memory of its own sharing
+ * the cached one (so copies of the GstBuffer keep it) and holding the frame until GStreamer frees it, in
+ * buffer order; GstVideoMeta from the layout, each plane's offset counted across the memories before its
+ * buffer's. Sets caps first when the layout changed (the frame rate guessed from `d`'s duration the first
+ * time). Copied into GStreamer's layout when downstream ignores GstVideoMeta and needs that. NULL (element
+ * error posted) on failure. */
 static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_channel_delivery* d) {
   et_image_layout layout = {0};
   layout.struct_size = sizeof layout;
@@ -298,44 +384,51 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("reading a frame: %s", et_last_error_message()), (NULL));
     return NULL;
   }
-  if (buffer_count != 1) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                      ("frames with planes in %u buffers are not supported yet (one buffer per frame)", buffer_count),
+  if (buffer_count == 0 || buffer_count > ET_MAX_PLANES) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("a frame in %u buffers (1 to %u)", buffer_count, (unsigned)ET_MAX_PLANES),
                       (NULL));
     return NULL;
   }
-  et_tensor* whole = NULL;
-  if (et_frame_buffer(frame, 0, &whole) != ET_OK) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("reading a frame's buffer: %s", et_last_error_message()), (NULL));
-    return NULL;
+  GstMemory* parents[ET_MAX_PLANES] = {NULL};
+  uint64_t starts[ET_MAX_PLANES] = {0}, sizes[ET_MAX_PLANES] = {0}, total = 0;
+  for (uint32_t b = 0; b < buffer_count; ++b) {
+    et_tensor* whole = NULL;
+    et_tensor_info info = {0};
+    info.struct_size = sizeof info;
+    if (et_frame_buffer(frame, b, &whole) == ET_OK && et_tensor_get_info(whole, &info) == ET_OK)
+      parents[b] = memory_of(self, whole);
+    et_tensor_release(whole);
+    if (parents[b] == NULL) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping buffer %u of a frame as GstMemory", b), (NULL));
+      for (uint32_t c = 0; c < b; ++c) gst_memory_unref(parents[c]);
+      return NULL;
+    }
+    starts[b] = total;
+    sizes[b] = info.buffer_bytes;
+    total += info.buffer_bytes;
   }
-  et_tensor_info info = {0};
-  info.struct_size = sizeof info;
-  (void)et_tensor_get_info(whole, &info);
-  GstMemory* parent = memory_of(self, whole);
-  et_tensor_release(whole);
-  if (parent == NULL) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping a received buffer as GstMemory"), (NULL));
-    return NULL;
-  }
+  /* The layout in the GstBuffer: each plane's offset past the memories of the buffers before its own. */
+  et_image_layout flat = layout;
+  for (uint32_t p = 0; p < layout.plane_count && p < ET_MAX_PLANES; ++p)
+    flat.planes[p].offset_bytes += starts[plane_buffers[p] < buffer_count ? plane_buffers[p] : 0];
   GstVideoInfo vinfo;
   char* message = NULL;
-  if (!et_gst_info_from_layout(&layout, info.buffer_bytes, &vinfo, &message)) {
+  if (!et_gst_info_from_layout(&flat, total, &vinfo, &message)) {
     /* GStreamer's size pads every plane's last row to its stride; a producer need not allocate that padding
      * (an image pool's buffers end with the last row's last byte): the buffer holds the image when each
-     * plane view (the library checked it against the buffer) ends inside it. */
+     * plane view (the library checked it against its buffer) ends inside it. */
     char* again = NULL;
-    const gboolean fits = et_gst_info_from_layout(&layout, UINT64_MAX, &vinfo, &again) &&
-                          planes_end_inside(frame, &layout, info.buffer_bytes);
+    const gboolean fits =
+        et_gst_info_from_layout(&flat, UINT64_MAX, &vinfo, &again) && planes_end_inside(frame, &layout);
     g_free(again);
     if (!fits) {
       GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
       g_free(message);
-      gst_memory_unref(parent);
+      for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
       return NULL;
     }
     g_free(message);
-    vinfo.size = (gsize)info.buffer_bytes;
+    vinfo.size = (gsize)total;
   }
   /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
   if (self->have_caps) {
@@ -348,20 +441,30 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
     GstCaps* caps = gst_video_info_to_caps(&vinfo);
     const gboolean ok = gst_base_src_set_caps(GST_BASE_SRC(self), caps);
     GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT, (void*)caps);
+    if (ok) query_downstream_meta(self, caps);
     gst_caps_unref(caps);
     if (!ok) {
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("downstream refused the frames' caps"), (NULL));
-      gst_memory_unref(parent);
+      for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
       return NULL;
     }
     self->info = vinfo;
     self->have_caps = TRUE;
   }
-  GstMemory* memory = gst_memory_share(parent, 0, (gssize)vinfo.size); /* the image, not the buffer's tail */
-  gst_memory_unref(parent);
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), frame_quark(), et_frame_retain(frame),
-                            (GDestroyNotify)et_frame_release);
-  return et_gst_buffer_new_image(memory, &layout);
+  /* Each memory its whole buffer, the last one only up to the image's end (not a DMA-BUF's page rounding). */
+  GstMemory* memories[ET_MAX_PLANES] = {NULL};
+  const uint32_t last = buffer_count - 1;
+  for (uint32_t b = 0; b < buffer_count; ++b) {
+    const uint64_t size = b == last && vinfo.size > starts[b] && vinfo.size - starts[b] < sizes[b]
+                              ? vinfo.size - starts[b] : sizes[b];
+    memories[b] = gst_memory_share(parents[b], 0, (gssize)size);
+    gst_memory_unref(parents[b]);
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memories[b]), frame_quark(), et_frame_retain(frame),
+                              (GDestroyNotify)et_frame_release);
+  }
+  GstBuffer* buffer = et_gst_buffer_new_image_memories(memories, buffer_count, &flat);
+  if (!self->downstream_meta && !default_layout(&vinfo, &self->default_info)) return default_layout_copy(self, buffer);
+  return buffer;
 }
 
 /* The producer's time (its pts, or its send stamp: CLOCK_MONOTONIC, as GStreamer's system clock) re-based
@@ -445,15 +548,20 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
   return GST_FLOW_OK;
 }
 
-/* Live: frames arrive as the producer sends them; a frame's duration is the latency it adds. */
 /* The caps come from each frame's layout (create sets them). GstBaseSrc's default would fixate the template
  * before the first frame (1x1, 0/1 fps), which an encoder takes as its first configuration: vp8enc,
  * reconfigured to the real size, then encodes nothing. A RECONFIGURE keeps the frames' caps. */
 static gboolean gst_edgetensor_src_negotiate(GstBaseSrc* src) {
-  (void)src;
+  GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
+  if (self->have_caps) { /* downstream changed: ask again whether it reads GstVideoMeta */
+    GstCaps* caps = gst_pad_get_current_caps(GST_BASE_SRC_PAD(src));
+    if (caps != NULL) query_downstream_meta(self, caps);
+    if (caps != NULL) gst_caps_unref(caps);
+  }
   return TRUE;
 }
 
+/* Live: frames arrive as the producer sends them; a frame's duration is the latency it adds. */
 static gboolean gst_edgetensor_src_query(GstBaseSrc* src, GstQuery* query) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
@@ -497,7 +605,9 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
                            FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics", "Frames pushed, buffers wrapped, frames skipped and missing",
+      g_param_spec_boxed("stats", "Statistics",
+                         "Frames pushed, buffers wrapped, frames skipped and missing, frames copied (for a downstream "
+                         "without GstVideoMeta)",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   GstCaps* caps = et_gst_template_caps();
   gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));

@@ -100,8 +100,12 @@ gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_
 }
 
 GstBuffer* et_gst_buffer_new_image(GstMemory* memory, const et_image_layout* layout) {
+  return et_gst_buffer_new_image_memories(&memory, 1, layout);
+}
+
+GstBuffer* et_gst_buffer_new_image_memories(GstMemory* const* memories, guint count, const et_image_layout* layout) {
   GstBuffer* buffer = gst_buffer_new();
-  gst_buffer_append_memory(buffer, memory);
+  for (guint i = 0; i < count; ++i) gst_buffer_append_memory(buffer, memories[i]);
   const char* name = NULL;
   if (et_pixel_format_to_gst(layout->format, &name) != ET_OK || name == NULL) return buffer;
   gsize offsets[GST_VIDEO_MAX_PLANES] = {0};

@@ -22,7 +22,11 @@
 #include <unistd.h>
 
 enum { kWidth = 320, kHeight = 240, kFrames = 30 };
-enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2, POOL_RGB = 3 };
+enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2, POOL_RGB = 3, PADDED = 4 };
+/* TWO_BUFFER frames: NV12 with each plane in a buffer of its own, rows kWidth bytes apart (GStreamer's own
+ * layout once the two memories are one after the other); PADDED frames: the same with rows kPaddedStride
+ * bytes apart (a layout only GstVideoMeta can describe). */
+enum { kPaddedStride = 384 };
 /* POOL_RGB frames: RGB kOddWidth x kHeight from an image pool with GStreamer's 4-byte rows (484-byte stride,
  * 483 bytes a row): its buffers end with the last row's last byte, one short of GStreamer's size. */
 enum { kOddWidth = 161 };
@@ -84,42 +88,62 @@ struct producer {
   int frames;         /* frames to send, per round */
   int end_stream;     /* 1: the last round ends the stream; 0: it vanishes (a producer killed mid-stream) */
   int rounds;         /* producers one after the other on the same path; all but the last vanish */
-  int kind;           /* what it sends: PATTERN frames, a PLAIN tensor (no layout), TWO_BUFFER frames */
+  int kind;           /* what it sends: PATTERN, TWO_BUFFER, PADDED or POOL_RGB frames, a PLAIN tensor (no layout) */
   int status;         /* 0 when every call succeeded */
   pthread_t thread;
 };
 
-/* Sends what edgetensorsrc refuses: a tensor with no image layout, or an NV12 frame whose planes lie in two
- * buffers. */
-static et_status send_bad(et_channel_sender* sender, int kind) {
+/* Sends what edgetensorsrc refuses: a tensor with no image layout. */
+static et_status send_plain(et_channel_sender* sender) {
   et_allocate_options options = {0};
   options.struct_size = sizeof options;
   options.memory = ET_MEMORY_SHM;
-  const uint64_t sizes[2] = {(uint64_t)kWidth * kHeight, (uint64_t)kWidth * kHeight / 2};
-  et_tensor* buffers[2] = {NULL, NULL};
-  et_status status = ET_OK;
-  for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_allocate(1, &sizes[b], ET_DTYPE_U8, &options, &buffers[b]);
+  const uint64_t size = (uint64_t)kWidth * kHeight;
+  et_tensor* buffer = NULL;
+  et_status status = et_tensor_allocate(1, &size, ET_DTYPE_U8, &options, &buffer);
   uint64_t sequence = 0;
-  if (status == ET_OK && kind == PLAIN) status = et_channel_sender_send(sender, buffers[0], NULL, &sequence);
-  if (status == ET_OK && kind == TWO_BUFFER) {
-    int32_t fds[2] = {-1, -1};
-    et_image_layout layout = {0};
-    layout.struct_size = sizeof layout;
-    layout.format = ET_PIXEL_FORMAT_NV12;
-    layout.width = kWidth;
-    layout.height = kHeight;
-    layout.planes[0].row_stride_bytes = layout.planes[1].row_stride_bytes = kWidth;
-    et_frame* frame = NULL;
-    for (int b = 0; b < 2 && status == ET_OK; ++b) status = et_tensor_export_fd(buffers[b], &fds[b]);
-    if (status == ET_OK) status = et_frame_import_planes_dup(fds, 2, &layout, NULL, &frame);
-    if (status == ET_OK) status = et_channel_sender_send_frame(sender, frame, NULL, &sequence);
-    et_frame_release(frame);
-    for (int b = 0; b < 2; ++b)
-      if (fds[b] >= 0) close(fds[b]);
-  }
-  et_tensor_release(buffers[0]);
-  et_tensor_release(buffers[1]);
+  if (status == ET_OK) status = et_channel_sender_send(sender, buffer, NULL, &sequence);
+  et_tensor_release(buffer);
   return status;
+}
+
+/* Frame `sequence`'s NV12 pattern with each plane in a buffer of its own (memfds), rows `stride` bytes apart
+ * (NULL on failure). */
+static et_frame* two_buffer_frame(uint64_t sequence, unsigned stride) {
+  et_allocate_options options = {0};
+  options.struct_size = sizeof options;
+  options.memory = ET_MEMORY_SHM;
+  et_tensor* buffers[2] = {NULL, NULL};
+  int32_t fds[2] = {-1, -1};
+  et_status status = ET_OK;
+  for (unsigned p = 0; p < 2 && status == ET_OK; ++p) {
+    const uint64_t size = (uint64_t)stride * plane_rows(p);
+    et_map* map = NULL;
+    void* data = NULL;
+    size_t mapped = 0;
+    status = et_tensor_allocate(1, &size, ET_DTYPE_U8, &options, &buffers[p]);
+    if (status == ET_OK) status = et_tensor_map_write(buffers[p], &map, &data, &mapped);
+    if (status != ET_OK) break;
+    memset(data, 0xee, mapped); /* the row padding: never in a frame GStreamer reads */
+    for (unsigned r = 0; r < plane_rows(p); ++r)
+      for (unsigned c = 0; c < plane_row_bytes(p); ++c)
+        ((uint8_t*)data)[(size_t)r * stride + c] = pattern(sequence, p, r, c);
+    et_map_release(map);
+    status = et_tensor_export_fd(buffers[p], &fds[p]);
+  }
+  et_image_layout layout = {0};
+  layout.struct_size = sizeof layout;
+  layout.format = ET_PIXEL_FORMAT_NV12;
+  layout.width = kWidth;
+  layout.height = kHeight;
+  layout.planes[0].row_stride_bytes = layout.planes[1].row_stride_bytes = stride;
+  et_frame* frame = NULL;
+  if (status == ET_OK) status = et_frame_import_planes_dup(fds, 2, &layout, NULL, &frame);
+  for (unsigned p = 0; p < 2; ++p) {
+    if (fds[p] >= 0) close(fds[p]);
+    et_tensor_release(buffers[p]);
+  }
+  return status == ET_OK ? frame : NULL;
 }
 
 /* The next POOL_RGB frame: a buffer of `pool` holding frame `sequence`'s pattern (NULL on failure). */
@@ -166,18 +190,22 @@ static int produce_round(struct producer* p, int end_stream) {
   if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
   if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
   for (int i = 0; i < p->frames; ++i) {
-    if (p->kind != PATTERN && p->kind != POOL_RGB) {
-      if (send_bad(sender, p->kind) != ET_OK) goto out;
+    if (p->kind == PLAIN) {
+      if (send_plain(sender) != ET_OK) goto out;
       continue;
     }
-    et_tensor* image = p->kind == POOL_RGB ? pool_rgb_image(sender, pool, (uint64_t)i) : pattern_image((uint64_t)i);
+    et_tensor* image = NULL;
     et_frame* frame = NULL;
+    if (p->kind == TWO_BUFFER || p->kind == PADDED)
+      frame = two_buffer_frame((uint64_t)i, p->kind == PADDED ? kPaddedStride : kWidth);
+    else
+      image = p->kind == POOL_RGB ? pool_rgb_image(sender, pool, (uint64_t)i) : pattern_image((uint64_t)i);
     et_channel_send_options options = {0};
     options.struct_size = sizeof options;
     options.has = ET_CHANNEL_HAS_DURATION;
     options.duration_ns = 33333333;
     uint64_t sequence = 0;
-    const et_status status = image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
+    const et_status status = frame != NULL ? ET_OK : image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
     const et_status sent = status == ET_OK ? et_channel_sender_send_frame(sender, frame, &options, &sequence) : status;
     et_frame_release(frame);
     et_tensor_release(image);
@@ -230,6 +258,7 @@ static void start_producer(struct producer* p, int frames, int end_stream, int r
 /* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
 struct pulled {
   int frames, matching, in_order, fd_memory, discont, eos;
+  int with_meta, two_memories; /* buffers with GstVideoMeta; buffers of two memories */
   int fps_n, fps_d;  /* of the last sample's caps */
   char error[512];
 };
@@ -260,6 +289,8 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
     GstVideoInfo info;
     GstVideoFrame frame;
     out->fd_memory += gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0));
+    out->with_meta += gst_buffer_get_video_meta(buffer) != NULL;
+    out->two_memories += gst_buffer_n_memory(buffer) == 2;
     if (gst_video_info_from_caps(&info, gst_sample_get_caps(sample))) {
       out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
       out->fps_d = GST_VIDEO_INFO_FPS_D(&info);
@@ -287,13 +318,28 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
   gst_object_unref(bus);
 }
 
-/* `edgetensorsrc <properties> ! appsink` against `producer` until EOS or an error; *stat gets the src's stats
- * field `stat_name` (0 when absent). */
-static int run_src(struct producer* producer, const char* properties, struct pulled* got, const char* stat_name,
-                   guint64* stat) {
+/* Answers the ALLOCATION query for appsink, saying it reads GstVideoMeta (appsink itself does not). */
+static GstPadProbeReturn answer_with_video_meta(GstPad* pad, GstPadProbeInfo* info, gpointer data) {
+  (void)pad;
+  (void)data;
+  GstQuery* query = GST_PAD_PROBE_INFO_QUERY(info);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION) return GST_PAD_PROBE_OK;
+  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  return GST_PAD_PROBE_HANDLED;
+}
+
+/* `edgetensorsrc <properties> ! appsink` against `producer` until EOS or an error, appsink saying it reads
+ * GstVideoMeta when `video_meta`; *stat gets the src's stats field `stat_name` (0 when absent). */
+static int run_src_to(struct producer* producer, const char* properties, int video_meta, struct pulled* got,
+                      const char* stat_name, guint64* stat) {
   GstElement* sink = NULL;
   GstElement* pipeline = src_pipeline(producer->path, properties, &sink);
   CHECK(pipeline != NULL);
+  if (video_meta) {
+    GstPad* pad = gst_element_get_static_pad(sink, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, answer_with_video_meta, NULL, NULL);
+    gst_object_unref(pad);
+  }
   CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
   pull_all(pipeline, sink, got);
   GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
@@ -308,6 +354,11 @@ static int run_src(struct producer* producer, const char* properties, struct pul
   gst_object_unref(pipeline);
   pthread_join(producer->thread, NULL);
   return 0;
+}
+
+static int run_src(struct producer* producer, const char* properties, struct pulled* got, const char* stat_name,
+                   guint64* stat) {
+  return run_src_to(producer, properties, 0, got, stat_name, stat);
 }
 
 static int case_src_pushes_every_frame_with_its_pixels(void) {
@@ -528,8 +579,54 @@ static int case_src_refuses_a_tensor_without_layout(void) {
   return refused_by_src(PLAIN, "without an image layout");
 }
 
-static int case_src_refuses_planes_in_two_buffers(void) {
-  return refused_by_src(TWO_BUFFER, "planes in 2 buffers");
+/* Planes in two buffers (as a V4L2 multi-planar capture gives them): one GstMemory per buffer, no copy. They
+ * lie one after the other as GStreamer lays NV12 out, so even appsink (no GstVideoMeta) reads them. */
+static int case_src_pushes_planes_in_two_buffers_as_two_memories(void) {
+  struct producer producer;
+  start_producer_of(&producer, 10, 1, 1, TWO_BUFFER);
+  struct pulled got;
+  guint64 copies = 1;
+  CHECK(run_src(&producer, "", &got, "copies", &copies) == 0);
+  printf("src, NV12 in two buffers: %d frames, %d with every pixel right, %d of two fd memories, %d with "
+         "GstVideoMeta, %llu copies, EOS %d; error '%s'\n", got.frames, got.matching, got.two_memories, got.with_meta,
+         (unsigned long long)copies, got.eos, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 10 && got.matching == 10 && got.in_order == 10 && got.eos == 1 && got.error[0] == '\0');
+  CHECK(got.two_memories == 10 && got.fd_memory == 10 && got.with_meta == 10 && copies == 0);
+  return 0;
+}
+
+/* Rows 384 bytes apart, which only GstVideoMeta describes: appsink does not read it, so each frame reaches it
+ * copied into GStreamer's own layout (no GstVideoMeta: the pixel check maps it by the caps alone), counted. */
+static int case_src_copies_for_a_downstream_without_video_meta(void) {
+  struct producer producer;
+  start_producer_of(&producer, 10, 1, 1, PADDED);
+  struct pulled got;
+  guint64 copies = 0;
+  CHECK(run_src(&producer, "", &got, "copies", &copies) == 0);
+  printf("src, NV12 with %d-byte rows to appsink: %d frames, %d with every pixel right, %d with GstVideoMeta, %d "
+         "as fd memory, %llu copies, EOS %d; error '%s'\n", kPaddedStride, got.frames, got.matching, got.with_meta,
+         got.fd_memory, (unsigned long long)copies, got.eos, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 10 && got.matching == 10 && got.in_order == 10 && got.eos == 1 && got.error[0] == '\0');
+  CHECK(got.with_meta == 0 && got.fd_memory == 0 && copies == 10);
+  return 0;
+}
+
+/* The same frames to a downstream that reads GstVideoMeta: no copy, the producer's layout in the meta. */
+static int case_src_sends_its_layout_to_a_downstream_with_video_meta(void) {
+  struct producer producer;
+  start_producer_of(&producer, 10, 1, 1, PADDED);
+  struct pulled got;
+  guint64 copies = 1;
+  CHECK(run_src_to(&producer, "", 1, &got, "copies", &copies) == 0);
+  printf("src, NV12 with %d-byte rows to a GstVideoMeta reader: %d frames, %d with every pixel right, %d with "
+         "GstVideoMeta, %d of two fd memories, %llu copies, EOS %d; error '%s'\n", kPaddedStride, got.frames,
+         got.matching, got.with_meta, got.two_memories, (unsigned long long)copies, got.eos, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 10 && got.matching == 10 && got.in_order == 10 && got.eos == 1 && got.error[0] == '\0');
+  CHECK(got.with_meta == 10 && got.two_memories == 10 && got.fd_memory == 10 && copies == 0);
+  return 0;
 }
 
 /* ---- edgetensorsink ---- */
@@ -1100,7 +1197,9 @@ int main(int argc, char** argv) {
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},
       {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},
       {"src_refuses_a_tensor_without_layout", case_src_refuses_a_tensor_without_layout},
-      {"src_refuses_planes_in_two_buffers", case_src_refuses_planes_in_two_buffers},
+      {"src_pushes_planes_in_two_buffers_as_two_memories", case_src_pushes_planes_in_two_buffers_as_two_memories},
+      {"src_copies_for_a_downstream_without_video_meta", case_src_copies_for_a_downstream_without_video_meta},
+      {"src_sends_its_layout_to_a_downstream_with_video_meta", case_src_sends_its_layout_to_a_downstream_with_video_meta},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
   };

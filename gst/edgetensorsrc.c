@@ -53,6 +53,8 @@ struct _GstEdgetensorSrc {
   GstAllocator* dmabuf_allocator;
   GstVideoInfo info;             /* of the caps set last, with the frames' layout */
   gboolean have_caps;
+  et_image_layout last_layout;   /* the last frame's layout in its GstBuffer, and its buffers' bytes: */
+  uint64_t last_bytes;           /* a frame with both the same has `info` (no GstVideoInfo made again) */
   gboolean downstream_meta;      /* downstream reads GstVideoMeta (its ALLOCATION answer to those caps) */
   GstVideoInfo default_info;     /* those caps in GStreamer's own layout */
   GstBufferPool* copy_pool;      /* buffers of that layout, when frames must be copied into it */
@@ -188,7 +190,7 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   GST_OBJECT_LOCK(self);
   self->receiver = receiver;
   GST_OBJECT_UNLOCK(self);
-  self->have_caps = FALSE;
+  self->have_caps = FALSE; /* also: no last layout */
   self->discont = TRUE;
   return TRUE;
 }
@@ -312,6 +314,18 @@ static void query_downstream_meta(GstEdgetensorSrc* self, GstCaps* caps) {
   GST_DEBUG_OBJECT(self, "downstream %s GstVideoMeta", self->downstream_meta ? "reads" : "does not read");
 }
 
+/* Whether `a` and `b` are the same layout (every field a frame's layout sets). */
+static gboolean same_layout(const et_image_layout* a, const et_image_layout* b) {
+  if (a->format != b->format || a->width != b->width || a->height != b->height || a->plane_count != b->plane_count ||
+      a->modifier != b->modifier)
+    return FALSE;
+  for (uint32_t p = 0; p < a->plane_count && p < ET_MAX_PLANES; ++p)
+    if (a->planes[p].offset_bytes != b->planes[p].offset_bytes ||
+        a->planes[p].row_stride_bytes != b->planes[p].row_stride_bytes)
+      return FALSE;
+  return TRUE;
+}
+
 /* Whether a downstream that ignores GstVideoMeta reads `info`'s image right: GStreamer's own layout for the
  * caps (offsets, strides) in a buffer at least its size. */
 static gboolean default_layout(const GstVideoInfo* info, const GstVideoInfo* defaults) {
@@ -370,6 +384,54 @@ static GstBuffer* default_layout_copy(GstEdgetensorSrc* self, GstBuffer* image) 
   return copy;
 }
 
+/* `vinfo` for a frame of `layout` (`flat`: the same in its GstBuffer of `total` bytes), setting caps first
+ * when it differs from the caps set last (the frame rate guessed from `d`'s duration the first time). FALSE
+ * (element error posted) on failure. */
+static gboolean video_info_of(GstEdgetensorSrc* self, const et_frame* frame, const et_image_layout* layout,
+                              const et_image_layout* flat, uint64_t total, const et_channel_delivery* d,
+                              GstVideoInfo* vinfo) {
+  char* message = NULL;
+  if (!et_gst_info_from_layout(flat, total, vinfo, &message)) {
+    /* GStreamer's size pads every plane's last row to its stride; a producer need not allocate that padding
+     * (an image pool's buffers end with the last row's last byte): the buffer holds the image when each
+     * plane view (the library checked it against its buffer) ends inside it. */
+    char* again = NULL;
+    const gboolean fits =
+        et_gst_info_from_layout(flat, UINT64_MAX, vinfo, &again) && planes_end_inside(frame, layout);
+    g_free(again);
+    if (!fits) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
+      g_free(message);
+      return FALSE;
+    }
+    g_free(message);
+    vinfo->size = (gsize)total;
+  }
+  /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
+  if (self->have_caps) {
+    GST_VIDEO_INFO_FPS_N(vinfo) = GST_VIDEO_INFO_FPS_N(&self->info);
+    GST_VIDEO_INFO_FPS_D(vinfo) = GST_VIDEO_INFO_FPS_D(&self->info);
+  } else if ((d->has & ET_CHANNEL_HAS_DURATION) && d->duration_ns > 0) {
+    gst_video_guess_framerate((GstClockTime)d->duration_ns, &GST_VIDEO_INFO_FPS_N(vinfo), &GST_VIDEO_INFO_FPS_D(vinfo));
+  }
+  if (!self->have_caps || !gst_video_info_is_equal(vinfo, &self->info)) {
+    GstCaps* caps = gst_video_info_to_caps(vinfo);
+    const gboolean ok = gst_base_src_set_caps(GST_BASE_SRC(self), caps);
+    GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT, (void*)caps);
+    if (ok) query_downstream_meta(self, caps);
+    gst_caps_unref(caps);
+    if (!ok) {
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("downstream refused the frames' caps"), (NULL));
+      return FALSE;
+    }
+    self->info = *vinfo;
+    self->have_caps = TRUE;
+  }
+  self->last_layout = *flat;
+  self->last_bytes = total;
+  return TRUE;
+}
+
 /* A buffer over the delivered frame: one GstMemory per buffer of the frame, each a memory of its own sharing
  * the cached one (so copies of the GstBuffer keep it) and holding the frame until GStreamer frees it, in
  * buffer order; GstVideoMeta from the layout, each plane's offset counted across the memories before its
@@ -412,44 +474,11 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
   for (uint32_t p = 0; p < layout.plane_count && p < ET_MAX_PLANES; ++p)
     flat.planes[p].offset_bytes += starts[plane_buffers[p] < buffer_count ? plane_buffers[p] : 0];
   GstVideoInfo vinfo;
-  char* message = NULL;
-  if (!et_gst_info_from_layout(&flat, total, &vinfo, &message)) {
-    /* GStreamer's size pads every plane's last row to its stride; a producer need not allocate that padding
-     * (an image pool's buffers end with the last row's last byte): the buffer holds the image when each
-     * plane view (the library checked it against its buffer) ends inside it. */
-    char* again = NULL;
-    const gboolean fits =
-        et_gst_info_from_layout(&flat, UINT64_MAX, &vinfo, &again) && planes_end_inside(frame, &layout);
-    g_free(again);
-    if (!fits) {
-      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", message), (NULL));
-      g_free(message);
-      for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
-      return NULL;
-    }
-    g_free(message);
-    vinfo.size = (gsize)total;
-  }
-  /* The frame rate: the one negotiated, or guessed from the first frame's duration (variable: 0/1). */
-  if (self->have_caps) {
-    GST_VIDEO_INFO_FPS_N(&vinfo) = GST_VIDEO_INFO_FPS_N(&self->info);
-    GST_VIDEO_INFO_FPS_D(&vinfo) = GST_VIDEO_INFO_FPS_D(&self->info);
-  } else if ((d->has & ET_CHANNEL_HAS_DURATION) && d->duration_ns > 0) {
-    gst_video_guess_framerate((GstClockTime)d->duration_ns, &GST_VIDEO_INFO_FPS_N(&vinfo), &GST_VIDEO_INFO_FPS_D(&vinfo));
-  }
-  if (!self->have_caps || !gst_video_info_is_equal(&vinfo, &self->info)) {
-    GstCaps* caps = gst_video_info_to_caps(&vinfo);
-    const gboolean ok = gst_base_src_set_caps(GST_BASE_SRC(self), caps);
-    GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT, (void*)caps);
-    if (ok) query_downstream_meta(self, caps);
-    gst_caps_unref(caps);
-    if (!ok) {
-      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("downstream refused the frames' caps"), (NULL));
-      for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
-      return NULL;
-    }
-    self->info = vinfo;
-    self->have_caps = TRUE;
+  if (self->have_caps && total == self->last_bytes && same_layout(&flat, &self->last_layout)) {
+    vinfo = self->info; /* the steady state: the layout of the frame before */
+  } else if (!video_info_of(self, frame, &layout, &flat, total, d, &vinfo)) {
+    for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
+    return NULL;
   }
   /* Each memory its whole buffer, the last one only up to the image's end (not a DMA-BUF's page rounding). */
   GstMemory* memories[ET_MAX_PLANES] = {NULL};
@@ -462,7 +491,7 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
     gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memories[b]), frame_quark(), et_frame_retain(frame),
                               (GDestroyNotify)et_frame_release);
   }
-  GstBuffer* buffer = et_gst_buffer_new_image_memories(memories, buffer_count, &flat);
+  GstBuffer* buffer = et_gst_buffer_new_video(memories, buffer_count, GST_VIDEO_INFO_FORMAT(&vinfo), &flat);
   if (!self->downstream_meta && !default_layout(&vinfo, &self->default_info)) return default_layout_copy(self, buffer);
   return buffer;
 }

@@ -100,21 +100,25 @@ gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_
 }
 
 GstBuffer* et_gst_buffer_new_image(GstMemory* memory, const et_image_layout* layout) {
-  return et_gst_buffer_new_image_memories(&memory, 1, layout);
+  const char* name = NULL;
+  const GstVideoFormat format = et_pixel_format_to_gst(layout->format, &name) == ET_OK && name != NULL
+                                    ? gst_video_format_from_string(name)
+                                    : GST_VIDEO_FORMAT_UNKNOWN;
+  return et_gst_buffer_new_video(&memory, 1, format, layout);
 }
 
-GstBuffer* et_gst_buffer_new_image_memories(GstMemory* const* memories, guint count, const et_image_layout* layout) {
+GstBuffer* et_gst_buffer_new_video(GstMemory* const* memories, guint count, GstVideoFormat format,
+                                   const et_image_layout* layout) {
   GstBuffer* buffer = gst_buffer_new();
   for (guint i = 0; i < count; ++i) gst_buffer_append_memory(buffer, memories[i]);
-  const char* name = NULL;
-  if (et_pixel_format_to_gst(layout->format, &name) != ET_OK || name == NULL) return buffer;
+  if (format == GST_VIDEO_FORMAT_UNKNOWN) return buffer;
   gsize offsets[GST_VIDEO_MAX_PLANES] = {0};
   gint strides[GST_VIDEO_MAX_PLANES] = {0};
   for (guint p = 0; p < layout->plane_count && p < GST_VIDEO_MAX_PLANES; ++p) {
     offsets[p] = (gsize)layout->planes[p].offset_bytes;
     strides[p] = (gint)layout->planes[p].row_stride_bytes;
   }
-  gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, gst_video_format_from_string(name), layout->width,
-                                 layout->height, layout->plane_count, offsets, strides);
+  gst_buffer_add_video_meta_full(buffer, GST_VIDEO_FRAME_FLAG_NONE, format, layout->width, layout->height,
+                                 layout->plane_count, offsets, strides);
   return buffer;
 }

@@ -32,9 +32,11 @@ gboolean et_gst_info_from_layout(const et_image_layout* layout, uint64_t buffer_
 
 /* A buffer of `memory` (taken) with GstVideoMeta from `layout` (format, size, plane offsets and strides). */
 GstBuffer* et_gst_buffer_new_image(GstMemory* memory, const et_image_layout* layout);
-/* A buffer of `count` memories (taken, in order) with GstVideoMeta from `layout`, whose plane offsets count
- * from the start of the first memory across the ones before (GstVideoMeta's offsets in a GstBuffer). */
-GstBuffer* et_gst_buffer_new_image_memories(GstMemory* const* memories, guint count, const et_image_layout* layout);
+/* A buffer of `count` memories (taken, in order) with GstVideoMeta of `format` from `layout`, whose plane
+ * offsets count from the start of the first memory across the ones before (GstVideoMeta's offsets in a
+ * GstBuffer). No GstVideoMeta for GST_VIDEO_FORMAT_UNKNOWN. */
+GstBuffer* et_gst_buffer_new_video(GstMemory* const* memories, guint count, GstVideoFormat format,
+                                   const et_image_layout* layout);
 
 G_END_DECLS
 

@@ -311,9 +311,9 @@ def main():
         sys.exit(f"--kinds {options.kinds}: each of {', '.join(known)} at most once, at least one")
     if "pipewire" in kinds and options.source == "feed":
         sys.exit("--kinds pipewire goes with --source videotestsrc: pipewiresink (0.3.65) offers one pool of its "
-                 "own to every ALLOCATION query, without a size; the feed's appsrc answers its allocation before "
-                 "it has caps and starts that pool empty, before the sink connects its stream, and the pool then "
-                 "hands out frames of 0 bytes")
+                 "own to every ALLOCATION query, without a size; the feed's appsrc makes its own allocation before "
+                 "it has caps and starts that pool at size 0, before the sink connects its stream, and the pool "
+                 "then hands out frames of 0 bytes")
     probe = os.path.join(options.build, "bench", "edgetensor_gst_handoff_probe")
     if not os.access(probe, os.X_OK):
         sys.exit(f"{probe} not built (it is built with the GStreamer plugin)")

@@ -10,11 +10,12 @@
  *     that received it); stops after N frames (shmsrc never sees EOS) or at EOS.
  *
  * Either way it stops at EOS, an error, or 10 s without a buffer once one came, and prints one JSON line:
- *   {"frames": n, "cpu_ns": c, "wall_ns": w, "latency_ns": [...]}
+ *   {"frames": n, "cpu_ns": c, "wall_ns": w, "start_ns": s, "latency_ns": [...]}
  * cpu_ns is the process's CPU (every thread: CLOCK_PROCESS_CPUTIME_ID) from the buffer after the first
  * `warmup` (default 10) to the last one, wall_ns the time between them, so start-up (registry, connect, the
- * first mappings) is not counted; per frame = cpu_ns / (frames - warmup - 1). Latencies: the frames after the
- * warm-up. Asserts nothing; exits 1 on an error (named on stderr). */
+ * first mappings) is not counted; per frame = cpu_ns / (frames - warmup - 1). start_ns: CLOCK_MONOTONIC at the
+ * first of them, so other processes' CPU (a PipeWire daemon's) can be counted over the same window. Latencies:
+ * the frames after the warm-up. Asserts nothing; exits 1 on an error (named on stderr). */
 #define _POSIX_C_SOURCE 200809L
 #include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
@@ -275,8 +276,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "a buffer could not be mapped for its stamp\n");
     rc = 1;
   }
-  printf("{\"frames\": %d, \"cpu_ns\": %lld, \"wall_ns\": %lld, \"latency_ns\": [", g_atomic_int_get(&p.frames),
-         (long long)(p.cpu1 - p.cpu0), (long long)(p.wall1 - p.wall0));
+  printf("{\"frames\": %d, \"cpu_ns\": %lld, \"wall_ns\": %lld, \"start_ns\": %lld, \"latency_ns\": [",
+         g_atomic_int_get(&p.frames), (long long)(p.cpu1 - p.cpu0), (long long)(p.wall1 - p.wall0), (long long)p.wall0);
   for (guint k = 0; k < p.latencies->len; ++k)
     printf("%s%lld", k == 0 ? "" : ", ", (long long)g_array_index(p.latencies, int64_t, k));
   printf("]}\n");

@@ -13,5 +13,5 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/abi.h.in ${ET_GENERATED_INCLUDE_DIR}/
 # The C API library (libedgetensor-c, include/edgetensor/c/edgetensor_c.h) has a version of its own
 # (README, "ABI policy", "C"): its SONAME changes only with an incompatible change of the C ABI, never
 # with the C++ library's SOVERSION; additions get a new symbol version node (src/capi/edgetensor-c.map).
-set(ET_C_VERSION 0.7.0)
+set(ET_C_VERSION 0.7.1)
 set(ET_C_SOVERSION 0)

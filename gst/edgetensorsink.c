@@ -8,8 +8,8 @@
 #include <gst/allocators/allocators.h>
 #include <gst/video/video.h>
 
+#include <errno.h>
 #include <stdio.h>
-
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_edgetensor_sink_debug);
@@ -36,6 +36,7 @@ enum {
   PROP_POOL_SIZE,
   PROP_WAIT_RECEIVERS,
   PROP_DRAIN_TIMEOUT,
+  PROP_SEND_TIMEOUT,
   PROP_SOCKET_MODE,
   PROP_ALLOW_UIDS,
   PROP_ALLOW_GIDS,
@@ -52,9 +53,9 @@ enum {
 #define DEFAULT_SOCKET_MODE 0600u
 /* Most entries of allow-uids and of allow-gids. */
 #define MAX_ALLOW_IDS 64u
-/* The copy path's longest wait for a free buffer under the block policy: the channel's send timeout, which
- * the sink's receivers have (a send waits that long for a release too). */
-#define COPY_WAIT_MS 1000
+/* send-timeout's default: under the block policy, a send's longest wait for a receiver (the channel's send
+ * timeout, which the sink's receivers have), and the copy path's for a free buffer. */
+#define DEFAULT_SEND_TIMEOUT_MS 1000
 /* A wait for a copy buffer is cut in slices of this, so that unlock() ends it. */
 #define COPY_WAIT_SLICE_MS 50
 /* Most buffers of a pool (the channel's buffer table holds at most 1024). */
@@ -71,6 +72,7 @@ struct _GstEdgetensorSink {
   guint pool_size;
   guint wait_receivers;
   guint drain_timeout_ms;
+  gint send_timeout_ms;     /* block: the longest wait for a receiver, per frame (-1: until unlock) */
   guint socket_mode;        /* permission bits of the socket file */
   char* allow_uids;         /* "1000,1001": peers of these uids pass besides this process's uid */
   char* allow_gids;         /* peers whose primary gid is one of these pass */
@@ -114,6 +116,7 @@ static void gst_edgetensor_sink_set_property(GObject* object, guint id, const GV
     case PROP_POOL_SIZE: self->pool_size = g_value_get_uint(value); break;
     case PROP_WAIT_RECEIVERS: self->wait_receivers = g_value_get_uint(value); break;
     case PROP_DRAIN_TIMEOUT: self->drain_timeout_ms = g_value_get_uint(value); break;
+    case PROP_SEND_TIMEOUT: self->send_timeout_ms = g_value_get_int(value); break;
     case PROP_SOCKET_MODE: self->socket_mode = g_value_get_uint(value); break;
     case PROP_ALLOW_UIDS:
       g_free(self->allow_uids);
@@ -156,6 +159,7 @@ static void gst_edgetensor_sink_get_property(GObject* object, guint id, GValue* 
     case PROP_POOL_SIZE: g_value_set_uint(value, self->pool_size); break;
     case PROP_WAIT_RECEIVERS: g_value_set_uint(value, self->wait_receivers); break;
     case PROP_DRAIN_TIMEOUT: g_value_set_uint(value, self->drain_timeout_ms); break;
+    case PROP_SEND_TIMEOUT: g_value_set_int(value, self->send_timeout_ms); break;
     case PROP_SOCKET_MODE: g_value_set_uint(value, self->socket_mode); break;
     case PROP_ALLOW_UIDS: g_value_set_string(value, self->allow_uids); break;
     case PROP_ALLOW_GIDS: g_value_set_string(value, self->allow_gids); break;
@@ -339,6 +343,8 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   receiver.struct_size = sizeof receiver;
   receiver.policy = self->policy;
   receiver.max_frames_out = self->max_frames_out;
+  receiver.use_send_timeout = 1;
+  receiver.send_timeout_ms = self->send_timeout_ms < 0 ? ET_WAIT_FOREVER : self->send_timeout_ms;
   self->frames = self->zero_copy = self->imported = self->copies = self->copy_drops = self->send_errors = 0;
   self->copy_logged = self->import_logged = self->fallback_logged = FALSE;
   GST_OBJECT_UNLOCK(self);
@@ -372,12 +378,25 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   return TRUE;
 }
 
+/* The streaming thread's wait check while it sends (et_channel_set_wait_check): unlock() (a flush, a state
+ * change) ends a wait for a receiver within ET_CHANNEL_WAIT_CHECK_INTERVAL_MS. */
+static int sink_unlocked(void* sink) { return g_atomic_int_get(&((GstEdgetensorSink*)sink)->unlocked); }
+/* The wait check of a send that must not wait for a receiver more than one slice (stopping). */
+static int stop_waiting(void* unused) {
+  (void)unused;
+  return 1;
+}
+
 /* Ends the stream on every receiver (once): they see end of stream, not an error. A receiver whose socket
- * stays full makes each try wait the send timeout: `tries` bounds the wait. */
-static void end_stream(GstEdgetensorSink* self, int tries) {
+ * stays full makes each try wait the send timeout: `tries` bounds the wait, and unlock ends it; with
+ * `stopping`, each receiver's wait is one wait-check slice at most. */
+static void end_stream(GstEdgetensorSink* self, int tries, gboolean stopping) {
   if (self->publisher == NULL || self->ended) return;
   et_status status = ET_BUSY;
-  for (int i = 0; i < tries && status == ET_BUSY; ++i) status = et_channel_publisher_end_stream(self->publisher);
+  (void)et_channel_set_wait_check(stopping ? stop_waiting : sink_unlocked, self);
+  for (int i = 0; i < tries && status == ET_BUSY && (stopping || !g_atomic_int_get(&self->unlocked)); ++i)
+    status = et_channel_publisher_end_stream(self->publisher);
+  (void)et_channel_set_wait_check(NULL, NULL);
   if (status != ET_OK) GST_WARNING_OBJECT(self, "ending the stream: %s", et_last_error_message());
   self->ended = TRUE;
 }
@@ -386,7 +405,7 @@ static void end_stream(GstEdgetensorSink* self, int tries) {
  * for their releases (frames they hold stay valid in their process). */
 static gboolean gst_edgetensor_sink_stop(GstBaseSink* sink) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
-  end_stream(self, 1); /* stopping: one try, the receivers are closed next anyway */
+  end_stream(self, 1, TRUE); /* stopping: one short try, the receivers are closed next anyway */
   GST_OBJECT_LOCK(self);
   et_channel_publisher* publisher = self->publisher;
   self->publisher = NULL;
@@ -413,7 +432,7 @@ static void drain(GstEdgetensorSink* self) {
 static gboolean gst_edgetensor_sink_event(GstBaseSink* sink, GstEvent* event) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
-    end_stream(self, 3);
+    end_stream(self, 3, FALSE);
     drain(self);
   }
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) self->ended = FALSE;
@@ -422,16 +441,17 @@ static gboolean gst_edgetensor_sink_event(GstBaseSink* sink, GstEvent* event) {
 
 /* A free image of the copy pool into *out, through the publisher (which sizes each receiver's buffer table to
  * the pool). When every one is still held (by receivers, or frames in their sockets): under the drop policy
- * at once, under block after up to COPY_WAIT_MS, the frame is dropped: *out NULL, GST_FLOW_OK, counted in
+ * at once, under block after up to send-timeout, the frame is dropped: *out NULL, GST_FLOW_OK, counted in
  * stats.copy-drops. GST_FLOW_FLUSHING when unlocked while waiting; GST_FLOW_ERROR (posted) on failure. */
 static GstFlowReturn copy_buffer(GstEdgetensorSink* self, et_tensor** out) {
   *out = NULL;
   GST_OBJECT_LOCK(self);
-  const gint64 wait_us = self->policy == ET_CHANNEL_POLICY_DROP ? 0 : (gint64)COPY_WAIT_MS * 1000;
+  const gboolean forever = self->policy != ET_CHANNEL_POLICY_DROP && self->send_timeout_ms < 0;
+  const gint64 wait_us = self->policy == ET_CHANNEL_POLICY_DROP || forever ? 0 : (gint64)self->send_timeout_ms * 1000;
   GST_OBJECT_UNLOCK(self);
   const gint64 deadline = g_get_monotonic_time() + wait_us;
   for (;;) {
-    const gint64 left_ms = MAX(deadline - g_get_monotonic_time(), 0) / 1000;
+    const gint64 left_ms = forever ? COPY_WAIT_SLICE_MS : MAX(deadline - g_get_monotonic_time(), 0) / 1000;
     const et_status status = et_channel_publisher_acquire(self->publisher, self->copy_pool,
                                                           (int32_t)MIN(left_ms, COPY_WAIT_SLICE_MS), out);
     if (status == ET_OK) return GST_FLOW_OK;
@@ -766,7 +786,17 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   timing_of(self, buffer, &options);
   et_channel_publish_result result = {0};
   result.struct_size = sizeof result;
-  if (status == ET_OK) status = et_channel_publisher_send_frame(self->publisher, frame, &options, &result);
+  if (status == ET_OK) {
+    (void)et_channel_set_wait_check(sink_unlocked, self); /* a flush or state change ends a wait for a receiver */
+    status = et_channel_publisher_send_frame(self->publisher, frame, &options, &result);
+    const gboolean stopped = status == ET_BUSY && et_last_error_errno() == ECANCELED;
+    (void)et_channel_set_wait_check(NULL, NULL);
+    if (stopped) {
+      et_frame_release(frame);
+      GST_DEBUG_OBJECT(self, "unlocked while waiting for a receiver: %s", et_last_error_message());
+      return GST_FLOW_FLUSHING;
+    }
+  }
   /* An imported frame no receiver took (drop policy, or none connected) gives its GstBuffer back here. */
   et_frame_release(frame);
   if (status != ET_OK) {
@@ -837,6 +867,13 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
                         "(0: none)",
                         0, G_MAXINT32, DEFAULT_DRAIN_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(
+      object_class, PROP_SEND_TIMEOUT,
+      g_param_spec_int("send-timeout", "Send timeout",
+                       "policy=block: milliseconds a frame waits for a receiver at its limit (a release, room in its "
+                       "socket) before that receiver skips it (-1: until it releases; a flush or state change still "
+                       "ends the wait). Also the longest wait for a copy buffer",
+                       -1, G_MAXINT32, DEFAULT_SEND_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property(
       object_class, PROP_SOCKET_MODE,
       g_param_spec_uint("socket-mode", "Socket mode",
                         "Permission bits of the socket file (connect needs write permission: 0660 lets the file's "
@@ -881,6 +918,7 @@ static void gst_edgetensor_sink_init(GstEdgetensorSink* self) {
   self->max_frames_out = DEFAULT_MAX_FRAMES_OUT;
   self->pool_size = DEFAULT_POOL_SIZE;
   self->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
+  self->send_timeout_ms = DEFAULT_SEND_TIMEOUT_MS;
   self->socket_mode = DEFAULT_SOCKET_MODE;
   self->memory = ET_MEMORY_UNSET_;
   gst_video_info_init(&self->info);

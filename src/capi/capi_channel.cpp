@@ -708,3 +708,21 @@ et_status et_channel_publisher_get_path(const et_channel_publisher* publisher, c
 }
 
 }  // extern "C"
+
+namespace {
+/// The calling thread's et_channel_set_wait_check: a C++ ScopedWaitCheck made and dropped on this thread.
+thread_local std::unique_ptr<channel::ScopedWaitCheck> t_wait_check;
+}  // namespace
+
+et_status et_channel_set_wait_check(et_channel_wait_check_fn check, void* user_data) {
+  return guarded([&]() -> Result<void> {
+    t_wait_check.reset();
+    if (check == nullptr) return {};
+    t_wait_check = std::make_unique<channel::ScopedWaitCheck>([check, user_data]() -> Result<void> {
+      if (check(user_data) == 0) return {};
+      return tl::unexpected(Error(ErrorCode::Busy, "stopped by the thread's wait check (et_channel_set_wait_check)",
+                                  ECANCELED));
+    });
+    return {};
+  });
+}

@@ -339,6 +339,89 @@ static int case_channel_drop_policy(void) {
   return 0;
 }
 
+/* et_channel_set_wait_check: a BLOCK send with no time limit, to a receiver at its frame limit, calls the check
+ * every slice while it returns 0, ends with ET_BUSY and ECANCELED when it returns 1 (the channel stays open),
+ * waits no more once cleared and released; a publisher's send and end_stream stop the same way. */
+struct wait_check_state {
+  int calls;
+  int stop_at; /* the call that returns 1 */
+};
+static int count_and_stop(void* data) {
+  struct wait_check_state* state = data;
+  return ++state->calls >= state->stop_at;
+}
+
+static int case_channel_wait_check_stops_a_send(void) {
+  et_channel_sender_options so = {.struct_size = sizeof so, .policy = ET_CHANNEL_POLICY_BLOCK, .max_frames_out = 1,
+                                  .use_send_timeout = 1, .send_timeout_ms = ET_WAIT_FOREVER};
+  et_channel_sender* s = NULL;
+  et_channel_receiver* r = NULL;
+  CHECK(make_pair(&so, &s, &r) == 0);
+  et_pool* pool = shm_pool(3);
+  CHECK(pool != NULL);
+  et_tensor* t = NULL;
+  CHECK_OK(et_channel_sender_acquire(s, pool, 0, &t));
+  uint64_t seq = 99;
+  CHECK_OK(et_channel_sender_send(s, t, NULL, &seq)); /* frame 0: the receiver's limit */
+  struct wait_check_state state = {0, 3};
+  CHECK_OK(et_channel_set_wait_check(count_and_stop, &state));
+  CHECK_STATUS(ET_BUSY, et_channel_sender_send(s, t, NULL, &seq));
+  printf("wait check: the send stopped at call %d: errno %d, '%s'\n", state.calls, et_last_error_errno(),
+         et_last_error_message());
+  CHECK(state.calls == 3 && et_last_error_errno() == ECANCELED);
+  CHECK(strstr(et_last_error_message(), "et_channel_set_wait_check") != NULL);
+  CHECK_OK(et_channel_set_wait_check(NULL, NULL));
+  CHECK_OK(et_channel_sender_status(s)); /* open */
+  /* The receiver releases frame 0: the next send goes, with no check and no limit. */
+  et_channel_delivery d = delivery();
+  CHECK_OK(et_channel_receiver_receive(r, 1000, &d));
+  CHECK(d.sequence == 0);
+  drop(&d);
+  CHECK_OK(et_channel_sender_drain(s, 2000));
+  CHECK_OK(et_channel_sender_send(s, t, NULL, &seq));
+  CHECK_OK(et_channel_receiver_receive(r, 1000, &d));
+  CHECK(d.sequence == seq);
+  /* Held again: a check that stops at once ends the wait at its first slice. */
+  state.calls = 0;
+  state.stop_at = 1;
+  CHECK_OK(et_channel_set_wait_check(count_and_stop, &state));
+  CHECK_STATUS(ET_BUSY, et_channel_sender_send(s, t, NULL, &seq));
+  CHECK(state.calls == 1 && et_last_error_errno() == ECANCELED);
+  CHECK_OK(et_channel_set_wait_check(NULL, NULL));
+  drop(&d);
+  et_channel_sender_release(s);
+  et_channel_receiver_release(r);
+
+  /* A publisher with one such receiver: send and end_stream stop the same way. */
+  int sv[2] = {-1, -1};
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  et_channel_publisher_options po = {.struct_size = sizeof po, .receiver = &so};
+  et_channel_publisher* p = NULL;
+  CHECK_OK(et_channel_publisher_create(&po, &p));
+  uint64_t id = 0;
+  CHECK_OK(et_channel_publisher_add_receiver_adopt(p, sv[0], NULL, &id));
+  CHECK_OK(et_channel_receiver_create_adopt(sv[1], NULL, &r));
+  et_channel_publish_result result = {.struct_size = sizeof result};
+  CHECK_OK(et_channel_publisher_send(p, t, NULL, &result));
+  CHECK(result.delivered == 1);
+  state.calls = 0;
+  state.stop_at = 2;
+  CHECK_OK(et_channel_set_wait_check(count_and_stop, &state));
+  CHECK_STATUS(ET_BUSY, et_channel_publisher_send(p, t, NULL, &result));
+  CHECK(state.calls == 2 && et_last_error_errno() == ECANCELED);
+  CHECK_OK(et_channel_set_wait_check(NULL, NULL));
+  CHECK_OK(et_channel_receiver_receive(r, 1000, &d));
+  drop(&d);
+  CHECK_OK(et_channel_publisher_drain(p, 2000));
+  CHECK_OK(et_channel_publisher_send(p, t, NULL, &result)); /* still served */
+  CHECK(result.delivered == 1);
+  et_channel_publisher_release(p);
+  et_channel_receiver_release(r);
+  et_tensor_release(t);
+  et_pool_release(pool);
+  return 0;
+}
+
 static int case_channel_receiver_fd_polls(void) {
   et_channel_sender* s = NULL;
   et_channel_receiver* r = NULL;
@@ -1365,6 +1448,7 @@ static const struct test_case kCases[] = {
     {"channel_two_processes", case_channel_two_processes},
     {"channel_latest_and_end_of_stream", case_channel_latest_and_end_of_stream},
     {"channel_drop_policy", case_channel_drop_policy},
+    {"channel_wait_check_stops_a_send", case_channel_wait_check_stops_a_send},
     {"channel_receiver_fd_polls", case_channel_receiver_fd_polls},
     {"channel_listener", case_channel_listener},
     {"channel_listener_refuses_a_peer", case_channel_listener_refuses_a_peer},

@@ -842,6 +842,58 @@ static void count_skipped_warnings(GstDebugCategory* category, GstDebugLevel lev
 /* policy=drop max-frames-out=1: a receiver that holds its first frame and reads nothing more never stalls the
  * pipeline; it misses the other 29 (stats.drops) and still gets the end of stream. The sink warns once that a
  * receiver is skipped frame after frame (16 in a row), not once per frame. */
+static gpointer set_null(gpointer pipeline) {
+  gst_element_set_state(GST_ELEMENT(pipeline), GST_STATE_NULL);
+  return NULL;
+}
+
+/* send-timeout=-1 under block: a receiver that holds its one frame blocks the sink's next send for as long as
+ * it holds it; going to NULL ends that wait (unlock, through the channel's wait check) instead of hanging
+ * until the frame comes back. */
+static int case_sink_unlock_ends_a_send_waiting_without_limit(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-unlock-test-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc ! " CAPS " ! edgetensorsink name=sink socket-path=%s wait-receivers=1 "
+                               "policy=block send-timeout=-1 max-frames-out=1 sync=false", path);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  et_channel_delivery held = {0};
+  held.struct_size = sizeof held;
+  CHECK_OK(et_channel_receiver_receive(receiver, 10000, &held));
+  /* The sink renders frame 1 and waits in its send: nothing comes, nothing is dropped. */
+  for (int i = 0; i < 500 && sink_stat(pipeline, "frames") < 2; ++i) g_usleep(10000);
+  g_usleep(300 * 1000);
+  et_channel_delivery next = {0};
+  next.struct_size = sizeof next;
+  const et_status more = et_channel_receiver_receive(receiver, 0, &next);
+  const guint64 frames = sink_stat(pipeline, "frames"), drops = sink_stat(pipeline, "drops");
+  GThread* stopper = g_thread_new("set-null", set_null, pipeline);
+  const gint64 start = g_get_monotonic_time();
+  GstState state = GST_STATE_PLAYING;
+  while (g_get_monotonic_time() - start < 10 * G_USEC_PER_SEC) {
+    gst_element_get_state(pipeline, &state, NULL, 0);
+    if (state == GST_STATE_NULL) break;
+    g_usleep(10000);
+  }
+  const gint64 stop_ms = (g_get_monotonic_time() - start) / 1000;
+  const int stopped = state == GST_STATE_NULL;
+  et_frame_release(held.frame); /* a sink still waiting (the failure) goes on once it has the frame back */
+  g_thread_join(stopper);
+  printf("block, send-timeout=-1, a receiver holding frame %llu: %llu frames rendered, %llu dropped, another "
+         "frame received: %s; NULL reached %d after %lld ms\n", (unsigned long long)held.sequence,
+         (unsigned long long)frames, (unsigned long long)drops, more == ET_OK ? "yes" : "no", stopped,
+         (long long)stop_ms);
+  if (more == ET_OK) et_frame_release(next.frame);
+  et_channel_receiver_release(receiver);
+  gst_object_unref(pipeline);
+  CHECK(held.sequence == 0 && frames == 2 && drops == 0 && more == ET_BUSY);
+  CHECK(stopped);
+  return 0;
+}
+
 static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   gst_debug_set_threshold_for_name("edgetensorsink", GST_LEVEL_WARNING);
   /* The functions, not their macros (which compare a function pointer with void *: clang's -Wpedantic). */
@@ -1191,6 +1243,7 @@ int main(int argc, char** argv) {
       {"sink_copy_pool_exhausted_waits_then_drops", case_sink_copy_pool_exhausted_waits_then_drops},
       {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
+      {"sink_unlock_ends_a_send_waiting_without_limit", case_sink_unlock_ends_a_send_waiting_without_limit},
       {"sink_pool_refuses_buffers_larger_than_its_layout", case_sink_pool_refuses_buffers_larger_than_its_layout},
       {"sink_pool_takes_back_memory_a_copy_shared", case_sink_pool_takes_back_memory_a_copy_shared},
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},

@@ -972,6 +972,24 @@ ET_C_API et_status et_channel_sender_drain(et_channel_sender* sender, int32_t ti
  * ET_BUSY (the socket stayed full: not ended, call again), the channel's closing error. */
 ET_C_API et_status et_channel_sender_end_stream(et_channel_sender* sender);
 
+/* How often a wait check runs while a channel send waits (C++ channel::kWaitCheckInterval). */
+#define ET_CHANNEL_WAIT_CHECK_INTERVAL_MS 50
+/* A wait check (et_channel_set_wait_check): returns 0 to wait on, anything else to stop the waiting call. It
+ * runs on the waiting thread with no lock of the channel held, and must not call the channel it stops. */
+typedef int (*et_channel_wait_check_fn)(void* user_data);
+/* Makes the calling thread's sends stoppable from outside (a GStreamer element's unlock, a flag a signal
+ * handler sets), as C++ channel::ScopedWaitCheck does. While `check` is set, et_channel_sender_send,
+ * _send_frame and _end_stream and et_channel_publisher_send, _send_frame and _end_stream made on this thread
+ * wait for a receiver (room in its buffer table, its frame limit, room in its socket) in slices of at most
+ * ET_CHANNEL_WAIT_CHECK_INTERVAL_MS and call check(user_data) after each slice and when a signal interrupts
+ * the wait. A non-zero return ends the call with ET_BUSY and et_last_error_errno() ECANCELED (a send timeout
+ * gives ETIMEDOUT), undone as a timeout is: the frame does not go out to that receiver and the channel stays
+ * open (a later send works); a publisher stops at that receiver (those served before it have the frame, the
+ * ones after it do not). A NULL `check` clears it; setting one replaces the thread's check. It affects only
+ * the calling thread; a check still set when the thread ends is dropped then. Do not set or clear it while
+ * a C++ ScopedWaitCheck made later on the same thread lives (they nest, latest first). 0.7.4. Errors: none. */
+ET_C_API et_status et_channel_set_wait_check(et_channel_wait_check_fn check, void* user_data);
+
 /* A sender's counters (output struct: set struct_size first). */
 typedef struct et_channel_sender_stats {
   uint32_t struct_size;

@@ -288,6 +288,8 @@ int header_compile_uses(void) {
        et_channel_publisher_get_receivers(pub, infos, 2, &receiver_count) | et_channel_publisher_get_stats(pub, &pst) |
        et_channel_publisher_get_path(pub, &path);
   et_channel_publisher_release(et_channel_publisher_retain(pub));
+  et_channel_wait_check_fn check = NULL;
+  s |= et_channel_set_wait_check(check, NULL) + (et_status)(ET_CHANNEL_WAIT_CHECK_INTERVAL_MS - 50);
   et_cuda_report cr;
   memset(&cr, 0, sizeof cr);
   cr.struct_size = ET_CUDA_REPORT_SIZE_VER0;

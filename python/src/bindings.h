@@ -91,6 +91,17 @@ et::MemoryKind to_memory_kind(const py::handle& obj);
 et::PixelFormat to_pixel_format(const py::handle& obj);
 /// A shape from an int or a sequence of ints (anything with __index__). ValueError for a negative one.
 std::vector<std::size_t> to_shape(const py::handle& obj, const char* what = "shape");
+/// An integer argument `name` as T: TypeError for a non-int (anything with __index__ is one), OverflowError
+/// naming the parameter, the value and T's range for one outside it (pybind11's own conversion would
+/// answer "incompatible function arguments" with the whole signature).
+template <class T>
+T int_arg(const py::handle& obj, const char* name);
+/// As int_arg, None giving nullopt.
+template <class T>
+std::optional<T> optional_int_arg(const py::handle& obj, const char* name) {
+  if (obj.is_none()) return std::nullopt;
+  return int_arg<T>(obj, name);
+}
 /// Byte strides from a sequence of ints (negative allowed here; the library refuses them by name).
 std::vector<std::int64_t> to_strides(const py::handle& obj);
 /// An fd from an int or an object with fileno() (socket.socket, a file): borrowed.

@@ -134,15 +134,14 @@ struct PublisherHandle : Handle<ch::Publisher> {
 };
 using ReceiverHandle = Handle<ch::Receiver>;
 
-ch::SendOptions send_options(std::optional<std::uint64_t> sequence, std::optional<std::int64_t> timestamp_ns,
-                             std::optional<std::int64_t> pts_ns, std::optional<std::int64_t> duration_ns,
-                             std::uint32_t flags) {
+ch::SendOptions send_options(const py::object& sequence, const py::object& timestamp_ns, const py::object& pts_ns,
+                             const py::object& duration_ns, const py::object& flags) {
   ch::SendOptions o;
-  o.sequence = sequence;
-  o.timestamp_ns = timestamp_ns;
-  o.pts_ns = pts_ns;
-  o.duration_ns = duration_ns;
-  o.flags = flags;
+  o.sequence = optional_int_arg<std::uint64_t>(sequence, "sequence");
+  o.timestamp_ns = optional_int_arg<std::int64_t>(timestamp_ns, "timestamp_ns");
+  o.pts_ns = optional_int_arg<std::int64_t>(pts_ns, "pts_ns");
+  o.duration_ns = optional_int_arg<std::int64_t>(duration_ns, "duration_ns");
+  o.flags = int_arg<std::uint32_t>(flags, "flags");
   return o;
 }
 
@@ -158,14 +157,14 @@ ch::ReceiverPolicy to_policy(const py::handle& obj) {
                        py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
 }
 
-ch::SenderOptions sender_options(std::string name, std::size_t max_buffers, const py::object& send_timeout,
-                                 const py::handle& policy, std::size_t max_frames_out, bool receiver_may_choose) {
+ch::SenderOptions sender_options(std::string name, const py::handle& max_buffers, const py::object& send_timeout,
+                                 const py::handle& policy, const py::handle& max_frames_out, bool receiver_may_choose) {
   ch::SenderOptions o;
   o.name = std::move(name);
-  o.max_buffers = max_buffers;
+  o.max_buffers = int_arg<std::size_t>(max_buffers, "max_buffers");
   o.send_timeout = or_forever(to_timeout_ms(send_timeout));
   o.policy = to_policy(policy);
-  o.max_frames_out = max_frames_out;
+  o.max_frames_out = int_arg<std::size_t>(max_frames_out, "max_frames_out");
   o.receiver_may_choose = receiver_may_choose;
   return o;
 }
@@ -368,8 +367,9 @@ void bind_sender(py::module_& m) {
       "(close your own whenever you like). Each buffer's fd crosses once; then a frame is a small message, and "
       "the sender holds the buffer until the receiver releases it (a Pool has it back then). close() (or the end "
       "of a with block, or collection) shuts the channel: the receiver sees it end. Threads: any.")
-      .def(py::init([](const py::handle& sock, std::string name, std::size_t max_buffers, const py::object& send_timeout,
-                       const py::handle& policy, std::size_t max_frames_out, bool receiver_may_choose) {
+      .def(py::init([](const py::handle& sock, std::string name, const py::handle& max_buffers,
+                       const py::object& send_timeout, const py::handle& policy, const py::handle& max_frames_out,
+                       bool receiver_may_choose) {
              auto o = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
              auto fd = duplicate_socket(sock, "edgetensor.channel.Sender");
              auto h = std::make_unique<SenderHandle>();
@@ -390,9 +390,9 @@ void bind_sender(py::module_& m) {
                .c_str())
       .def(
           "send",
-          [](SenderHandle& h, const et::TensorDyn& tensor, std::optional<std::uint64_t> sequence,
-             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
-             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+          [](SenderHandle& h, const et::TensorDyn& tensor, const py::object& sequence,
+             const py::object& timestamp_ns, const py::object& pts_ns, const py::object& duration_ns,
+             const py::object& flags) {
             auto s = h.get("Sender");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
             return send_in_slices(h, [&] { return s->send(tensor, o); });
@@ -403,9 +403,9 @@ void bind_sender(py::module_& m) {
                        "one frame.") + kSendArgsDoc).c_str())
       .def(
           "send_frame",
-          [](SenderHandle& h, const et::Frame& frame, std::optional<std::uint64_t> sequence,
-             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
-             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+          [](SenderHandle& h, const et::Frame& frame, const py::object& sequence,
+             const py::object& timestamp_ns, const py::object& pts_ns, const py::object& duration_ns,
+             const py::object& flags) {
             auto s = h.get("Sender");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
             return send_in_slices(h, [&] { return s->send_frame(frame, o); });
@@ -465,16 +465,17 @@ void bind_receiver(py::module_& m) {
       "(its last holder: the Delivery, tensor, frame, views, maps, numpy and torch arrays) goes back to the "
       "sender. Await receive_async() in asyncio (loop.add_reader on fileno(); no thread). close() (or the end "
       "of a with block) closes the channel; frames already received stay valid. Threads: any.")
-      .def(py::init([](const py::handle& sock, std::string name, std::size_t max_buffers,
-                       std::optional<std::size_t> max_buffer_bytes, std::size_t max_queued_releases,
-                       const py::object& policy, std::size_t max_frames_out) {
+      .def(py::init([](const py::handle& sock, std::string name, const py::handle& max_buffers,
+                       const py::object& max_buffer_bytes, const py::handle& max_queued_releases,
+                       const py::object& policy, const py::handle& max_frames_out) {
              ch::ReceiverOptions o;
              o.name = name;
-             o.max_buffers = max_buffers;
-             if (max_buffer_bytes) o.limits.max_buffer_bytes = *max_buffer_bytes;
-             o.max_queued_releases = max_queued_releases;
+             o.max_buffers = int_arg<std::size_t>(max_buffers, "max_buffers");
+             if (auto bytes = optional_int_arg<std::size_t>(max_buffer_bytes, "max_buffer_bytes"))
+               o.limits.max_buffer_bytes = *bytes;
+             o.max_queued_releases = int_arg<std::size_t>(max_queued_releases, "max_queued_releases");
              if (!policy.is_none()) o.policy = to_policy(policy);
-             o.max_frames_out = max_frames_out;
+             o.max_frames_out = int_arg<std::size_t>(max_frames_out, "max_frames_out");
              auto fd = duplicate_socket(sock, "edgetensor.channel.Receiver");
              auto h = std::make_unique<ReceiverHandle>();
              h->object = std::make_shared<ch::Receiver>(unwrap(ch::Receiver::create(std::move(fd), o)));
@@ -562,13 +563,13 @@ void bind_publisher(py::module_& m) {
       "socket, policy, frame limit and counters; a buffer goes back to its Pool when every receiver it went to "
       "has released it. With a path it listens there and accepts receivers on its own thread. close() (or the "
       "end of a with block) closes every receiver. Threads: any.")
-      .def(py::init([](const std::optional<std::string>& path, std::string name, std::size_t max_receivers,
-                       std::size_t max_buffers, const py::object& send_timeout, const py::handle& policy,
-                       std::size_t max_frames_out, bool receiver_may_choose, std::uint32_t mode,
+      .def(py::init([](const std::optional<std::string>& path, std::string name, const py::handle& max_receivers,
+                       const py::handle& max_buffers, const py::object& send_timeout, const py::handle& policy,
+                       const py::handle& max_frames_out, bool receiver_may_choose, std::uint32_t mode,
                        std::optional<ch::AllowRule> allow, int backlog) {
              ch::PublisherOptions o;
              o.name = name;
-             o.max_receivers = max_receivers;
+             o.max_receivers = int_arg<std::size_t>(max_receivers, "max_receivers");
              o.receiver = sender_options(name, max_buffers, send_timeout, policy, max_frames_out, receiver_may_choose);
              auto h = std::make_unique<PublisherHandle>();
              if (path) {
@@ -594,8 +595,8 @@ void bind_publisher(py::module_& m) {
                .c_str())
       .def(
           "add_receiver",
-          [](PublisherHandle& h, const py::handle& sock, const py::object& policy,
-             std::optional<std::size_t> max_frames_out) {
+          [](PublisherHandle& h, const py::handle& sock, const py::object& policy, const py::object& frames_out) {
+            const auto max_frames_out = optional_int_arg<std::size_t>(frames_out, "max_frames_out");
             auto p = h.get("Publisher");
             auto fd = duplicate_socket(sock, "edgetensor.channel.Publisher.add_receiver");
             if (policy.is_none() && !max_frames_out) return unwrap(p->add_receiver(std::move(fd)));
@@ -611,9 +612,9 @@ void bind_publisher(py::module_& m) {
           "frame limit; returns its id. OutOfRangeError past max_receivers.")
       .def(
           "send",
-          [](PublisherHandle& h, const et::TensorDyn& tensor, std::optional<std::uint64_t> sequence,
-             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
-             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+          [](PublisherHandle& h, const et::TensorDyn& tensor, const py::object& sequence,
+             const py::object& timestamp_ns, const py::object& pts_ns, const py::object& duration_ns,
+             const py::object& flags) {
             auto p = h.get("Publisher");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
             return released([&] {
@@ -629,9 +630,9 @@ void bind_publisher(py::module_& m) {
           "have the frame, the rest do not, and every channel stays open.")
       .def(
           "send_frame",
-          [](PublisherHandle& h, const et::Frame& frame, std::optional<std::uint64_t> sequence,
-             std::optional<std::int64_t> timestamp_ns, std::optional<std::int64_t> pts_ns,
-             std::optional<std::int64_t> duration_ns, std::uint32_t flags) {
+          [](PublisherHandle& h, const et::Frame& frame, const py::object& sequence,
+             const py::object& timestamp_ns, const py::object& pts_ns, const py::object& duration_ns,
+             const py::object& flags) {
             auto p = h.get("Publisher");
             const auto o = send_options(sequence, timestamp_ns, pts_ns, duration_ns, flags);
             return released([&] {
@@ -673,7 +674,10 @@ void bind_publisher(py::module_& m) {
           "Waits until every receiver has released every frame, at most `timeout` seconds (None: no bound); a "
           "receiver that leaves counts as drained. TimeoutError naming who holds frames.")
       .def(
-          "disconnect", [](PublisherHandle& h, std::uint64_t id) { unwrap(h.get("Publisher")->disconnect(id)); },
+          "disconnect",
+          [](PublisherHandle& h, const py::handle& id) {
+            unwrap(h.get("Publisher")->disconnect(int_arg<std::uint64_t>(id, "id")));
+          },
           py::arg("id"),
           "Closes receiver `id`; its frames count as released (the pool may reuse them: what it still holds may be "
           "overwritten). NotFoundError for an unknown id.")

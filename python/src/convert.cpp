@@ -9,7 +9,9 @@
 #include <cmath>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 namespace etpy {
 namespace {
@@ -181,6 +183,44 @@ std::vector<std::size_t> to_shape(const py::handle& obj, const char* what) {
   return shape;
 }
 
+template <class T>
+T int_arg(const py::handle& obj, const char* name) {
+  static_assert(std::is_integral_v<T>);
+  if (!PyIndex_Check(obj.ptr()))
+    throw py::type_error(std::string(name) + " must be an int, not " +
+                         py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  auto value = py::reinterpret_steal<py::int_>(PyNumber_Index(obj.ptr()));
+  if (!value) throw py::error_already_set();
+  bool fits = true;
+  T out{};
+  if constexpr (std::is_unsigned_v<T>) {
+    const unsigned long long v = value < py::int_(0) ? 0ULL : PyLong_AsUnsignedLongLong(value.ptr());
+    if (value < py::int_(0) || (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) ||
+        v > std::numeric_limits<T>::max())
+      fits = false;
+    out = static_cast<T>(v);
+  } else {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred()) || v < std::numeric_limits<T>::min() ||
+        v > std::numeric_limits<T>::max())
+      fits = false;
+    out = static_cast<T>(v);
+  }
+  if (!fits) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_OverflowError, (std::string(name) + " = " + py::str(value).cast<std::string>() +
+                                          " is outside " + std::to_string(std::numeric_limits<T>::min()) + ".." +
+                                          std::to_string(std::numeric_limits<T>::max()))
+                                             .c_str());
+    throw py::error_already_set();
+  }
+  return out;
+}
+template std::uint32_t int_arg<std::uint32_t>(const py::handle&, const char*);
+template std::uint64_t int_arg<std::uint64_t>(const py::handle&, const char*);
+template std::int64_t int_arg<std::int64_t>(const py::handle&, const char*);
+
 std::vector<std::int64_t> to_strides(const py::handle& obj) {
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
     throw py::type_error("strides must be a sequence of ints (bytes)");
@@ -213,6 +253,7 @@ std::optional<std::chrono::milliseconds> to_timeout_ms(const py::object& seconds
     throw py::type_error("timeout must be None or a number of seconds, not " +
                          py::str(py::type::of(seconds).attr("__name__")).cast<std::string>());
   const double s = seconds.cast<double>();
+  if (std::isnan(s)) raise_invalid("timeout nan is not a number of seconds (None: no bound)");
   if (!(s >= 0))
     raise_invalid("timeout " + py::repr(seconds).cast<std::string>() + " s is negative (None: no bound)");
   // Rounded up, less 1 ns of float noise: 0.2 s is 200 ms, not 201.

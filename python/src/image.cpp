@@ -17,13 +17,13 @@ std::string plane_repr(const et::PlaneLayout& p) {
          ", row_stride_bytes=" + std::to_string(p.row_stride_bytes) + ")";
 }
 
-et::ImageLayout make_layout(const py::handle& format, std::uint32_t width, std::uint32_t height,
-                            const py::sequence& planes, std::uint64_t modifier) {
+et::ImageLayout make_layout(const py::handle& format, const py::handle& width, const py::handle& height,
+                            const py::sequence& planes, const py::handle& modifier) {
   et::ImageLayout layout;
   layout.format = to_pixel_format(format);
-  layout.width = width;
-  layout.height = height;
-  layout.modifier = modifier;
+  layout.width = int_arg<std::uint32_t>(width, "width");
+  layout.height = int_arg<std::uint32_t>(height, "height");
+  layout.modifier = int_arg<std::uint64_t>(modifier, "modifier");
   if (planes.size() > et::kMaxPlanes)
     raise_invalid(std::to_string(planes.size()) + " planes: an image has at most 4");
   for (std::size_t i = 0; i < planes.size(); ++i) {
@@ -69,18 +69,23 @@ void bind_image(py::module_& m) {
            "validate(), imports and Tensor.set_image_layout check it.")
       .def_static(
           "make",
-          [](std::uint32_t width, std::uint32_t height, const py::handle& format, std::size_t row_align,
-             std::size_t height_align) {
-            return unwrap(et::ImageLayout::make(width, height, to_pixel_format(format), {row_align, height_align}));
+          [](const py::handle& width, const py::handle& height, const py::handle& format, const py::handle& row_align,
+             const py::handle& height_align) {
+            return unwrap(et::ImageLayout::make(int_arg<std::uint32_t>(width, "width"),
+                                                int_arg<std::uint32_t>(height, "height"), to_pixel_format(format),
+                                                {int_arg<std::size_t>(row_align, "row_align"),
+                                                 int_arg<std::size_t>(height_align, "height_align")}));
           },
           py::arg("width"), py::arg("height"), py::arg("format"), py::arg("row_align") = 1, py::arg("height_align") = 1,
           "The default layout: rows padded to row_align bytes, height to height_align rows (powers of two, <= 4096).")
       .def_static(
           "allocation_bytes",
-          [](std::uint32_t width, std::uint32_t height, const py::handle& format, std::size_t row_align,
-             std::size_t height_align) {
-            return unwrap(
-                et::ImageLayout::allocation_bytes(width, height, to_pixel_format(format), {row_align, height_align}));
+          [](const py::handle& width, const py::handle& height, const py::handle& format, const py::handle& row_align,
+             const py::handle& height_align) {
+            return unwrap(et::ImageLayout::allocation_bytes(
+                int_arg<std::uint32_t>(width, "width"), int_arg<std::uint32_t>(height, "height"),
+                to_pixel_format(format),
+                {int_arg<std::size_t>(row_align, "row_align"), int_arg<std::size_t>(height_align, "height_align")}));
           },
           py::arg("width"), py::arg("height"), py::arg("format"), py::arg("row_align") = 1, py::arg("height_align") = 1,
           "Bytes allocate_image reserves for make(...) with the same arguments.")

@@ -200,6 +200,20 @@ void bind_map(py::module_& m) {
       .def("close", [](PyMap& self) { close_map(self); },
            "Closes the Map (idempotent, never raises): no new exports; the CPU access ends now, or when "
            "the last live export (numpy array, memoryview) is released. `mapped` tells which.")
+      .def(
+          "__array__",
+          [](const py::object& self, const py::object& dtype, const py::object& copy) {
+            // numpy tries the buffer protocol first; it comes here only when that failed (a closed map), and
+            // without this would wrap the Map in a 0-d object array. memoryview() raises the map's own error.
+            py::object view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(self.ptr()));
+            if (!view) throw py::error_already_set();
+            py::object numpy = py::module_::import("numpy");
+            if (!copy.is_none() && copy.cast<bool>()) return numpy.attr("array")(view, dtype);
+            return numpy.attr("asarray")(view, dtype);
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "numpy's array protocol, as the buffer protocol: zero-copy while the map is open; a closed map raises "
+          "BufferError (numpy would otherwise make a 0-d object array of it).")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyMap& self, const py::object&, const py::object&, const py::object&) {

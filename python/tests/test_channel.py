@@ -585,6 +585,64 @@ def test_bad_input_raises_clear_errors():
     b.close()
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda b, s, t, p: channel.Sender(b, max_buffers=-1), r"max_buffers = -1 is outside 0\.\.18446744073709551615"),
+    (lambda b, s, t, p: channel.Receiver(b, max_frames_out=-5), r"max_frames_out = -5 is outside 0\.\."),
+    (lambda b, s, t, p: channel.Receiver(b, max_buffer_bytes=-1), r"max_buffer_bytes = -1 is outside 0\.\."),
+    (lambda b, s, t, p: channel.Publisher(max_receivers=-1), r"max_receivers = -1 is outside 0\.\."),
+    (lambda b, s, t, p: s.send(t, sequence=-1), r"sequence = -1 is outside 0\.\."),
+    (lambda b, s, t, p: s.send(t, flags=-1), r"flags = -1 is outside 0\.\.4294967295"),
+    (lambda b, s, t, p: s.send(t, flags=2**40), r"flags = 1099511627776 is outside 0\.\.4294967295"),
+    (lambda b, s, t, p: s.send(t, timestamp_ns=2**70),
+     r"timestamp_ns = 1180591620717411303424 is outside -9223372036854775808\.\.9223372036854775807"),
+    (lambda b, s, t, p: p.send(t, pts_ns=-2**63 - 1), r"pts_ns = -9223372036854775809 is outside"),
+    (lambda b, s, t, p: p.disconnect(-1), r"id = -1 is outside 0\.\."),
+    (lambda b, s, t, p: p.add_receiver(b, max_frames_out=-1), r"max_frames_out = -1 is outside 0\.\."),
+    (lambda b, s, t, p: et.ImageLayout.make(2**33, 2, "nv12"), r"width = 8589934592 is outside 0\.\.4294967295"),
+    (lambda b, s, t, p: et.ImageLayout.make(64, -2, "nv12"), r"height = -2 is outside 0\.\.4294967295"),
+    (lambda b, s, t, p: et.ImageLayout("nv12", 64, 32, modifier=-1), r"modifier = -1 is outside 0\.\."),
+])
+def test_an_int_out_of_its_range_is_an_overflow_error_naming_it(call, message):
+    a, b = channel.socket_pair()
+    s, r = pair()
+    t = et.allocate((4,), "uint8", memory="shm")
+    with a, b, channel.Publisher() as p, pytest.raises(OverflowError, match=message):
+        call(b, s, t, p)
+
+
+def test_an_int_argument_of_another_type_is_a_type_error_naming_it():
+    s, r = pair()
+    t = et.allocate((4,), "uint8", memory="shm")
+    with pytest.raises(TypeError, match="flags must be an int, not float"):
+        s.send(t, flags=1.5)
+    with pytest.raises(TypeError, match="max_buffers must be an int, not str"):
+        channel.Receiver(channel.socket_pair()[0], max_buffers="32")
+    assert s.send(t, flags=numpy.uint8(3)) == 0  # anything with __index__ is an int
+    d = r.receive(timeout=5)
+    assert d.flags == 3
+
+
+def test_nan_timeout_and_zero_max_buffer_bytes_are_refused_by_name():
+    s, r = pair()
+    with pytest.raises(et.InvalidArgumentError, match="timeout nan is not a number"):
+        r.receive(timeout=float("nan"))
+    with pytest.raises(et.InvalidArgumentError, match="max_buffer_bytes 0 would refuse every buffer"):
+        channel.Receiver(channel.socket_pair()[1], max_buffer_bytes=0)
+
+
+def test_no_sequence_follows_the_largest():
+    t = et.allocate((4,), "uint8", memory="shm")
+    s, r = pair()
+    assert s.send(t, sequence=2**64 - 1) == 2**64 - 1
+    with pytest.raises(et.OutOfRangeError, match="no sequence follows 18446744073709551615"):
+        s.send(t)
+    s.end_stream()  # the way out the message names
+    with channel.Publisher() as p:
+        p.send(t, sequence=2**64 - 1)
+        with pytest.raises(et.OutOfRangeError, match="no sequence follows 18446744073709551615"):
+            p.send(t)
+
+
 # ---- Publisher (fan-out) -------------------------------------------------------------------------
 
 def wait_for(cond, seconds=5.0):

@@ -89,6 +89,8 @@ def test_close_with_live_export_defers_the_unmap_to_the_last_export():
     assert "mapped until its exports go" in repr(m)
     with pytest.raises(BufferError, match="closed"):
         memoryview(m)  # no new export from a closed map
+    with pytest.raises(BufferError, match="closed"):
+        numpy.asarray(m)  # not a 0-d object array holding the Map (Map.__array__)
     a[:] = 3  # still valid
     del a
     assert m.mapped and m.exports == 1
@@ -151,7 +153,7 @@ def test_map_timeout_keyword():
             assert m.mapped and w.mapped and rw.mapped
     with pytest.raises(et.InvalidArgumentError, match="negative"):
         t.map_read(timeout=-1)
-    with pytest.raises(et.InvalidArgumentError, match="negative"):
+    with pytest.raises(et.InvalidArgumentError, match="nan is not a number"):
         t.map_write(timeout=float("nan"))
     with pytest.raises(TypeError, match="timeout"):
         t.map_read(timeout="1")
@@ -212,3 +214,16 @@ def test_map_properties():
     assert "read_write" in repr(m)
     m.close()
     assert t.map_write().mode == "write" and t.map_read().readonly
+
+
+def test_array_protocol_of_an_open_map_is_zero_copy_and_takes_a_dtype():
+    t = et.allocate((4,), "uint8", "shm")
+    with t.map_write() as m:
+        numpy.asarray(m)[:] = 7
+        view = m.__array__()
+        view[0] = 9  # the same bytes
+        assert numpy.asarray(m, dtype=numpy.float32).tolist() == [9.0, 7.0, 7.0, 7.0]
+        copied = m.__array__(copy=True)
+        copied[1] = 1  # a copy: the map keeps 7
+        assert numpy.asarray(m).tolist() == [9, 7, 7, 7]
+        del view

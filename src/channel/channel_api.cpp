@@ -192,6 +192,10 @@ Result<Receiver> Receiver::create(UniqueFd socket, const ReceiverOptions& option
   if (options.max_queued_releases == 0 || options.max_queued_releases > kMaxQueuedReleases)
     return fail(ErrorCode::InvalidArgument, text::format("{}: max_queued_releases {} is outside 1..{}", who,
                                                         options.max_queued_releases, kMaxQueuedReleases));
+  if (options.limits.max_buffer_bytes == 0)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("{}: max_buffer_bytes 0 would refuse every buffer (at least 1; the default is {} B)", who,
+                             ipc::ReceiveOptions{}.max_buffer_bytes));
   if (!options.policy && options.max_frames_out != 0)
     return fail(ErrorCode::InvalidArgument,
                 text::format("{}: max_frames_out {} without a policy: a frame limit is asked for with "

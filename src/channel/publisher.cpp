@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -209,6 +210,10 @@ struct Publisher::State {
       if (ended)
         return fail(ErrorCode::FailedPrecondition,
                     text::format("{}: the stream ended (Publisher::end_stream): no frame follows", label));
+      if (!given.sequence && last_sequence && *last_sequence == std::numeric_limits<std::uint64_t>::max())
+        return fail(ErrorCode::OutOfRange,
+                    text::format("{}: no sequence follows {}, the largest (the last frame's): end the stream", label,
+                                 *last_sequence));
       const std::uint64_t sequence = given.sequence.value_or(last_sequence ? *last_sequence + 1 : 0);
       if (last_sequence && sequence <= *last_sequence)
         return fail(ErrorCode::InvalidArgument,

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <array>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -194,6 +195,10 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     if (ended_)
       return fail(ErrorCode::FailedPrecondition,
                   text::format("{}: the stream ended (Sender::end_stream): no frame follows", label_));
+    if (!options.sequence && last_sequence_ && *last_sequence_ == std::numeric_limits<std::uint64_t>::max())
+      return fail(ErrorCode::OutOfRange, text::format("{}: no sequence follows {}, the largest (the last frame's): "
+                                                      "end the stream",
+                                                      label_, *last_sequence_));
     sequence = options.sequence.value_or(last_sequence_ ? *last_sequence_ + 1 : 0);
     if (last_sequence_ && sequence <= *last_sequence_)
       return fail(ErrorCode::InvalidArgument,

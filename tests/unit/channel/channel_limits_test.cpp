@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -53,6 +54,36 @@ TEST(ChannelLimits, QueuedReleasesAreBoundedAndNamed) {
   EXPECT_ERROR(receiver->status(), ErrorCode::FailedPrecondition, "max_queued_releases 16");
   EXPECT_ERROR(channel::Receiver::create(std::move(channel::socket_pair()->second), {.max_queued_releases = 0}),
                ErrorCode::InvalidArgument, "max_queued_releases 0");
+}
+
+// A receiver whose max_buffer_bytes is 0 would refuse every buffer: refused when made, not at each frame.
+TEST(ChannelLimits, ZeroMaxBufferBytesIsRefusedWhenMade) {
+  channel::ReceiverOptions o;
+  o.limits.max_buffer_bytes = 0;
+  EXPECT_ERROR(channel::Receiver::create(std::move(channel::socket_pair()->second), o), ErrorCode::InvalidArgument,
+               "max_buffer_bytes 0 would refuse every buffer");
+}
+
+// After the largest sequence, a send with no sequence of its own has none to take: OutOfRange naming it, not
+// a wrap to 0 refused as "sequences must increase". Sender and Publisher alike.
+TEST(ChannelLimits, NoSequenceFollowsTheLargest) {
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  auto p = channel::socket_pair();
+  ASSERT_TRUE(p) << p.error().to_string();
+  auto sender = channel::Sender::create(std::move(p->first), {.max_frames_out = 8});
+  auto receiver = channel::Receiver::create(std::move(p->second));
+  ASSERT_TRUE(sender && receiver);
+  auto t = TensorDyn::allocate({16}, DType::U8, {.memory = MemoryKind::Shm});
+  ASSERT_TRUE(t) << t.error().to_string();
+  auto last = sender->send(*t, {.sequence = kLast});
+  ASSERT_TRUE(last) << last.error().to_string();
+  EXPECT_EQ(*last, kLast);
+  EXPECT_ERROR(sender->send(*t), ErrorCode::OutOfRange, "no sequence follows 18446744073709551615");
+  EXPECT_TRUE(sender->end_stream());
+  auto publisher = channel::Publisher::create({});
+  ASSERT_TRUE(publisher) << publisher.error().to_string();
+  ASSERT_TRUE(publisher->send(*t, {.sequence = kLast}));
+  EXPECT_ERROR(publisher->send(*t), ErrorCode::OutOfRange, "no sequence follows 18446744073709551615");
 }
 
 // Room for releases grows geometrically: a delivery never copies the whole queue (issue 25: libstdc++'s

@@ -293,15 +293,22 @@ std::string publisher_rows(BenchReport& report) {
   const FrameSize& f = kChannelSizes[2];
   constexpr std::size_t kReceivers = 3;
   std::string error;
+  // Every receiver is forked before the first Publisher exists: each receiver it serves has a thread, and a
+  // child forked while another thread of this process holds a lock (malloc's, the library's, ASan's
+  // allocator's) would wait on it for ever (a receiver that never released: "4 frame buffers sent and not
+  // released", seen once in CI's ASan lane).
   ForkedPeer peers[1 + kReceivers];
+  UniqueFd peer_fds[1 + kReceivers];
+  for (std::size_t i = 0; i < 1 + kReceivers; ++i) {
+    peer_fds[i] = peers[i].start(drain_receiver, error);
+    if (!peer_fds[i].is_valid()) return "publisher receiver: " + error;
+  }
   std::size_t next_peer = 0;
   auto publisher_with = [&](std::size_t receivers) -> Result<channel::Publisher> {
     auto p = channel::Publisher::create({.name = "bench"});
     if (!p) return p;
     for (std::size_t i = 0; i < receivers; ++i) {
-      UniqueFd fd = peers[next_peer++].start(drain_receiver, error);
-      if (!fd.is_valid()) return Unexpected(Error(ErrorCode::Internal, "publisher receiver: " + error));
-      auto id = p->add_receiver(std::move(fd));
+      auto id = p->add_receiver(std::move(peer_fds[next_peer++]));
       if (!id) return Unexpected(id.error());
     }
     return p;

@@ -40,16 +40,21 @@ typedef struct {
   uint64_t buffer_key;
 } MemoryHome;
 
+/* What both pools keep of their config (read_config). */
+typedef struct {
+  GstVideoInfo info;
+  et_image_layout layout;          /* GStreamer's layout of the config's caps */
+  guint min_buffers, max_buffers;  /* the config's */
+  guint refused_size;              /* a buffer size asked for above the layout's (set_config refused it), else 0 */
+  gsize refused_layout_size;       /* that config's layout size */
+} PoolConfig;
+
 struct _GstEdgetensorBufferPool {
   GstBufferPool parent;
   int32_t memory;          /* ET_MEMORY_DMABUF or ET_MEMORY_SHM */
   guint consumer_buffers;  /* added to the config's min when its max is 0 */
   GstAllocator* allocator; /* dmabuf or fd allocator, by `memory` */
-  GstVideoInfo info;
-  et_image_layout layout;
-  guint min_buffers, max_buffers; /* the config's */
-  guint refused_size;              /* a buffer size asked for above the layout's (set_config refused it), else 0 */
-  gsize refused_layout_size;       /* that config's layout size */
+  PoolConfig config;
   /* Between start and stop. The lock guards both: acquire and release run on any thread. */
   GMutex lock;
   et_pool* pool;
@@ -106,8 +111,12 @@ int32_t gst_edgetensor_probe_memory(const et_image_layout* layout) {
   return ET_MEMORY_SHM;
 }
 
-static gboolean pool_set_config(GstBufferPool* pool, GstStructure* config) {
-  GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+/* Reads `config` into *out: its caps' GstVideoInfo and GStreamer's layout of them, min and max. The buffers hold
+ * that layout and are that large: a larger size (a V4L2 driver's sizeimage with padding past the last plane,
+ * which v4l2src io-mode=dmabuf-import sets) would get buffers shorter than it writes. Such a config is refused,
+ * naming both sizes, and remembered (refused_size: start refuses it too, as GstBufferPool keeps a refused
+ * config); a smaller size grows to the layout's. FALSE (logged) when refused. */
+static gboolean read_config(GstBufferPool* pool, GstStructure* config, PoolConfig* out) {
   GstCaps* caps = NULL;
   guint size = 0, min = 0, max = 0;
   if (!gst_buffer_pool_config_get_params(config, &caps, &size, &min, &max) || caps == NULL) return FALSE;
@@ -123,25 +132,43 @@ static gboolean pool_set_config(GstBufferPool* pool, GstStructure* config) {
     g_free(message);
     return FALSE;
   }
-  /* The images have GStreamer's layout of the caps and the buffers are that large: a larger size (a V4L2
-   * driver's sizeimage with padding past the last plane, which v4l2src io-mode=dmabuf-import sets) would get
-   * buffers shorter than it writes. Refused here and at start, naming both sizes; a smaller one grows. */
   if (size > info.size) {
     GST_WARNING_OBJECT(pool, "buffers of %u bytes asked for, more than the %" G_GSIZE_FORMAT " bytes of %s %dx%d in "
                        "GStreamer's layout: this pool's buffers hold that layout exactly (upstream may keep its own "
                        "buffers: the sink imports fd memory, e.g. v4l2src io-mode=dmabuf)",
                        size, info.size, GST_VIDEO_INFO_NAME(&info), GST_VIDEO_INFO_WIDTH(&info),
                        GST_VIDEO_INFO_HEIGHT(&info));
-    self->refused_size = size;
-    self->refused_layout_size = info.size;
+    out->refused_size = size;
+    out->refused_layout_size = info.size;
     return FALSE;
   }
-  self->refused_size = 0;
-  self->info = info;
-  self->layout = layout;
-  self->min_buffers = min;
-  self->max_buffers = max;
+  out->refused_size = 0;
+  out->info = info;
+  out->layout = layout;
+  out->min_buffers = min;
+  out->max_buffers = max;
   gst_buffer_pool_config_set_params(config, caps, (guint)info.size, min, max);
+  return TRUE;
+}
+
+/* FALSE (logged) when the last config was refused for its size (read_config). */
+static gboolean config_startable(GstBufferPool* pool, const PoolConfig* config) {
+  if (config->refused_size == 0) return TRUE;
+  GST_ERROR_OBJECT(pool, "not started: its last config asked for buffers of %u bytes, more than the %" G_GSIZE_FORMAT
+                   " bytes of the caps' layout", config->refused_size, config->refused_layout_size);
+  return FALSE;
+}
+
+/* Buffers a pool holds at most: the config's max, or for max 0 (no limit) its min plus what consumers may hold. */
+static guint pool_capacity(const PoolConfig* config, guint consumer_buffers) {
+  guint max = config->max_buffers;
+  if (max == 0) max = MAX(config->min_buffers, 1u) + consumer_buffers;
+  return MIN(max, MAX_POOL_BUFFERS);
+}
+
+static gboolean pool_set_config(GstBufferPool* pool, GstStructure* config) {
+  GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
+  if (!read_config(pool, config, &self->config)) return FALSE;
   return GST_BUFFER_POOL_CLASS(gst_edgetensor_buffer_pool_parent_class)->set_config(pool, config);
 }
 
@@ -154,14 +181,8 @@ static const gchar** pool_get_options(GstBufferPool* pool) {
 /* The C pool of the config: images of its layout, allocated on demand (none before the first acquire). */
 static gboolean pool_start(GstBufferPool* pool) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
-  if (self->refused_size != 0) {
-    GST_ERROR_OBJECT(pool, "not started: its last config asked for buffers of %u bytes, more than the %" G_GSIZE_FORMAT
-                     " bytes of the caps' layout", self->refused_size, self->refused_layout_size);
-    return FALSE;
-  }
-  guint max = self->max_buffers;
-  if (max == 0) max = MAX(self->min_buffers, 1u) + self->consumer_buffers;
-  max = MIN(max, MAX_POOL_BUFFERS);
+  if (!config_startable(pool, &self->config)) return FALSE;
+  const guint max = pool_capacity(&self->config, self->consumer_buffers);
   et_allocate_options allocate = {0};
   allocate.struct_size = sizeof allocate;
   allocate.memory = self->memory;
@@ -171,13 +192,13 @@ static gboolean pool_start(GstBufferPool* pool) {
   options.name = "edgetensorsink";
   options.allocate = &allocate;
   et_pool* c_pool = NULL;
-  if (et_pool_create_image_layout(&self->layout, &options, &c_pool) != ET_OK) {
+  if (et_pool_create_image_layout(&self->config.layout, &options, &c_pool) != ET_OK) {
     GST_ERROR_OBJECT(pool, "creating a pool of %u %s %s images: %s", max, et_memory_kind_name(self->memory),
-                     et_pixel_format_name(self->layout.format), et_last_error_message());
+                     et_pixel_format_name(self->config.layout.format), et_last_error_message());
     return FALSE;
   }
   GST_DEBUG_OBJECT(pool, "at most %u %s images of %ux%u %s", max, et_memory_kind_name(self->memory),
-                   self->layout.width, self->layout.height, et_pixel_format_name(self->layout.format));
+                   self->config.layout.width, self->config.layout.height, et_pixel_format_name(self->config.layout.format));
   g_mutex_lock(&self->lock);
   self->pool = c_pool;
   ++self->generation;
@@ -321,7 +342,7 @@ static GstFlowReturn pool_acquire_buffer(GstBufferPool* pool, GstBuffer** out, G
     /* GStreamer's size of the image where the buffer holds it (the C pool's image ends with its last byte). */
     buffer = idle.memory != NULL ? pooled_buffer(idle.memory, &layout)
                                  : wrap_image(self, tensor, info.buffer_key,
-                                              (gsize)MIN((uint64_t)self->info.size, info.buffer_bytes), &layout);
+                                              (gsize)MIN((uint64_t)self->config.info.size, info.buffer_bytes), &layout);
     if (buffer == NULL) {
       et_tensor_release(tensor);
       return GST_FLOW_ERROR;
@@ -386,13 +407,122 @@ static void gst_edgetensor_buffer_pool_class_init(GstEdgetensorBufferPoolClass* 
 
 static void gst_edgetensor_buffer_pool_init(GstEdgetensorBufferPool* self) {
   self->memory = ET_MEMORY_SHM;
-  gst_video_info_init(&self->info);
+  gst_video_info_init(&self->config.info);
   g_mutex_init(&self->lock);
   self->idle = g_array_new(FALSE, TRUE, sizeof(IdleBuffer));
 }
 
 GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory, guint consumer_buffers) {
   GstEdgetensorBufferPool* self = g_object_new(GST_TYPE_EDGETENSOR_BUFFER_POOL, NULL);
+  gst_object_ref_sink(self);
+  self->memory = memory;
+  self->consumer_buffers = consumer_buffers;
+  self->allocator = memory == ET_MEMORY_DMABUF ? gst_dmabuf_allocator_new() : gst_fd_allocator_new();
+  return GST_BUFFER_POOL(self);
+}
+
+/* ---- The plane pool (plane-buffers=true): one buffer per plane ----------------------------------------- */
+
+struct _GstEdgetensorPlanePool {
+  GstBufferPool parent;
+  int32_t memory;          /* ET_MEMORY_DMABUF or ET_MEMORY_SHM */
+  guint consumer_buffers;  /* added to the config's min when its max is 0 */
+  GstAllocator* allocator; /* dmabuf or fd allocator, by `memory` */
+  PoolConfig config;
+};
+
+G_DEFINE_TYPE(GstEdgetensorPlanePool, gst_edgetensor_plane_pool, GST_TYPE_BUFFER_POOL)
+
+/* Bytes of plane `p` in the config's layout: up to the next plane's offset, the last one up to the image's end
+ * (GStreamer's layouts keep the planes in order). */
+static gsize plane_bytes(const PoolConfig* config, guint p) {
+  const GstVideoInfo* info = &config->info;
+  const gsize end = p + 1 < GST_VIDEO_INFO_N_PLANES(info) ? GST_VIDEO_INFO_PLANE_OFFSET(info, p + 1) : info->size;
+  return end - GST_VIDEO_INFO_PLANE_OFFSET(info, p);
+}
+
+/* The config's caps with its max set to what the pool holds: with max 0, GstBufferPool would allocate without
+ * limit while consumers hold frames. */
+static gboolean plane_pool_set_config(GstBufferPool* pool, GstStructure* config) {
+  GstEdgetensorPlanePool* self = GST_EDGETENSOR_PLANE_POOL(pool);
+  if (!read_config(pool, config, &self->config)) return FALSE;
+  GstCaps* caps = NULL;
+  guint size = 0;
+  gst_buffer_pool_config_get_params(config, &caps, &size, NULL, NULL);
+  const guint max = pool_capacity(&self->config, self->consumer_buffers);
+  gst_buffer_pool_config_set_params(config, caps, size, MIN(self->config.min_buffers, max), max);
+  return GST_BUFFER_POOL_CLASS(gst_edgetensor_plane_pool_parent_class)->set_config(pool, config);
+}
+
+static gboolean plane_pool_start(GstBufferPool* pool) {
+  GstEdgetensorPlanePool* self = GST_EDGETENSOR_PLANE_POOL(pool);
+  if (!config_startable(pool, &self->config)) return FALSE;
+  return GST_BUFFER_POOL_CLASS(gst_edgetensor_plane_pool_parent_class)->start(pool);
+}
+
+/* A new buffer of `bytes` of the pool's memory kind as one fd memory (KEEP_MAPPED), NULL (logged) on failure.
+ * The memory's fd is the buffer's only holder (the tensor is released once its fd is exported). */
+static GstMemory* plane_memory(GstEdgetensorPlanePool* self, guint plane, gsize bytes) {
+  et_allocate_options allocate = {0};
+  allocate.struct_size = sizeof allocate;
+  allocate.memory = self->memory;
+  allocate.name = "edgetensorsink plane";
+  const uint64_t shape = bytes;
+  et_tensor* tensor = NULL;
+  int32_t fd = -1;
+  if (et_tensor_allocate(1, &shape, ET_DTYPE_U8, &allocate, &tensor) != ET_OK ||
+      et_tensor_export_fd(tensor, &fd) != ET_OK) {
+    GST_ERROR_OBJECT(self, "allocating plane %u (%" G_GSIZE_FORMAT " bytes of %s): %s", plane, bytes,
+                     et_memory_kind_name(self->memory), et_last_error_message());
+    et_tensor_release(tensor);
+    return NULL;
+  }
+  et_tensor_release(tensor);
+  GstMemory* memory = gst_fd_allocator_alloc(self->allocator, fd, bytes, GST_FD_MEMORY_FLAG_KEEP_MAPPED);
+  if (memory == NULL) GST_ERROR_OBJECT(self, "wrapping fd %d of %" G_GSIZE_FORMAT " bytes as GstFdMemory", fd, bytes);
+  return memory;
+}
+
+/* One buffer per plane, GstVideoMeta of the layout (its offsets count across the memories, which hold the planes
+ * in order and each exactly its plane). GstBufferPool marks the meta pooled. */
+static GstFlowReturn plane_pool_alloc_buffer(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
+  (void)params;
+  GstEdgetensorPlanePool* self = GST_EDGETENSOR_PLANE_POOL(pool);
+  const et_image_layout* layout = &self->config.layout;
+  GstMemory* memories[GST_VIDEO_MAX_PLANES] = {NULL};
+  for (guint p = 0; p < layout->plane_count; ++p) {
+    memories[p] = plane_memory(self, p, plane_bytes(&self->config, p));
+    if (memories[p] == NULL) {
+      for (guint q = 0; q < p; ++q) gst_memory_unref(memories[q]);
+      return GST_FLOW_ERROR;
+    }
+  }
+  *out = et_gst_buffer_new_video(memories, layout->plane_count, GST_VIDEO_INFO_FORMAT(&self->config.info), layout);
+  return GST_FLOW_OK;
+}
+
+static void plane_pool_finalize(GObject* object) {
+  gst_object_unref(GST_EDGETENSOR_PLANE_POOL(object)->allocator);
+  G_OBJECT_CLASS(gst_edgetensor_plane_pool_parent_class)->finalize(object);
+}
+
+static void gst_edgetensor_plane_pool_class_init(GstEdgetensorPlanePoolClass* klass) {
+  init_debug();
+  G_OBJECT_CLASS(klass)->finalize = plane_pool_finalize;
+  GstBufferPoolClass* pool_class = GST_BUFFER_POOL_CLASS(klass);
+  pool_class->set_config = plane_pool_set_config;
+  pool_class->get_options = pool_get_options;
+  pool_class->start = plane_pool_start;
+  pool_class->alloc_buffer = plane_pool_alloc_buffer;
+}
+
+static void gst_edgetensor_plane_pool_init(GstEdgetensorPlanePool* self) {
+  self->memory = ET_MEMORY_SHM;
+  gst_video_info_init(&self->config.info);
+}
+
+GstBufferPool* gst_edgetensor_plane_pool_new(int32_t memory, guint consumer_buffers) {
+  GstEdgetensorPlanePool* self = g_object_new(GST_TYPE_EDGETENSOR_PLANE_POOL, NULL);
   gst_object_ref_sink(self);
   self->memory = memory;
   self->consumer_buffers = consumer_buffers;

@@ -22,6 +22,21 @@ G_DECLARE_FINAL_TYPE(GstEdgetensorBufferPool, gst_edgetensor_buffer_pool, GST, E
  * the pool flushes; GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT: GST_FLOW_EOS at once). */
 GstBufferPool* gst_edgetensor_buffer_pool_new(int32_t memory, guint consumer_buffers);
 
+#define GST_TYPE_EDGETENSOR_PLANE_POOL (gst_edgetensor_plane_pool_get_type())
+G_DECLARE_FINAL_TYPE(GstEdgetensorPlanePool, gst_edgetensor_plane_pool, GST, EDGETENSOR_PLANE_POOL, GstBufferPool)
+
+/* The sink's pool with plane-buffers=true: each GstBuffer holds one GstMemory per plane of GStreamer's layout
+ * of the config's caps, each memory a buffer of its own of `memory` (ET_MEMORY_DMABUF: GstDmaBufMemory, one
+ * DMA-BUF per plane; ET_MEMORY_SHM: GstFdMemory, one memfd per plane) exactly as large as its plane, with
+ * GstVideoMeta whose offsets count across the memories. That is the buffer a V4L2 multi-planar format (NV12M,
+ * YUV420M, ...) needs under v4l2src io-mode=dmabuf-import, which hands each memory's DMA-BUF to the driver as
+ * one V4L2 plane (gst_v4l2_allocator_import_dmabuf in gst-plugins-good 1.22 wants as many memories as the
+ * format has V4L2 planes). The sink sends such a buffer as a frame of one buffer per plane
+ * (et_frame_import_planes_dup), holding the GstBuffer until every receiver released it: the pool hands it out
+ * again only then. Buffers are allocated on demand up to the config's max, or, for max 0, its min plus
+ * `consumer_buffers`; acquire waits for a free one (GstBufferPool's own wait, ended by flushing). */
+GstBufferPool* gst_edgetensor_plane_pool_new(int32_t memory, guint consumer_buffers);
+
 /* The edgetensor image behind `memory` when it is one of these pools' (borrowed: valid while `memory`
  * lives); NULL otherwise. */
 et_tensor* gst_edgetensor_memory_tensor(GstMemory* memory);

@@ -40,6 +40,7 @@ enum {
   PROP_SOCKET_MODE,
   PROP_ALLOW_UIDS,
   PROP_ALLOW_GIDS,
+  PROP_PLANE_BUFFERS,
   PROP_STATS,
 };
 
@@ -76,6 +77,7 @@ struct _GstEdgetensorSink {
   guint socket_mode;        /* permission bits of the socket file */
   char* allow_uids;         /* "1000,1001": peers of these uids pass besides this process's uid */
   char* allow_gids;         /* peers whose primary gid is one of these pass */
+  gboolean plane_buffers;   /* the proposed pool: one buffer per plane (gst_edgetensor_plane_pool_new) */
   gint unlocked;            /* atomic: unlock() asked render to stop waiting for receivers */
   gboolean waited;          /* wait-receivers was met (once per stream) */
   /* Between start and stop (the publisher's calls are thread-safe). */
@@ -126,6 +128,7 @@ static void gst_edgetensor_sink_set_property(GObject* object, guint id, const GV
       g_free(self->allow_gids);
       self->allow_gids = g_value_dup_string(value);
       break;
+    case PROP_PLANE_BUFFERS: self->plane_buffers = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -163,6 +166,7 @@ static void gst_edgetensor_sink_get_property(GObject* object, guint id, GValue* 
     case PROP_SOCKET_MODE: g_value_set_uint(value, self->socket_mode); break;
     case PROP_ALLOW_UIDS: g_value_set_string(value, self->allow_uids); break;
     case PROP_ALLOW_GIDS: g_value_set_string(value, self->allow_gids); break;
+    case PROP_PLANE_BUFFERS: g_value_set_boolean(value, self->plane_buffers); break;
     case PROP_STATS: g_value_take_boxed(value, sink_stats(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
   }
@@ -243,11 +247,13 @@ static gboolean gst_edgetensor_sink_set_caps(GstBaseSink* sink, GstCaps* caps) {
 static GstBufferPool* new_pool(GstEdgetensorSink* self, GstCaps* caps) {
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, caps)) return NULL;
-  GstBufferPool* pool = gst_edgetensor_buffer_pool_new(self->memory, consumer_buffers(self));
-  GstStructure* config = gst_buffer_pool_get_config(pool);
   GST_OBJECT_LOCK(self);
   const guint min = self->pool_size;
+  const gboolean per_plane = self->plane_buffers && GST_VIDEO_INFO_N_PLANES(&info) > 1;
   GST_OBJECT_UNLOCK(self);
+  GstBufferPool* pool = per_plane ? gst_edgetensor_plane_pool_new(self->memory, consumer_buffers(self))
+                                  : gst_edgetensor_buffer_pool_new(self->memory, consumer_buffers(self));
+  GstStructure* config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, (guint)info.size, min, 0);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (!gst_buffer_pool_set_config(pool, config)) {
@@ -655,11 +661,13 @@ static gboolean import_frame(GstEdgetensorSink* self, GstBuffer* buffer, et_fram
     log_fallback(self, buffer, why);
     return FALSE;
   }
+  /* The plane pool's buffers (plane-buffers=true) are the sink's own memory: zero copy, not imported. */
+  const gboolean own_planes = buffer->pool != NULL && GST_IS_EDGETENSOR_PLANE_POOL(buffer->pool);
   GST_OBJECT_LOCK(self);
   ++self->zero_copy;
-  ++self->imported;
-  const gboolean first = !self->import_logged;
-  self->import_logged = TRUE;
+  if (!own_planes) ++self->imported;
+  const gboolean first = !own_planes && !self->import_logged;
+  self->import_logged |= !own_planes;
   GST_OBJECT_UNLOCK(self);
   if (first) {
     GstMemory* memory = gst_buffer_peek_memory(buffer, 0);
@@ -889,6 +897,14 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
       object_class, PROP_ALLOW_GIDS,
       g_param_spec_string("allow-gids", "Allowed gids",
                           "Comma-separated gids: consumers whose primary gid is one of them are accepted", NULL, rw));
+  g_object_class_install_property(
+      object_class, PROP_PLANE_BUFFERS,
+      g_param_spec_boolean("plane-buffers", "One buffer per plane",
+                           "The pool proposed upstream gives each plane a buffer of its own (one DMA-BUF per plane, one "
+                           "GstMemory each), as a V4L2 multi-planar format (NV12M, YUV420M) needs under v4l2src "
+                           "io-mode=dmabuf-import; otherwise every plane lies in one buffer. Packed formats are one "
+                           "buffer either way",
+                           FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",

@@ -718,10 +718,11 @@ static guint64 sink_stat(GstElement* pipeline, const char* name) {
   return value;
 }
 
-/* Buffer keys seen, each once. */
+/* Buffer keys seen, each once (a frame's first buffer), and frames whose planes lay in more than one buffer. */
 struct keys {
   uint64_t key[64];
   int count;
+  int split_frames;
 };
 
 /* Adds the key of `frame`'s (first) buffer to `keys` when it is new. */
@@ -734,6 +735,8 @@ static void note_key(struct keys* keys, const et_frame* frame) {
     return;
   }
   et_tensor_release(buffer);
+  uint32_t buffers = 0, plane_buffers[ET_MAX_PLANES];
+  if (et_frame_get_buffers(frame, &buffers, plane_buffers) == ET_OK && buffers > 1) ++keys->split_frames;
   for (int i = 0; i < keys->count; ++i)
     if (keys->key[i] == info.buffer_key) return;
   if (keys->count < 64) keys->key[keys->count++] = info.buffer_key;
@@ -750,7 +753,7 @@ static int consume_sink(const char* pipeline_text, const char* path, int frames,
   et_channel_receiver* receiver = NULL;
   CHECK(play_and_connect(pipeline_text, path, &pipeline, &receiver) == 0);
   *received = *right = *ended = 0;
-  keys->count = 0;
+  keys->count = keys->split_frames = 0;
   for (;;) {
     et_channel_delivery d = {0};
     d.struct_size = sizeof d;
@@ -794,32 +797,38 @@ static int consume_sink(const char* pipeline_text, const char* path, int frames,
  * upstream's own (its min, pool-size). */
 enum { kCopyCapacity = 6, kProposedCapacity = 12 };
 
-static int sink_case(const char* between, guint64 expected_copies) {
+/* `between` goes between the caps and the sink, `properties` to the sink; plane-buffers=true expects every frame
+ * in one buffer per plane (the proposed plane pool), else in one buffer. */
+static int sink_case(const char* between, const char* properties, guint64 expected_copies) {
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-sink-test-%d", (int)getpid());
   char* text = g_strdup_printf("videotestsrc num-buffers=%d pattern=ball ! " CAPS " %s ! edgetensorsink name=sink "
-                               "socket-path=%s wait-receivers=1 sync=false",
-                               kFrames, between, path);
+                               "socket-path=%s wait-receivers=1 sync=false %s",
+                               kFrames, between, path, properties);
   int received = 0, right = 0, ended = 0;
   struct keys keys;
   GstStructure* stats = NULL;
   const int rc = consume_sink(text, path, kFrames, &received, &right, &ended, &keys, &stats);
   g_free(text);
   CHECK(rc == 0 && stats != NULL);
-  guint64 copies = 99, zero_copy = 99, deliveries = 0, copy_buffers = 99, copy_drops = 99;
+  guint64 copies = 99, zero_copy = 99, deliveries = 0, copy_buffers = 99, copy_drops = 99, imported = 99;
+  gst_structure_get_uint64(stats, "imported", &imported);
   gst_structure_get_uint64(stats, "copy-buffers", &copy_buffers);
   gst_structure_get_uint64(stats, "copy-drops", &copy_drops);
   gst_structure_get_uint64(stats, "copies", &copies);
   gst_structure_get_uint64(stats, "zero-copy", &zero_copy);
   gst_structure_get_uint64(stats, "deliveries", &deliveries);
   char* stats_text = gst_structure_to_string(stats);
-  printf("sink%s: C consumer got %d frames in %d distinct buffers, %d equal to the reference, end of stream %d; %s\n",
-         between, received, keys.count, right, ended, stats_text);
+  printf("sink%s %s: C consumer got %d frames in %d distinct buffers (%d in one buffer per plane), %d equal to the "
+         "reference, end of stream %d; %s\n",
+         between, properties, received, keys.count, keys.split_frames, right, ended, stats_text);
   g_free(stats_text);
   gst_structure_free(stats);
   CHECK(received == kFrames && right == kFrames && ended == 1);
   CHECK(copies == expected_copies && zero_copy == kFrames - expected_copies && deliveries == kFrames);
-  CHECK(copy_drops == 0);
+  CHECK(copy_drops == 0 && imported == 0);
+  const int per_plane = strstr(properties, "plane-buffers=true") != NULL && expected_copies == 0;
+  CHECK(keys.split_frames == (per_plane ? kFrames : 0));
   /* Reused: at most the pool's capacity of buffers for 30 frames (a new buffer per frame before). */
   if (expected_copies > 0) CHECK(keys.count >= 1 && keys.count <= kCopyCapacity && copy_buffers == (guint64)keys.count);
   if (expected_copies == 0) CHECK(keys.count >= 1 && keys.count <= kProposedCapacity && copy_buffers == 0);
@@ -1057,8 +1066,15 @@ static int exhausted_case(const char* policy, int frames, gint64 min_ms, gint64 
 static int case_sink_copy_pool_exhausted_drops_at_once(void) { return exhausted_case("drop", 10, 0, 10000); }
 static int case_sink_copy_pool_exhausted_waits_then_drops(void) { return exhausted_case("block", 4, 1900, 15000); }
 
-static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", 0); }
-static int case_sink_copies_once_without_its_pool(void) { return sink_case("! identity drop-allocation=true", kFrames); }
+static int case_sink_feeds_a_c_consumer_zero_copy(void) { return sink_case("", "", 0); }
+static int case_sink_copies_once_without_its_pool(void) {
+  return sink_case("! identity drop-allocation=true", "", kFrames);
+}
+/* plane-buffers=true: videotestsrc writes into the plane pool (one buffer per plane), every frame reaches the
+ * consumer in its two buffers, no copy, nothing counted as imported. */
+static int case_sink_plane_buffers_sends_one_buffer_per_plane(void) {
+  return sink_case("", "plane-buffers=true", 0);
+}
 
 /* The pool the sink proposes for NV12 kWidth x kHeight, from its ALLOCATION query (the sink PAUSED, so its pad
  * answers), or NULL. */
@@ -1131,6 +1147,102 @@ static int case_sink_pool_refuses_buffers_larger_than_its_layout(void) {
   gst_element_set_state(sink, GST_STATE_NULL);
   gst_object_unref(sink);
   return rc;
+}
+
+/* One buffer of the pool a PAUSED sink with plane-buffers=true proposes for `format` kOddWidth x 97: as many fd
+ * memories as the format has planes (planar formats: each exactly its plane's bytes of GStreamer's layout, each
+ * its own fd),
+ * GstVideoMeta with GStreamer's offsets and strides; written through gst_video_frame_map and read back. Returns
+ * the planes checked (0 on failure, reason printed). */
+static guint check_plane_pool_buffer(GstElement* sink, GstVideoFormat format) {
+  GstVideoInfo info;
+  CHECK(gst_video_info_set_format(&info, format, kOddWidth, 97));
+  GstCaps* caps = gst_video_info_to_caps(&info);
+  GstBufferPool* pool = proposed_pool(sink, caps);
+  GstBuffer* buffer = NULL;
+  guint good = 0;
+  const guint planes = GST_VIDEO_INFO_N_PLANES(&info);
+  if (pool != NULL && gst_buffer_pool_set_active(pool, TRUE) &&
+      gst_buffer_pool_acquire_buffer(pool, &buffer, NULL) == GST_FLOW_OK) {
+    const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
+    const guint memories = gst_buffer_n_memory(buffer);
+    /* A packed format gets the sink's usual pool (one image, which ends with its last row's last byte). */
+    gboolean ok = meta != NULL && memories == planes && meta->n_planes == planes &&
+                  (planes == 1 || gst_buffer_get_size(buffer) == info.size);
+    for (guint p = 0; ok && planes > 1 && p < planes; ++p) {
+      GstMemory* memory = gst_buffer_peek_memory(buffer, p);
+      const gsize end = p + 1 < planes ? info.offset[p + 1] : info.size;
+      ok = gst_is_fd_memory(memory) && memory->size == end - info.offset[p] && meta->offset[p] == info.offset[p] &&
+           meta->stride[p] == info.stride[p] &&
+           (p == 0 || gst_fd_memory_get_fd(memory) != gst_fd_memory_get_fd(gst_buffer_peek_memory(buffer, 0)));
+      if (!ok)
+        fprintf(stderr, "%s plane %u: memory of %zu bytes (fd %d), meta offset %zu stride %d; GStreamer's plane "
+                "%zu bytes at %zu, stride %d\n", gst_video_format_to_string(format), p, memory->size,
+                gst_fd_memory_get_fd(memory), meta->offset[p], meta->stride[p], end - info.offset[p],
+                info.offset[p], info.stride[p]);
+    }
+    GstVideoFrame frame;
+    if (ok && gst_video_frame_map(&frame, &info, buffer, GST_MAP_READWRITE)) {
+      for (guint p = 0; p < planes; ++p) {
+        guint8* row = (guint8*)GST_VIDEO_FRAME_PLANE_DATA(&frame, p) +
+                      (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p) * (GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p) - 1);
+        row[0] = (guint8)(p + 1);
+      }
+      gst_video_frame_unmap(&frame);
+      GstMapInfo map;
+      for (guint p = 0; p < planes; ++p) {
+        GstMemory* memory = gst_buffer_peek_memory(buffer, p);
+        const gsize last_row = (size_t)info.stride[p] * (GST_VIDEO_INFO_COMP_HEIGHT(&info, p) - 1);
+        if (gst_memory_map(memory, &map, GST_MAP_READ)) {
+          good += map.data[last_row] == p + 1;
+          gst_memory_unmap(memory, &map);
+        }
+      }
+    } else {
+      fprintf(stderr, "%s: %u memories (%u planes), meta %s, %zu bytes (GStreamer %zu)\n",
+              gst_video_format_to_string(format), memories, planes, meta != NULL ? "yes" : "no",
+              gst_buffer_get_size(buffer), info.size);
+    }
+    gst_buffer_unref(buffer);
+  } else {
+    fprintf(stderr, "%s: no pool proposed, or it gave no buffer\n", gst_video_format_to_string(format));
+  }
+  if (pool != NULL) {
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+  }
+  gst_caps_unref(caps);
+  return good == planes ? planes : 0;
+}
+
+/* plane-buffers=true: for every format of the sink's template, the proposed pool's buffers hold each plane in a
+ * buffer of its own (check_plane_pool_buffer); packed formats, one plane, one buffer. */
+static int case_sink_plane_pool_holds_each_plane_apart_for_every_format(void) {
+  GstVideoInfo info;
+  GstCaps* unused = NULL;
+  GstElement* sink = paused_sink("plane-pool", &info, &unused);
+  CHECK(sink != NULL);
+  gst_caps_unref(unused);
+  g_object_set(sink, "plane-buffers", TRUE, NULL);
+  GstCaps* template = gst_pad_template_get_caps(
+      gst_element_class_get_pad_template(GST_ELEMENT_GET_CLASS(sink), "sink"));
+  const GValue* list = gst_structure_get_value(gst_caps_get_structure(template, 0), "format");
+  guint formats = 0, planar = 0, planes = 0, failed = 0;
+  for (guint i = 0; list != NULL && i < gst_value_list_get_size(list); ++i) {
+    const GstVideoFormat format = gst_video_format_from_string(g_value_get_string(gst_value_list_get_value(list, i)));
+    const guint checked = check_plane_pool_buffer(sink, format);
+    failed += checked == 0;
+    planar += checked > 1;
+    planes += checked > 1 ? checked : 0;
+    ++formats;
+  }
+  gst_caps_unref(template);
+  gst_element_set_state(sink, GST_STATE_NULL);
+  gst_object_unref(sink);
+  printf("plane-buffers=true, %ux97: %u formats, %u of them planar, their %u planes each in a buffer of its own, %u "
+         "failed\n", (unsigned)kOddWidth, formats, planar, planes, failed);
+  CHECK(formats >= 15 && planar >= 5 && failed == 0);
+  return 0;
 }
 
 static void set_flag(gpointer data, GstMiniObject* object) {
@@ -1255,6 +1367,8 @@ int main(int argc, char** argv) {
       {"src_sends_its_layout_to_a_downstream_with_video_meta", case_src_sends_its_layout_to_a_downstream_with_video_meta},
       {"sink_feeds_a_c_consumer_zero_copy", case_sink_feeds_a_c_consumer_zero_copy},
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
+      {"sink_plane_buffers_sends_one_buffer_per_plane", case_sink_plane_buffers_sends_one_buffer_per_plane},
+      {"sink_plane_pool_holds_each_plane_apart_for_every_format", case_sink_plane_pool_holds_each_plane_apart_for_every_format},
   };
   return run_cases(cases, sizeof cases / sizeof *cases, argc, argv);
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 27's pipeline 4 on a real kernel: tests/gst/gst_vivid_test.c's binary (et_gst_vivid_tests) inside
-# the kernel lane's x86_64 VM (run-in-vm.sh, next to this script) with vivid loaded as one single-planar
-# capture node (vivid n_devs=1 multiplanar=1 node_types=0x1): v4l2src io-mode=mmap as the reference,
-# io-mode=dmabuf-import into edgetensorsink's DMA-BUF pool, io-mode=dmabuf imported by the sink.
+# the kernel lane's x86_64 VM (run-in-vm.sh, next to this script) with vivid loaded as two capture nodes, one
+# single-planar and one multi-planar (vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1): on each,
+# v4l2src io-mode=mmap as the reference, io-mode=dmabuf-import into edgetensorsink's DMA-BUF pool (NV12M:
+# plane-buffers=true, one DMA-BUF per plane; and without it, v4l2src's error), io-mode=dmabuf imported by the
+# sink.
 # GStreamer in the guest loads only the plugins the pipelines use: a plugin directory of copies of
 # coreelements (capsfilter), app (appsink) and video4linux2 (v4l2src) as GST_PLUGIN_SYSTEM_PATH_1_0, and the
 # build tree's gstedgetensor as GST_PLUGIN_PATH; the registry under /tmp, scanned in the test's process
@@ -48,10 +50,12 @@ done
 guest_plugins=/opt/edgetensor-gst-plugins
 out="$tmp/run.log"
 
-cases=(mmap_reference_frames_are_identical dmabuf_import_writes_into_the_sink_pool dmabuf_is_imported_by_the_sink)
+cases=(mmap_reference_frames_are_identical dmabuf_import_writes_into_the_sink_pool dmabuf_is_imported_by_the_sink
+       mplane_mmap_reference_frames_are_identical mplane_dmabuf_import_writes_one_buffer_per_plane
+       mplane_dmabuf_import_needs_plane_buffers mplane_dmabuf_is_imported_by_the_sink)
 set +e
 "$run_in_vm" "${skip[@]}" --timeout "${ET_GST_V4L2_LANE_TIMEOUT:-600}" \
-    --modules vivid --kernel-args "vivid.n_devs=1 vivid.multiplanar=1 vivid.node_types=0x1" \
+    --modules vivid --kernel-args "vivid.n_devs=2 vivid.multiplanar=1,2 vivid.node_types=0x1,0x1" \
     --file "$tmp/plugins:$guest_plugins" --file "$plugin" \
     --env "GST_PLUGIN_SYSTEM_PATH_1_0=$guest_plugins" --env "GST_PLUGIN_PATH=$build/gst" \
     --env GST_REGISTRY=/tmp/edgetensor-gst-registry.bin --env GST_REGISTRY_FORK=no \
@@ -70,7 +74,8 @@ if grep -q '^SKIP: \|^skipped ' "$out"; then die "$name: skipped (a skip is a fa
 for c in "${cases[@]}"; do
     grep -qx "ok $c" "$out" || die "$name: no 'ok $c' line"
 done
-for line in '^mmap reference: ' '^dmabuf-import: ' '^dmabuf: '; do
+for line in '^mmap reference: ' '^dmabuf-import: ' '^dmabuf: ' '^mplane mmap reference: ' \
+    '^mplane dmabuf-import plane-buffers=true: ' '^mplane dmabuf-import without plane-buffers: error ' '^mplane dmabuf: '; do
     grep -q "$line" "$out" || die "$name: no result line matching '$line'"
 done
 log "$name: ${#cases[@]}/${#cases[@]} cases passed, 0 skipped"

@@ -33,7 +33,7 @@ G_DECLARE_FINAL_TYPE(GstEdgetensorPlanePool, gst_edgetensor_plane_pool, GST, EDG
  * one V4L2 plane (gst_v4l2_allocator_import_dmabuf in gst-plugins-good 1.22 wants as many memories as the
  * format has V4L2 planes). The sink sends such a buffer as a frame of one buffer per plane
  * (et_frame_import_planes_dup), holding the GstBuffer until every receiver released it: the pool hands it out
- * again only then. Buffers are allocated on demand up to the config's max, or, for max 0, its min plus
+ * again only then (no import limit: upstream waits while consumers hold every buffer). Buffers are allocated on demand up to the config's max, or, for max 0, its min plus
  * `consumer_buffers`; acquire waits for a free one (GstBufferPool's own wait, ended by flushing). */
 GstBufferPool* gst_edgetensor_plane_pool_new(int32_t memory, guint consumer_buffers);
 

@@ -634,7 +634,10 @@ static gboolean import_frame(GstEdgetensorSink* self, GstBuffer* buffer, et_fram
     if (gst_is_fd_memory(gst_buffer_peek_memory(buffer, 0))) log_fallback(self, buffer, why);
     return FALSE;
   }
-  const guint limit = import_limit(buffer);
+  /* The plane pool's buffers (plane-buffers=true) are the sink's own memory: zero copy, not imported, and no
+   * import limit: as with the other pool, upstream's acquire waits while consumers hold every buffer. */
+  const gboolean own_planes = buffer->pool != NULL && GST_IS_EDGETENSOR_PLANE_POOL(buffer->pool);
+  const guint limit = own_planes ? G_MAXUINT : import_limit(buffer);
   if ((guint)g_atomic_int_get(&self->imports_held) >= limit) {
     snprintf(why, sizeof why, "consumers hold %d of its frames, all upstream's pool can spare (its max less 2)",
              g_atomic_int_get(&self->imports_held));
@@ -661,8 +664,6 @@ static gboolean import_frame(GstEdgetensorSink* self, GstBuffer* buffer, et_fram
     log_fallback(self, buffer, why);
     return FALSE;
   }
-  /* The plane pool's buffers (plane-buffers=true) are the sink's own memory: zero copy, not imported. */
-  const gboolean own_planes = buffer->pool != NULL && GST_IS_EDGETENSOR_PLANE_POOL(buffer->pool);
   GST_OBJECT_LOCK(self);
   ++self->zero_copy;
   if (!own_planes) ++self->imported;

@@ -946,6 +946,56 @@ static int case_sink_drop_policy_never_stalls_for_a_holding_receiver(void) {
   return 0;
 }
 
+/* plane-buffers=true with a receiver holding every frame it gets: the plane pool (12 buffers: pool-size 6 and as
+ * many for consumers) runs out and videotestsrc waits in its acquire, as with the sink's other pool; no frame is
+ * copied (the import limit, max less 2, is for other pools' buffers). Once the receiver lets go, the rest flow. */
+static int case_sink_plane_pool_waits_while_consumers_hold_it(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-plane-hold-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! " CAPS " ! edgetensorsink name=sink socket-path=%s "
+                               "wait-receivers=1 plane-buffers=true sync=false",
+                               kFrames, path);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  enum { kHeld = 12 };
+  et_frame* held[kHeld] = {NULL};
+  int holding = 0;
+  for (; holding < kHeld; ++holding) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 5000, &d) != ET_OK || d.frame == NULL) break;
+    held[holding] = d.frame;
+  }
+  g_usleep(300 * 1000); /* the pool is out: videotestsrc waits (formerly frames past the 10th were copied) */
+  const guint64 rendered_while_held = sink_stat(pipeline, "frames");
+  for (int i = 0; i < holding; ++i) et_frame_release(held[i]);
+  int rest = 0, ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK) break;
+    if (d.end_of_stream) {
+      ended = 1;
+      break;
+    }
+    ++rest;
+    et_frame_release(d.frame);
+  }
+  const guint64 copies = sink_stat(pipeline, "copies"), zero_copy = sink_stat(pipeline, "zero-copy");
+  printf("plane pool, a receiver holding every frame: held %d, %llu rendered while held, then %d more, end of stream "
+         "%d; zero-copy=%llu copies=%llu\n", holding, (unsigned long long)rendered_while_held, rest, ended,
+         (unsigned long long)zero_copy, (unsigned long long)copies);
+  et_channel_receiver_release(receiver);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  CHECK(holding == kHeld && rendered_while_held == kHeld && holding + rest == kFrames && ended == 1);
+  CHECK(copies == 0 && zero_copy == kFrames);
+  return 0;
+}
+
 /* A caps change mid-stream (320x240 to 160x120 after frame 9) becomes a new layout on the channel: every frame
  * after it carries 160x120 planes, sent from the sink's pool (0 copies), or copied into the copy pool of the
  * new caps (`between` drops the ALLOCATION query: a copy each); either way from a few buffers per layout. */
@@ -1369,6 +1419,7 @@ int main(int argc, char** argv) {
       {"sink_copies_once_without_its_pool", case_sink_copies_once_without_its_pool},
       {"sink_plane_buffers_sends_one_buffer_per_plane", case_sink_plane_buffers_sends_one_buffer_per_plane},
       {"sink_plane_pool_holds_each_plane_apart_for_every_format", case_sink_plane_pool_holds_each_plane_apart_for_every_format},
+      {"sink_plane_pool_waits_while_consumers_hold_it", case_sink_plane_pool_waits_while_consumers_hold_it},
   };
   return run_cases(cases, sizeof cases / sizeof *cases, argc, argv);
 }

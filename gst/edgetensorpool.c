@@ -21,6 +21,9 @@ static void init_debug(void) {
 #define ACQUIRE_SLICE_NS (50 * 1000 * 1000)
 /* Most buffers a C pool holds (the channel's buffer table holds at most 1024). */
 #define MAX_POOL_BUFFERS 1024u
+/* A receiver's buffer table by default (et_channel_receiver_options.max_buffers 0, C++ ReceiverOptions): the
+ * plane pool's frames times their planes stay within it when upstream sets no max. */
+#define CHANNEL_TABLE_BUFFERS 32u
 
 /* One C pool image's GStreamer side, idle (back from GStreamer), kept by the image's buffer key: the C pool
  * hands the same images out again, and each keeps its fd memory (KEEP_MAPPED: mapped once, never
@@ -441,15 +444,21 @@ static gsize plane_bytes(const PoolConfig* config, guint p) {
   return end - GST_VIDEO_INFO_PLANE_OFFSET(info, p);
 }
 
-/* The config's caps with its max set to what the pool holds: with max 0, GstBufferPool would allocate without
- * limit while consumers hold frames. */
+/* The config with its max set to what the pool holds: with max 0, GstBufferPool would allocate without limit
+ * while consumers hold frames. For max 0 the pool also stays within a receiver's default buffer table
+ * (CHANNEL_TABLE_BUFFERS, counting each plane's buffer): past it the channel would evict buffers still alive and
+ * announce them again, an fd, an import and a mapping per plane and frame; never below the config's min. */
 static gboolean plane_pool_set_config(GstBufferPool* pool, GstStructure* config) {
   GstEdgetensorPlanePool* self = GST_EDGETENSOR_PLANE_POOL(pool);
   if (!read_config(pool, config, &self->config)) return FALSE;
   GstCaps* caps = NULL;
   guint size = 0;
   gst_buffer_pool_config_get_params(config, &caps, &size, NULL, NULL);
-  const guint max = pool_capacity(&self->config, self->consumer_buffers);
+  guint max = pool_capacity(&self->config, self->consumer_buffers);
+  const guint table_frames = CHANNEL_TABLE_BUFFERS / MAX(self->config.layout.plane_count, 1u);
+  if (self->config.max_buffers == 0 && max > table_frames) max = MAX(table_frames, self->config.min_buffers);
+  GST_DEBUG_OBJECT(pool, "at most %u buffers of %u planes each (config min %u, max %u)", max,
+                   self->config.layout.plane_count, self->config.min_buffers, self->config.max_buffers);
   gst_buffer_pool_config_set_params(config, caps, size, MIN(self->config.min_buffers, max), max);
   return GST_BUFFER_POOL_CLASS(gst_edgetensor_plane_pool_parent_class)->set_config(pool, config);
 }

@@ -33,8 +33,10 @@ G_DECLARE_FINAL_TYPE(GstEdgetensorPlanePool, gst_edgetensor_plane_pool, GST, EDG
  * one V4L2 plane (gst_v4l2_allocator_import_dmabuf in gst-plugins-good 1.22 wants as many memories as the
  * format has V4L2 planes). The sink sends such a buffer as a frame of one buffer per plane
  * (et_frame_import_planes_dup), holding the GstBuffer until every receiver released it: the pool hands it out
- * again only then (no import limit: upstream waits while consumers hold every buffer). Buffers are allocated on demand up to the config's max, or, for max 0, its min plus
- * `consumer_buffers`; acquire waits for a free one (GstBufferPool's own wait, ended by flushing). */
+ * again only then (no import limit: upstream waits while consumers hold every buffer). Buffers are allocated on
+ * demand up to the config's max, or, for max 0, its min plus `consumer_buffers` but no more frames than a
+ * receiver's default buffer table (32) holds planes (10 of three planes, 16 of two), never below the config's
+ * min; acquire waits for a free one (GstBufferPool's own wait, ended by flushing). */
 GstBufferPool* gst_edgetensor_plane_pool_new(int32_t memory, guint consumer_buffers);
 
 /* The edgetensor image behind `memory` when it is one of these pools' (borrowed: valid while `memory`

@@ -286,6 +286,10 @@ static gboolean gst_edgetensor_sink_propose_allocation(GstBaseSink* sink, GstQue
     if (self->memory == ET_MEMORY_UNSET_) self->memory = gst_edgetensor_probe_memory(&layout);
     GstBufferPool* pool = new_pool(self, caps);
     if (pool == NULL) return FALSE;
+    GST_INFO_OBJECT(self, "proposing a pool of %s %dx%d images, %s (%s memory)", GST_VIDEO_INFO_NAME(&info),
+                    GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
+                    GST_IS_EDGETENSOR_PLANE_POOL(pool) ? "one buffer per plane" : "every plane in one buffer",
+                    et_memory_kind_name(self->memory));
     GST_OBJECT_LOCK(self);
     const guint min = self->pool_size;
     GST_OBJECT_UNLOCK(self);
@@ -823,9 +827,11 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   self->skipped_streak = result.dropped > 0 ? self->skipped_streak + 1 : 0;
   if (self->skipped_streak == SKIPPED_WARN_FRAMES)
     GST_WARNING_OBJECT(self, "frames %llu to %llu: %llu receivers skipped each one, holding their frame limit "
-                       "(max-frames-out %u; the drop policy, or block after its wait); such a receiver gets frames "
-                       "again once it releases one. A GstBaseSink after edgetensorsrc keeps its last frame "
-                       "(enable-last-sample): there, use max-frames-out of 2 or more",
+                       "(max-frames-out %u) or every buffer of their buffer table (its max_buffers, 32 by default; a "
+                       "frame in several buffers takes one entry each), or not reading (their socket full); the drop "
+                       "policy, or block after its wait. Such a receiver gets frames again once it releases one. A "
+                       "GstBaseSink after edgetensorsrc keeps its last frame (enable-last-sample): there, use "
+                       "max-frames-out of 2 or more",
                        (unsigned long long)(result.sequence + 1 - SKIPPED_WARN_FRAMES),
                        (unsigned long long)result.sequence, (unsigned long long)result.dropped, self->max_frames_out);
   GST_LOG_OBJECT(self, "frame %llu to %llu receivers (%llu dropped)", (unsigned long long)result.sequence,

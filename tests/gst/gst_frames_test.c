@@ -996,6 +996,66 @@ static int case_sink_plane_pool_waits_while_consumers_hold_it(void) {
   return 0;
 }
 
+/* plane-buffers=true with I420 (three planes) while a queue in front of the sink keeps the pool cycling through
+ * every buffer (as v4l2src's ring does): the pool holds at most 10 frames, so its 30 plane buffers fit a
+ * receiver's default buffer table (32) and each is announced once. With 12 (36 buffers) the channel evicted
+ * buffers still in use and announced them again, an fd, an import and a mapping per plane and frame. */
+static int case_sink_plane_pool_fits_the_receivers_buffer_table(void) {
+  enum { kCycled = 60 };
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-plane-table-%d", (int)getpid());
+  char* text = g_strdup_printf("videotestsrc num-buffers=%d ! video/x-raw,format=I420,width=%d,height=%d ! "
+                               "queue max-size-buffers=20 ! identity sleep-time=2000 ! edgetensorsink name=sink "
+                               "socket-path=%s wait-receivers=1 plane-buffers=true sync=false",
+                               kCycled, kWidth, kHeight, path);
+  GstElement* pipeline = NULL;
+  et_channel_receiver* receiver = NULL;
+  const int started = play_and_connect(text, path, &pipeline, &receiver);
+  g_free(text);
+  CHECK(started == 0);
+  uint64_t keys[256];
+  int distinct = 0, received = 0, three = 0, ended = 0;
+  for (;;) {
+    et_channel_delivery d = {0};
+    d.struct_size = sizeof d;
+    if (et_channel_receiver_receive(receiver, 10000, &d) != ET_OK) break;
+    if (d.end_of_stream) {
+      ended = 1;
+      break;
+    }
+    ++received;
+    uint32_t count = 0, plane_buffers[ET_MAX_PLANES];
+    if (d.frame != NULL && et_frame_get_buffers(d.frame, &count, plane_buffers) == ET_OK) {
+      three += count == 3;
+      for (uint32_t b = 0; b < count; ++b) {
+        et_tensor* buffer = NULL;
+        et_tensor_info info = {0};
+        info.struct_size = sizeof info;
+        if (et_frame_buffer(d.frame, b, &buffer) == ET_OK && et_tensor_get_info(buffer, &info) == ET_OK) {
+          int seen = 0;
+          for (int k = 0; k < distinct; ++k) seen |= keys[k] == info.buffer_key;
+          if (!seen && distinct < 256) keys[distinct++] = info.buffer_key;
+        }
+        et_tensor_release(buffer);
+      }
+    }
+    et_frame_release(d.frame);
+  }
+  const guint64 copies = sink_stat(pipeline, "copies");
+  et_channel_receiver_stats stats = {0};
+  stats.struct_size = sizeof stats;
+  CHECK_OK(et_channel_receiver_get_stats(receiver, &stats));
+  printf("plane pool, I420 through a 20-buffer queue: %d frames (%d in three buffers), %d distinct buffer keys, "
+         "%llu announced to the receiver, copies=%llu, end of stream %d\n", received, three, distinct,
+         (unsigned long long)stats.announces, (unsigned long long)copies, ended);
+  et_channel_receiver_release(receiver);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  CHECK(received == kCycled && three == kCycled && ended == 1 && copies == 0);
+  CHECK(distinct >= 3 && distinct <= 30 && distinct % 3 == 0 && stats.announces == (uint64_t)distinct);
+  return 0;
+}
+
 /* A caps change mid-stream (320x240 to 160x120 after frame 9) becomes a new layout on the channel: every frame
  * after it carries 160x120 planes, sent from the sink's pool (0 copies), or copied into the copy pool of the
  * new caps (`between` drops the ALLOCATION query: a copy each); either way from a few buffers per layout. */
@@ -1420,6 +1480,7 @@ int main(int argc, char** argv) {
       {"sink_plane_buffers_sends_one_buffer_per_plane", case_sink_plane_buffers_sends_one_buffer_per_plane},
       {"sink_plane_pool_holds_each_plane_apart_for_every_format", case_sink_plane_pool_holds_each_plane_apart_for_every_format},
       {"sink_plane_pool_waits_while_consumers_hold_it", case_sink_plane_pool_waits_while_consumers_hold_it},
+      {"sink_plane_pool_fits_the_receivers_buffer_table", case_sink_plane_pool_fits_the_receivers_buffer_table},
   };
   return run_cases(cases, sizeof cases / sizeof *cases, argc, argv);
 }

@@ -327,6 +327,7 @@ typedef struct {
   int received, equal, dmabuf_frames, two_buffer_frames;
   PadCounts pad;
   guint64 zero_copy, imported, copies, frames;
+  guint64 announces; /* buffers announced to the consumer (each import of an fd) */
   char memory[16];
 } SinkRun;
 
@@ -378,6 +379,9 @@ static int run_into_sink(const char* device, const char* io_mode, const char* pr
     ++r->received;
     et_frame_release(d.frame);
   }
+  et_channel_receiver_stats receiver_stats = {0};
+  receiver_stats.struct_size = sizeof receiver_stats;
+  if (et_channel_receiver_get_stats(receiver, &receiver_stats) == ET_OK) r->announces = receiver_stats.announces;
   et_channel_receiver_release(receiver);
   const gboolean eos = wait_eos(pipeline, io_mode);
   GstStructure* stats = NULL;
@@ -393,7 +397,7 @@ static int run_into_sink(const char* device, const char* io_mode, const char* pr
   const char* memory = gst_structure_get_string(stats, "memory");
   snprintf(r->memory, sizeof r->memory, "%s", memory != NULL ? memory : "?");
   char* s = gst_structure_to_string(stats);
-  fprintf(stderr, "%s: sink stats %s\n", io_mode, s);
+  fprintf(stderr, "%s %s%s: sink stats %s\n", device, io_mode, properties[0] != '\0' ? " (properties set)" : "", s);
   g_free(s);
   gst_structure_free(stats);
   CHECK(eos);
@@ -469,10 +473,10 @@ static int case_mplane_dmabuf_import_writes_one_buffer_per_plane(void) {
   CHECK(run_into_sink(g_mplane_device, "dmabuf-import", "plane-buffers=true", &g_mplane_reference, &r) == 0);
   printf("mplane dmabuf-import plane-buffers=true: %d frames, %d equal to the mmap reference, %d received in two "
          "buffers, zero-copy=%llu, copies=%llu, imported=%llu, sink pool memory=%s (size %d, min %d, max %d as v4l2src "
-         "configured it), %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF\n",
+         "configured it), %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF, %llu buffers announced\n",
          r.received, r.equal, r.two_buffer_frames, (unsigned long long)r.zero_copy, (unsigned long long)r.copies,
          (unsigned long long)r.imported, r.memory, r.pad.pool_size, r.pad.pool_min, r.pad.pool_max,
-         r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames);
+         r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames, (unsigned long long)r.announces);
   const guint64 n = (guint64)g_frames;
   CHECK(r.received == g_frames && r.equal == g_frames && r.two_buffer_frames == g_frames);
   CHECK(r.frames == n && r.zero_copy == n && r.copies == 0 && r.imported == 0);
@@ -480,6 +484,8 @@ static int case_mplane_dmabuf_import_writes_one_buffer_per_plane(void) {
   CHECK(r.pad.pool_size == (gint)kFrameBytes);
   CHECK(r.pad.buffers == g_frames && r.pad.two_memories == g_frames && r.pad.dmabuf == g_frames &&
         r.dmabuf_frames == g_frames);
+  /* Each plane buffer announced once: the pool's buffers, two each, within the receiver's table of 32. */
+  CHECK(r.announces >= 2 && r.announces <= 2u * (guint64)r.pad.pool_max && r.announces <= 32);
   return 0;
 }
 
@@ -534,14 +540,17 @@ static int case_mplane_dmabuf_is_imported_by_the_sink(void) {
   SinkRun r;
   CHECK(run_into_sink(g_mplane_device, "dmabuf", "", &g_mplane_reference, &r) == 0);
   printf("mplane dmabuf: %d frames, %d equal to the mmap reference, %d received in two buffers, imported=%llu, "
-         "zero-copy=%llu, copies=%llu, %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF\n",
+         "zero-copy=%llu, copies=%llu, %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF, %llu "
+         "buffers announced\n",
          r.received, r.equal, r.two_buffer_frames, (unsigned long long)r.imported, (unsigned long long)r.zero_copy,
-         (unsigned long long)r.copies, r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames);
+         (unsigned long long)r.copies, r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames,
+         (unsigned long long)r.announces);
   const guint64 n = (guint64)g_frames;
   CHECK(r.received == g_frames && r.equal == g_frames && r.two_buffer_frames == g_frames);
   CHECK(r.frames == n && r.imported == n && r.zero_copy == n && r.copies == 0);
   CHECK(r.pad.buffers == g_frames && r.pad.two_memories == g_frames && r.pad.dmabuf == g_frames &&
         r.dmabuf_frames == g_frames);
+  CHECK(r.announces >= 2 && r.announces <= 32); /* v4l2src's buffers, two each, each announced once */
   return 0;
 }
 

@@ -65,6 +65,7 @@ struct _GstEdgetensorSrc {
   guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
   guint64 copies;                /* frames copied into GStreamer's layout (a downstream without GstVideoMeta) */
   guint64 reconnects;
+  et_channel_receiver_stats ended; /* the receivers' counters of those gone since start (reconnect, stop) */
 };
 
 G_DEFINE_TYPE(GstEdgetensorSrc, gst_edgetensor_src, GST_TYPE_PUSH_SRC)
@@ -85,11 +86,15 @@ static void gst_edgetensor_src_set_property(GObject* object, guint id, const GVa
   GST_OBJECT_UNLOCK(self);
 }
 
-/* Object lock held. */
+/* Object lock held. The receivers' counters since start: those gone (self->ended) and the current one's. */
 static GstStructure* src_stats(GstEdgetensorSrc* self) {
   et_channel_receiver_stats r = {0};
   r.struct_size = sizeof r;
   if (self->receiver != NULL && et_channel_receiver_get_stats(self->receiver, &r) != ET_OK) memset(&r, 0, sizeof r);
+  r.announces += self->ended.announces;
+  r.frames_skipped += self->ended.frames_skipped;
+  r.frames_missing += self->ended.frames_missing;
+  r.acquire_fences += self->ended.acquire_fences;
   return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
                            G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
@@ -175,10 +180,27 @@ static et_channel_receiver* connect_receiver(GstEdgetensorSrc* self, char** mess
   return receiver;
 }
 
+/* Takes the receiver out (object lock held), its counters added to self->ended so that stats keep them after
+ * a reconnect or stop; the caller releases it outside the lock. */
+static et_channel_receiver* retire_receiver(GstEdgetensorSrc* self) {
+  et_channel_receiver* receiver = self->receiver;
+  self->receiver = NULL;
+  et_channel_receiver_stats r = {0};
+  r.struct_size = sizeof r;
+  if (receiver != NULL && et_channel_receiver_get_stats(receiver, &r) == ET_OK) {
+    self->ended.announces += r.announces;
+    self->ended.frames_skipped += r.frames_skipped;
+    self->ended.frames_missing += r.frames_missing;
+    self->ended.acquire_fences += r.acquire_fences;
+  }
+  return receiver;
+}
+
 static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   GST_OBJECT_LOCK(self);
   self->frames = self->memories_wrapped = self->reconnects = self->copies = 0;
+  memset(&self->ended, 0, sizeof self->ended);
   GST_OBJECT_UNLOCK(self);
   char* message = NULL;
   et_channel_receiver* receiver = connect_receiver(self, &message);
@@ -199,8 +221,7 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
 static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
   GST_WARNING_OBJECT(self, "the producer is gone (%s): connecting again", why);
   GST_OBJECT_LOCK(self);
-  et_channel_receiver* old = self->receiver;
-  self->receiver = NULL;
+  et_channel_receiver* old = retire_receiver(self);
   GST_OBJECT_UNLOCK(self);
   et_channel_receiver_release(old);
   clear_cache(self); /* the next producer's buffers are others */
@@ -222,8 +243,7 @@ static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
 static gboolean gst_edgetensor_src_stop(GstBaseSrc* src) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   GST_OBJECT_LOCK(self);
-  et_channel_receiver* receiver = self->receiver;
-  self->receiver = NULL;
+  et_channel_receiver* receiver = retire_receiver(self);
   GST_OBJECT_UNLOCK(self);
   clear_cache(self);
   clear_copy_pool(self);

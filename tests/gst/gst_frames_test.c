@@ -261,6 +261,7 @@ struct pulled {
   int with_meta, two_memories; /* buffers with GstVideoMeta; buffers of two memories */
   int fps_n, fps_d;  /* of the last sample's caps */
   char error[512];
+  guint64 announces_live, announces_stopped; /* the src's stats.announces before and after going to NULL */
 };
 
 static GstElement* src_pipeline(const char* path, const char* properties, GstElement** sink) {
@@ -346,10 +347,16 @@ static int run_src_to(struct producer* producer, const char* properties, int vid
   GstStructure* stats = NULL;
   g_object_get(src, "stats", &stats, NULL);
   *stat = 0;
+  got->announces_live = got->announces_stopped = 0;
   if (stats != NULL) gst_structure_get_uint64(stats, stat_name, stat);
+  if (stats != NULL) gst_structure_get_uint64(stats, "announces", &got->announces_live);
+  if (stats != NULL) gst_structure_free(stats);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  /* The receivers' counters stay in stats after stop (and across a reconnect). */
+  g_object_get(src, "stats", &stats, NULL);
+  if (stats != NULL) gst_structure_get_uint64(stats, "announces", &got->announces_stopped);
   if (stats != NULL) gst_structure_free(stats);
   gst_object_unref(src);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
   pthread_join(producer->thread, NULL);
@@ -499,9 +506,13 @@ static int case_src_reconnects_to_the_next_producer(void) {
   guint64 reconnects = 0;
   CHECK(run_src(&producer, "reconnect=true", &got, "reconnects", &reconnects) == 0);
   printf("src, reconnect=true, two producers of 3 frames: %d frames, %d right, %d DISCONT, %llu reconnects, EOS %d, "
-         "error '%s'\n", got.frames, got.matching, got.discont, (unsigned long long)reconnects, got.eos, got.error);
+         "error '%s'; stats.announces %llu while playing, %llu after NULL\n", got.frames, got.matching, got.discont,
+         (unsigned long long)reconnects, got.eos, got.error, (unsigned long long)got.announces_live,
+         (unsigned long long)got.announces_stopped);
   CHECK(producer.status == 0);
   CHECK(got.frames == 6 && got.matching == 6 && got.discont == 2 && reconnects == 1);
+  /* Each producer announced its buffers: the first's count after the reconnect, both after stop. */
+  CHECK(got.announces_live >= 2 && got.announces_stopped == got.announces_live);
   CHECK(got.eos == 1 && got.error[0] == '\0');
   return 0;
 }

@@ -31,6 +31,9 @@
  *                                         for two V4L2 planes and fails; the pipeline errors, nothing hangs.
  *   mplane_dmabuf_is_imported_by_the_sink v4l2src io-mode=dmabuf: buffers of two DMA-BUF memories, imported
  *                                         as frames of two buffers (imported = frames, copies = 0).
+ *   mplane_i420_dmabuf_import_writes_three_buffers
+ *                                         I420 caps, captured as YUV420M (three V4L2 planes), into the plane
+ *                                         pool: three DMA-BUFs a frame, each plane buffer announced once.
  * In the sink cases, a probe on the sink's pad checks that every buffer's memories are all DMA-BUF memory (one,
  * or two on the multi-planar node), and the consumer that each received plane is a DMA-BUF import.
  *
@@ -54,8 +57,8 @@
 #include <unistd.h>
 
 enum { kWidth = 640, kHeight = 360 };
-#define kFrameBytes ((size_t)kWidth * kHeight * 3 / 2) /* NV12 without padding: Y rows, then CbCr rows */
-#define CAPS_TEXT "video/x-raw,format=NV12,width=640,height=360"
+#define kFrameBytes ((size_t)kWidth * kHeight * 3 / 2) /* NV12 or I420 without padding, plane after plane */
+#define CAPS_FORMAT "video/x-raw,width=640,height=360,format="
 #define CONTROLS "extra-controls=\"c,osd_text_mode=2\""
 
 static char g_device[64];        /* single-planar capture */
@@ -117,19 +120,47 @@ static int find_vivid(uint32_t capture, char* device, size_t device_size, char* 
 /* A reference: a node's mmap capture, its frames packed (each row kWidth bytes). Captured once per process and
  * node: g_reference for g_device, g_mplane_reference for g_mplane_device. */
 typedef struct {
+  const char* format; /* "NV12" or "I420" */
   uint8_t* frames;
   int count;
 } Reference;
-static Reference g_reference, g_mplane_reference;
+static Reference g_reference = {"NV12", NULL, 0}, g_mplane_reference = {"NV12", NULL, 0},
+                 g_mplane_i420_reference = {"I420", NULL, 0};
 
-/* Copies `frame`'s two planes, row by row, into `out` (kFrameBytes). */
-static void pack_frame(const GstVideoFrame* frame, uint8_t* out) {
-  for (unsigned p = 0; p < 2; ++p) {
+/* A frame of `format` kWidth x kHeight packed: each plane's rows without padding, plane after plane. */
+typedef struct {
+  unsigned planes;
+  unsigned rows[GST_VIDEO_MAX_PLANES], row_bytes[GST_VIDEO_MAX_PLANES];
+  size_t offset[GST_VIDEO_MAX_PLANES];
+} Packed;
+
+static Packed packed_of(const char* format) {
+  Packed k;
+  memset(&k, 0, sizeof k);
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, gst_video_format_from_string(format), kWidth, kHeight);
+  k.planes = GST_VIDEO_INFO_N_PLANES(&info);
+  size_t offset = 0;
+  for (unsigned p = 0; p < k.planes; ++p) {
+    gint components[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(info.finfo, p, components);
+    const gint c = components[0]; /* the plane's first component: its rows and, with its pixel stride, row bytes */
+    k.rows[p] = (unsigned)GST_VIDEO_INFO_COMP_HEIGHT(&info, c);
+    k.row_bytes[p] = (unsigned)(GST_VIDEO_INFO_COMP_WIDTH(&info, c) * GST_VIDEO_INFO_COMP_PSTRIDE(&info, c));
+    k.offset[p] = offset;
+    offset += (size_t)k.rows[p] * k.row_bytes[p];
+  }
+  return k;
+}
+
+/* Copies `frame`'s planes (of `format`), row by row, into `out` (kFrameBytes). */
+static void pack_frame(const GstVideoFrame* frame, const char* format, uint8_t* out) {
+  const Packed k = packed_of(format);
+  for (unsigned p = 0; p < k.planes; ++p) {
     const uint8_t* data = GST_VIDEO_FRAME_PLANE_DATA(frame, p);
     const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
-    const unsigned rows = p == 0 ? kHeight : kHeight / 2;
-    uint8_t* dst = out + (p == 0 ? 0 : (size_t)kWidth * kHeight);
-    for (unsigned r = 0; r < rows; ++r) memcpy(dst + (size_t)r * kWidth, data + (size_t)r * (size_t)stride, kWidth);
+    for (unsigned r = 0; r < k.rows[p]; ++r)
+      memcpy(out + k.offset[p] + (size_t)r * k.row_bytes[p], data + (size_t)r * (size_t)stride, k.row_bytes[p]);
   }
 }
 
@@ -168,12 +199,13 @@ static int controls_arrived(GstElement* pipeline) {
   return 0;
 }
 
-/* `v4l2src device=<device> io-mode=mmap ! NV12 640x360 ! appsink`: g_frames frames into *reference (once). */
+/* `v4l2src device=<device> io-mode=mmap ! <reference's format> 640x360 ! appsink`: g_frames frames into
+ * *reference (once). */
 static int capture_reference(const char* device, Reference* reference) {
   if (reference->frames != NULL) return 0;
-  char* text = g_strdup_printf("v4l2src name=cam device=%s io-mode=mmap num-buffers=%d " CONTROLS " ! " CAPS_TEXT
-                               " ! appsink name=out sync=false enable-last-sample=false max-buffers=%d",
-                               device, g_frames, g_frames + 1);
+  char* text = g_strdup_printf("v4l2src name=cam device=%s io-mode=mmap num-buffers=%d " CONTROLS " ! " CAPS_FORMAT
+                               "%s ! appsink name=out sync=false enable-last-sample=false max-buffers=%d",
+                               device, g_frames, reference->format, g_frames + 1);
   GError* error = NULL;
   GstElement* pipeline = gst_parse_launch(text, &error);
   g_free(text);
@@ -194,7 +226,7 @@ static int capture_reference(const char* device, Reference* reference) {
     const gboolean mapped = count < g_frames && gst_video_info_from_caps(&info, gst_sample_get_caps(sample)) &&
                             gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ);
     if (mapped) {
-      pack_frame(&frame, frames + kFrameBytes * (size_t)count);
+      pack_frame(&frame, reference->format, frames + kFrameBytes * (size_t)count);
       gst_video_frame_unmap(&frame);
       ++count;
     } else {
@@ -260,6 +292,7 @@ typedef struct {
   gint buffers;
   gint dmabuf;         /* buffers whose every memory is a DMA-BUF */
   gint two_memories;   /* buffers of two memories */
+  gint three_memories; /* buffers of three memories */
   gint pool_size, pool_min, pool_max; /* the first buffer's pool config (-1: no pool) */
 } PadCounts;
 
@@ -284,14 +317,16 @@ static GstPadProbeReturn count_buffer(GstPad* pad, GstPadProbeInfo* info, gpoint
   for (guint i = 0; i < memories; ++i) dmabuf &= gst_is_dmabuf_memory(gst_buffer_peek_memory(buffer, i));
   if (dmabuf) g_atomic_int_inc(&counts->dmabuf);
   if (memories == 2) g_atomic_int_inc(&counts->two_memories);
+  if (memories == 3) g_atomic_int_inc(&counts->three_memories);
   return GST_PAD_PROBE_OK;
 }
 
-/* Bytes of `frame`'s two planes that differ from the reference; -1 when it cannot be read. *dmabuf is
- * cleared when a plane is not a DMA-BUF import. */
-static long frame_mismatches(const et_frame* frame, const uint8_t* expected, int* dmabuf) {
+/* Bytes of `frame`'s planes (of `format`) that differ from `expected` (packed); -1 when it cannot be read.
+ * *dmabuf is cleared when a plane is not a DMA-BUF import. */
+static long frame_mismatches(const et_frame* frame, const char* format, const uint8_t* expected, int* dmabuf) {
+  const Packed k = packed_of(format);
   long bad = 0;
-  for (unsigned p = 0; p < 2; ++p) {
+  for (unsigned p = 0; p < k.planes; ++p) {
     et_tensor* plane = NULL;
     if (et_frame_plane(frame, p, &plane) != ET_OK) return -1;
     et_tensor_info info = {0};
@@ -305,11 +340,10 @@ static long frame_mismatches(const et_frame* frame, const uint8_t* expected, int
     }
     if (info.memory != ET_MEMORY_DMABUF) *dmabuf = 0;
     const uint8_t* bytes = data;
-    const uint8_t* want = expected + (p == 0 ? 0 : (size_t)kWidth * kHeight);
-    const unsigned rows = p == 0 ? kHeight : kHeight / 2;
-    for (unsigned r = 0; r < rows; ++r) {
+    const uint8_t* want = expected + k.offset[p];
+    for (unsigned r = 0; r < k.rows[p]; ++r) {
       const uint8_t* row = bytes + (size_t)r * (size_t)info.strides_bytes[0];
-      for (unsigned c = 0; c < kWidth; ++c) bad += row[c] != want[(size_t)r * kWidth + c];
+      for (unsigned c = 0; c < k.row_bytes[p]; ++c) bad += row[c] != want[(size_t)r * k.row_bytes[p] + c];
     }
     et_map_release(map);
     et_tensor_release(plane);
@@ -324,23 +358,23 @@ static guint64 stat_of(const GstStructure* stats, const char* name) {
 }
 
 typedef struct {
-  int received, equal, dmabuf_frames, two_buffer_frames;
+  int received, equal, dmabuf_frames, split_frames; /* split: in as many buffers as planes (more than one) */
   PadCounts pad;
   guint64 zero_copy, imported, copies, frames;
   guint64 announces; /* buffers announced to the consumer (each import of an fd) */
   char memory[16];
 } SinkRun;
 
-/* `v4l2src device=<device> io-mode=<io_mode> ! NV12 640x360 ! edgetensorsink <properties>` with a C consumer in
- * this process that compares every frame with `reference` and releases it at once. */
+/* `v4l2src device=<device> io-mode=<io_mode> ! <reference's format> 640x360 ! edgetensorsink <properties>` with a C
+ * consumer in this process that compares every frame with `reference` and releases it at once. */
 static int run_into_sink(const char* device, const char* io_mode, const char* properties, const Reference* reference,
                          SinkRun* r) {
   memset(r, 0, sizeof *r);
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-vivid-test-%d-%s", (int)getpid(), io_mode);
-  char* text = g_strdup_printf("v4l2src name=cam device=%s io-mode=%s num-buffers=%d " CONTROLS " ! " CAPS_TEXT
-                               " ! edgetensorsink name=sink socket-path=%s wait-receivers=1 sync=false %s",
-                               device, io_mode, g_frames, path, properties);
+  char* text = g_strdup_printf("v4l2src name=cam device=%s io-mode=%s num-buffers=%d " CONTROLS " ! " CAPS_FORMAT
+                               "%s ! edgetensorsink name=sink socket-path=%s wait-receivers=1 sync=false %s",
+                               device, io_mode, g_frames, reference->format, path, properties);
   GError* error = NULL;
   GstElement* pipeline = gst_parse_launch(text, &error);
   g_free(text);
@@ -368,10 +402,11 @@ static int run_into_sink(const char* device, const char* io_mode, const char* pr
     }
     if (d.end_of_stream) break;
     int dmabuf = 1;
-    const long bad = d.frame == NULL ? -1 : frame_mismatches(d.frame, reference->frames, &dmabuf);
+    const long bad = d.frame == NULL ? -1 : frame_mismatches(d.frame, reference->format, reference->frames, &dmabuf);
     uint32_t buffers = 0, plane_buffers[ET_MAX_PLANES];
-    if (d.frame != NULL && et_frame_get_buffers(d.frame, &buffers, plane_buffers) == ET_OK && buffers == 2)
-      ++r->two_buffer_frames;
+    if (d.frame != NULL && et_frame_get_buffers(d.frame, &buffers, plane_buffers) == ET_OK && buffers > 1 &&
+        buffers == packed_of(reference->format).planes)
+      ++r->split_frames;
     if (bad != 0) fprintf(stderr, "%s: frame %llu: %ld bytes differ from the reference\n", io_mode,
                           (unsigned long long)d.sequence, bad);
     r->equal += bad == 0;
@@ -422,7 +457,7 @@ static int case_dmabuf_import_writes_into_the_sink_pool(void) {
   /* v4l2src set the driver's sizeimage (NV12 640x360 unpadded: GStreamer's size) on the sink's pool. */
   CHECK(r.pad.pool_size == (gint)kFrameBytes);
   CHECK(r.pad.buffers == g_frames && r.pad.dmabuf == g_frames && r.dmabuf_frames == g_frames);
-  CHECK(r.pad.two_memories == 0 && r.two_buffer_frames == 0);
+  CHECK(r.pad.two_memories == 0 && r.split_frames == 0);
   return 0;
 }
 
@@ -440,7 +475,7 @@ static int case_dmabuf_is_imported_by_the_sink(void) {
   CHECK(r.received == g_frames && r.equal == g_frames);
   CHECK(r.frames == n && r.imported == n && r.zero_copy == n && r.copies == 0);
   CHECK(r.pad.buffers == g_frames && r.pad.dmabuf == g_frames && r.dmabuf_frames == g_frames);
-  CHECK(r.pad.two_memories == 0 && r.two_buffer_frames == 0);
+  CHECK(r.pad.two_memories == 0 && r.split_frames == 0);
   return 0;
 }
 
@@ -474,11 +509,11 @@ static int case_mplane_dmabuf_import_writes_one_buffer_per_plane(void) {
   printf("mplane dmabuf-import plane-buffers=true: %d frames, %d equal to the mmap reference, %d received in two "
          "buffers, zero-copy=%llu, copies=%llu, imported=%llu, sink pool memory=%s (size %d, min %d, max %d as v4l2src "
          "configured it), %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF, %llu buffers announced\n",
-         r.received, r.equal, r.two_buffer_frames, (unsigned long long)r.zero_copy, (unsigned long long)r.copies,
+         r.received, r.equal, r.split_frames, (unsigned long long)r.zero_copy, (unsigned long long)r.copies,
          (unsigned long long)r.imported, r.memory, r.pad.pool_size, r.pad.pool_min, r.pad.pool_max,
          r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames, (unsigned long long)r.announces);
   const guint64 n = (guint64)g_frames;
-  CHECK(r.received == g_frames && r.equal == g_frames && r.two_buffer_frames == g_frames);
+  CHECK(r.received == g_frames && r.equal == g_frames && r.split_frames == g_frames);
   CHECK(r.frames == n && r.zero_copy == n && r.copies == 0 && r.imported == 0);
   CHECK(strcmp(r.memory, et_memory_kind_name(ET_MEMORY_DMABUF)) == 0);
   CHECK(r.pad.pool_size == (gint)kFrameBytes);
@@ -496,7 +531,7 @@ static int case_mplane_dmabuf_import_needs_plane_buffers(void) {
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-vivid-test-%d-one-buffer", (int)getpid());
   char* text = g_strdup_printf("v4l2src name=cam device=%s io-mode=dmabuf-import num-buffers=%d " CONTROLS " ! "
-                               CAPS_TEXT " ! edgetensorsink name=sink socket-path=%s sync=false",
+                               CAPS_FORMAT "NV12 ! edgetensorsink name=sink socket-path=%s sync=false",
                                g_mplane_device, g_frames, path);
   GstElement* pipeline = gst_parse_launch(text, NULL);
   g_free(text);
@@ -542,15 +577,40 @@ static int case_mplane_dmabuf_is_imported_by_the_sink(void) {
   printf("mplane dmabuf: %d frames, %d equal to the mmap reference, %d received in two buffers, imported=%llu, "
          "zero-copy=%llu, copies=%llu, %d of %d buffers two memories, %d all DMA-BUF, %d received as DMA-BUF, %llu "
          "buffers announced\n",
-         r.received, r.equal, r.two_buffer_frames, (unsigned long long)r.imported, (unsigned long long)r.zero_copy,
+         r.received, r.equal, r.split_frames, (unsigned long long)r.imported, (unsigned long long)r.zero_copy,
          (unsigned long long)r.copies, r.pad.two_memories, r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames,
          (unsigned long long)r.announces);
   const guint64 n = (guint64)g_frames;
-  CHECK(r.received == g_frames && r.equal == g_frames && r.two_buffer_frames == g_frames);
+  CHECK(r.received == g_frames && r.equal == g_frames && r.split_frames == g_frames);
   CHECK(r.frames == n && r.imported == n && r.zero_copy == n && r.copies == 0);
   CHECK(r.pad.buffers == g_frames && r.pad.two_memories == g_frames && r.pad.dmabuf == g_frames &&
         r.dmabuf_frames == g_frames);
   CHECK(r.announces >= 2 && r.announces <= 32); /* v4l2src's buffers, two each, each announced once */
+  return 0;
+}
+
+/* I420 on the multi-planar node is YUV420M, three V4L2 planes: vivid writes each into a DMA-BUF of its own from
+ * the plane pool, which holds at most 10 frames (30 buffers within a receiver's table of 32). */
+static int case_mplane_i420_dmabuf_import_writes_three_buffers(void) {
+  CHECK(need_mplane() == 0);
+  CHECK(reference_case("mplane I420 mmap reference", g_mplane_device, &g_mplane_i420_reference) == 0);
+  SinkRun r;
+  CHECK(run_into_sink(g_mplane_device, "dmabuf-import", "plane-buffers=true", &g_mplane_i420_reference, &r) == 0);
+  printf("mplane I420 dmabuf-import plane-buffers=true: %d frames, %d equal to the mmap reference, %d received in "
+         "three buffers, zero-copy=%llu, copies=%llu, imported=%llu, sink pool (size %d, min %d, max %d as v4l2src "
+         "configured it), %d of %d buffers three memories, %d all DMA-BUF, %d received as DMA-BUF, %llu buffers "
+         "announced\n",
+         r.received, r.equal, r.split_frames, (unsigned long long)r.zero_copy, (unsigned long long)r.copies,
+         (unsigned long long)r.imported, r.pad.pool_size, r.pad.pool_min, r.pad.pool_max, r.pad.three_memories,
+         r.pad.buffers, r.pad.dmabuf, r.dmabuf_frames, (unsigned long long)r.announces);
+  const guint64 n = (guint64)g_frames;
+  CHECK(r.received == g_frames && r.equal == g_frames && r.split_frames == g_frames);
+  CHECK(r.frames == n && r.zero_copy == n && r.copies == 0 && r.imported == 0);
+  CHECK(strcmp(r.memory, et_memory_kind_name(ET_MEMORY_DMABUF)) == 0);
+  CHECK(r.pad.pool_size == (gint)kFrameBytes && r.pad.pool_max <= 10);
+  CHECK(r.pad.buffers == g_frames && r.pad.three_memories == g_frames && r.pad.dmabuf == g_frames &&
+        r.dmabuf_frames == g_frames);
+  CHECK(r.announces >= 3 && r.announces <= 3u * (guint64)r.pad.pool_max);
   return 0;
 }
 
@@ -694,6 +754,7 @@ int main(int argc, char** argv) {
       {"mplane_dmabuf_import_writes_one_buffer_per_plane", case_mplane_dmabuf_import_writes_one_buffer_per_plane},
       {"mplane_dmabuf_import_needs_plane_buffers", case_mplane_dmabuf_import_needs_plane_buffers},
       {"mplane_dmabuf_is_imported_by_the_sink", case_mplane_dmabuf_is_imported_by_the_sink},
+      {"mplane_i420_dmabuf_import_writes_three_buffers", case_mplane_i420_dmabuf_import_writes_three_buffers},
   };
   const int rc = run_vivid_cases(cases, sizeof cases / sizeof *cases, arg < argc ? argv[arg] : NULL);
   g_free(g_reference.frames);

@@ -3,8 +3,8 @@
 # the kernel lane's x86_64 VM (run-in-vm.sh, next to this script) with vivid loaded as two capture nodes, one
 # single-planar and one multi-planar (vivid n_devs=2 multiplanar=1,2 node_types=0x1,0x1): on each,
 # v4l2src io-mode=mmap as the reference, io-mode=dmabuf-import into edgetensorsink's DMA-BUF pool (NV12M:
-# plane-buffers=true, one DMA-BUF per plane; and without it, v4l2src's error), io-mode=dmabuf imported by the
-# sink.
+# plane-buffers=true, one DMA-BUF per plane, NV12M and YUV420M; and without it, v4l2src's error), io-mode=dmabuf
+# imported by the sink.
 # GStreamer in the guest loads only the plugins the pipelines use: a plugin directory of copies of
 # coreelements (capsfilter), app (appsink) and video4linux2 (v4l2src) as GST_PLUGIN_SYSTEM_PATH_1_0, and the
 # build tree's gstedgetensor as GST_PLUGIN_PATH; the registry under /tmp, scanned in the test's process
@@ -52,7 +52,8 @@ out="$tmp/run.log"
 
 cases=(mmap_reference_frames_are_identical dmabuf_import_writes_into_the_sink_pool dmabuf_is_imported_by_the_sink
        mplane_mmap_reference_frames_are_identical mplane_dmabuf_import_writes_one_buffer_per_plane
-       mplane_dmabuf_import_needs_plane_buffers mplane_dmabuf_is_imported_by_the_sink)
+       mplane_dmabuf_import_needs_plane_buffers mplane_dmabuf_is_imported_by_the_sink
+       mplane_i420_dmabuf_import_writes_three_buffers)
 set +e
 "$run_in_vm" "${skip[@]}" --timeout "${ET_GST_V4L2_LANE_TIMEOUT:-600}" \
     --modules vivid --kernel-args "vivid.n_devs=2 vivid.multiplanar=1,2 vivid.node_types=0x1,0x1" \
@@ -75,7 +76,8 @@ for c in "${cases[@]}"; do
     grep -qx "ok $c" "$out" || die "$name: no 'ok $c' line"
 done
 for line in '^mmap reference: ' '^dmabuf-import: ' '^dmabuf: ' '^mplane mmap reference: ' \
-    '^mplane dmabuf-import plane-buffers=true: ' '^mplane dmabuf-import without plane-buffers: error ' '^mplane dmabuf: '; do
+    '^mplane dmabuf-import plane-buffers=true: ' '^mplane dmabuf-import without plane-buffers: error ' '^mplane dmabuf: ' \
+    '^mplane I420 dmabuf-import plane-buffers=true: '; do
     grep -q "$line" "$out" || die "$name: no result line matching '$line'"
 done
 log "$name: ${#cases[@]}/${#cases[@]} cases passed, 0 skipped"

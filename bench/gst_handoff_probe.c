@@ -44,6 +44,60 @@ struct probe {
   int map_failed;
 };
 
+/* ET_PROBE_THREADS=1: each thread's CPU (schedstat run time) between the first counted buffer and the main
+ * loop's end, by thread, on stderr: where a process's per-frame CPU goes. A thread that ended before (the
+ * feed's) is missing there; the feed prints its own, by part (acquire, map and stamp, push). */
+enum { kMaxThreads = 64 };
+struct thread_cpu {
+  int count;
+  int tid[kMaxThreads];
+  char name[kMaxThreads][20];
+  long long ns[kMaxThreads];
+};
+static struct thread_cpu g_threads0;
+static int g_thread_report;
+
+static void snapshot_threads(struct thread_cpu* t) {
+  t->count = 0;
+  GDir* dir = g_dir_open("/proc/self/task", 0, NULL);
+  if (dir == NULL) return;
+  const char* entry;
+  while ((entry = g_dir_read_name(dir)) != NULL && t->count < kMaxThreads) {
+    char path[96], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", entry);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) continue;
+    long long ns = 0;
+    if (fscanf(f, "%lld", &ns) != 1) ns = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry);
+    f = fopen(path, "r");
+    buf[0] = '\0';
+    if (f != NULL) {
+      if (fgets(buf, sizeof buf, f) == NULL) buf[0] = '\0';
+      fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    const int i = t->count++;
+    t->tid[i] = atoi(entry);
+    snprintf(t->name[i], sizeof t->name[i], "%s", buf);
+    t->ns[i] = ns;
+  }
+  g_dir_close(dir);
+}
+
+static void report_threads(int frames) {
+  struct thread_cpu now;
+  snapshot_threads(&now);
+  for (int i = 0; i < now.count; ++i) {
+    long long before = 0;
+    for (int j = 0; j < g_threads0.count; ++j)
+      if (g_threads0.tid[j] == now.tid[i]) before = g_threads0.ns[j];
+    fprintf(stderr, "thread %d %-16s %8.1f us/frame\n", now.tid[i], now.name[i],
+            (double)(now.ns[i] - before) / 1000.0 / (frames > 0 ? frames : 1));
+  }
+}
+
 static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer data) {
   (void)pad;
   struct probe* p = data;
@@ -71,6 +125,7 @@ static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer 
   }
   const gint n = g_atomic_int_add(&p->frames, 1) + 1;
   if (n == p->warmup + 1) {
+    if (g_thread_report) snapshot_threads(&g_threads0);
     p->cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     p->wall0 = now;
   }
@@ -151,13 +206,18 @@ static gpointer feed_frames(gpointer data) {
   const int64_t interval = 1000000000 / 30;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  int64_t t_acquire = 0, t_map = 0, t_push = 0, t_all0 = 0, t_all1 = 0;
   for (int n = 0; n < f->frames; ++n) {
     GstBuffer* buffer = NULL;
+    /* ET_PROBE_THREADS: this thread's CPU by part (4 clock reads a frame, only then). */
+    const int64_t c0 = g_thread_report ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+    if (n == 11) t_all0 = c0;
     if (gst_buffer_pool_acquire_buffer(pool, &buffer, NULL) != GST_FLOW_OK) {
       fprintf(stderr, "feed: acquiring frame %d from the negotiated pool failed\n", n);
       f->failed = 1;
       break;
     }
+    const int64_t c1 = g_thread_report ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
     GST_BUFFER_PTS(buffer) = (GstClockTime)n * (GstClockTime)interval;
     GST_BUFFER_DURATION(buffer) = (GstClockTime)interval;
     GstMapInfo map;
@@ -170,7 +230,15 @@ static gpointer feed_frames(gpointer data) {
     const int64_t stamp = clock_ns(CLOCK_MONOTONIC);
     memcpy(map.data, &stamp, sizeof stamp);
     gst_buffer_unmap(buffer, &map);
+    const int64_t c2 = g_thread_report ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
     flow = gst_app_src_push_buffer(GST_APP_SRC(f->appsrc), buffer); /* takes our reference */
+    const int64_t c3 = g_thread_report ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+    if (n >= 11) {
+      t_acquire += c1 - c0;
+      t_map += c2 - c1;
+      t_push += c3 - c2;
+      t_all1 = c3;
+    }
     if (flow != GST_FLOW_OK) break; /* flushing: stopped */
     next.tv_nsec += interval;
     if (next.tv_nsec >= 1000000000) {
@@ -178,6 +246,11 @@ static gpointer feed_frames(gpointer data) {
       ++next.tv_sec;
     }
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+  }
+  if (g_thread_report && f->frames > 12) {
+    const double k = 1000.0 * (f->frames - 11);
+    fprintf(stderr, "thread feed: acquire %.1f, map+stamp %.1f, push %.1f, all %.1f us/frame\n", t_acquire / k,
+            t_map / k, t_push / k, (t_all1 - t_all0) / k);
   }
   gst_buffer_pool_set_active(pool, FALSE);
   gst_object_unref(pool);
@@ -213,6 +286,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "the pipeline has no element named probe\n");
     return 1;
   }
+  g_thread_report = getenv("ET_PROBE_THREADS") != NULL;
   g_mutex_init(&p.lock);
   p.latencies = g_array_new(FALSE, FALSE, sizeof(int64_t));
   GstPad* pad = gst_element_get_static_pad(element, "src");
@@ -264,6 +338,7 @@ int main(int argc, char** argv) {
     }
   }
   gst_object_unref(bus);
+  if (g_thread_report) report_threads(g_atomic_int_get(&p.frames) - p.warmup - 1);
   if (feeder != NULL) {
     if (rc != 0) gst_element_set_state(pipeline, GST_STATE_NULL); /* ends a push the feed waits in */
     g_thread_join(feeder);

@@ -907,10 +907,10 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
   g_object_class_install_property(
       object_class, PROP_PLANE_BUFFERS,
       g_param_spec_boolean("plane-buffers", "One buffer per plane",
-                           "The pool proposed upstream gives each plane a buffer of its own (one DMA-BUF per plane, one "
-                           "GstMemory each), as a V4L2 multi-planar format (NV12M, YUV420M) needs under v4l2src "
-                           "io-mode=dmabuf-import; otherwise every plane lies in one buffer. Packed formats are one "
-                           "buffer either way",
+                           "The pool proposed upstream gives each plane a buffer of its own (a DMA-BUF per plane where "
+                           "a dma-heap serves, else a memfd; one GstMemory each), as a V4L2 multi-planar format "
+                           "(NV12M, YUV420M) needs under v4l2src io-mode=dmabuf-import; otherwise every plane lies in "
+                           "one buffer. Packed formats are one buffer either way",
                            FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,

@@ -99,6 +99,10 @@ struct _GstEdgetensorSink {
   guint64 copy_drops;       /* not published: every copy buffer was still held (see copy_of) */
   guint64 send_errors;      /* frames the publisher refused (logged) */
   guint skipped_streak;     /* frames in a row that some receiver skipped (streaming thread only) */
+  /* What stats keep of objects gone since start (object lock): the publisher's counters at stop, the copy
+   * buffers of copy pools replaced by a caps change or dropped at stop. */
+  et_channel_publisher_stats publisher_at_stop;
+  guint64 ended_copy_buffers;
   gboolean copy_logged;
 };
 
@@ -136,12 +140,13 @@ static void gst_edgetensor_sink_set_property(GObject* object, guint id, const GV
 
 /* Object lock held. */
 static GstStructure* sink_stats(GstEdgetensorSink* self) {
-  et_channel_publisher_stats p = {0};
-  p.struct_size = sizeof p;
+  et_channel_publisher_stats p = self->publisher_at_stop; /* after stop: its counters then, no receiver now */
+  p.receivers = 0;
   if (self->publisher != NULL && et_channel_publisher_get_stats(self->publisher, &p) != ET_OK) memset(&p, 0, sizeof p);
   et_pool_stats c = {0};
   c.struct_size = sizeof c;
   if (self->copy_pool != NULL && et_pool_get_stats(self->copy_pool, &c) != ET_OK) memset(&c, 0, sizeof c);
+  c.allocated += self->ended_copy_buffers;
   return gst_structure_new("edgetensorsink-stats", "frames", G_TYPE_UINT64, self->frames, "zero-copy", G_TYPE_UINT64,
                            self->zero_copy, "imported", G_TYPE_UINT64, self->imported, "imports-held", G_TYPE_UINT64,
                            (guint64)g_atomic_int_get(&self->imports_held), "copies", G_TYPE_UINT64, self->copies,
@@ -214,6 +219,13 @@ static et_pool* new_copy_pool(GstEdgetensorSink* self, const et_image_layout* la
 
 static GstBufferPool* new_pool(GstEdgetensorSink* self, GstCaps* caps);
 
+/* Buffers `pool` (NULL: none) has allocated. */
+static guint64 copy_buffers_of(et_pool* pool) {
+  et_pool_stats c = {0};
+  c.struct_size = sizeof c;
+  return pool != NULL && et_pool_get_stats(pool, &c) == ET_OK ? c.allocated : 0;
+}
+
 static gboolean gst_edgetensor_sink_set_caps(GstBaseSink* sink, GstCaps* caps) {
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
   GstVideoInfo info;
@@ -235,11 +247,29 @@ static gboolean gst_edgetensor_sink_set_caps(GstBaseSink* sink, GstCaps* caps) {
   GST_OBJECT_LOCK(self);
   et_pool* old = self->copy_pool;
   self->copy_pool = pool;
+  self->ended_copy_buffers += copy_buffers_of(old);
   GST_OBJECT_UNLOCK(self);
   et_pool_release(old);
   GST_INFO_OBJECT(self, "caps %" GST_PTR_FORMAT ": edgetensor %s in %s buffers", (void*)caps,
                   et_pixel_format_name(self->layout.format), et_memory_kind_name(self->memory));
   return TRUE;
+}
+
+/* The min of the pool proposed for `info`: pool-size, but with plane-buffers no more frames than a receiver's
+ * default buffer table (32 entries) holds planes: past it, the channel would evict buffers still in use and
+ * announce them again (and a receiver holding that many frames would get none until it released). */
+static guint proposed_min(GstEdgetensorSink* self, const GstVideoInfo* info) {
+  GST_OBJECT_LOCK(self);
+  const guint pool_size = self->pool_size;
+  const gboolean per_plane = self->plane_buffers && GST_VIDEO_INFO_N_PLANES(info) > 1;
+  GST_OBJECT_UNLOCK(self);
+  if (!per_plane) return pool_size;
+  const guint table_frames = 32u / GST_VIDEO_INFO_N_PLANES(info);
+  if (pool_size <= table_frames) return pool_size;
+  GST_WARNING_OBJECT(self, "pool-size %u with plane-buffers: %u frames of %u planes fill a receiver's buffer table of "
+                     "32 buffers, so the pool proposed holds %u", pool_size, table_frames,
+                     GST_VIDEO_INFO_N_PLANES(info), table_frames);
+  return table_frames;
 }
 
 /* A new GstBufferPool of `caps`' images (the sink's memory kind) to propose upstream, configured; NULL
@@ -248,9 +278,9 @@ static GstBufferPool* new_pool(GstEdgetensorSink* self, GstCaps* caps) {
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, caps)) return NULL;
   GST_OBJECT_LOCK(self);
-  const guint min = self->pool_size;
   const gboolean per_plane = self->plane_buffers && GST_VIDEO_INFO_N_PLANES(&info) > 1;
   GST_OBJECT_UNLOCK(self);
+  const guint min = proposed_min(self, &info);
   GstBufferPool* pool = per_plane ? gst_edgetensor_plane_pool_new(self->memory, consumer_buffers(self))
                                   : gst_edgetensor_buffer_pool_new(self->memory, consumer_buffers(self));
   GstStructure* config = gst_buffer_pool_get_config(pool);
@@ -286,13 +316,11 @@ static gboolean gst_edgetensor_sink_propose_allocation(GstBaseSink* sink, GstQue
     if (self->memory == ET_MEMORY_UNSET_) self->memory = gst_edgetensor_probe_memory(&layout);
     GstBufferPool* pool = new_pool(self, caps);
     if (pool == NULL) return FALSE;
+    const guint min = proposed_min(self, &info);
     GST_INFO_OBJECT(self, "proposing a pool of %s %dx%d images, %s (%s memory)", GST_VIDEO_INFO_NAME(&info),
                     GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
                     GST_IS_EDGETENSOR_PLANE_POOL(pool) ? "one buffer per plane" : "every plane in one buffer",
                     et_memory_kind_name(self->memory));
-    GST_OBJECT_LOCK(self);
-    const guint min = self->pool_size;
-    GST_OBJECT_UNLOCK(self);
     gst_query_add_allocation_pool(query, pool, (guint)info.size, min, 0);
     gst_object_unref(pool);
   }
@@ -356,6 +384,9 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   receiver.use_send_timeout = 1;
   receiver.send_timeout_ms = self->send_timeout_ms < 0 ? ET_WAIT_FOREVER : self->send_timeout_ms;
   self->frames = self->zero_copy = self->imported = self->copies = self->copy_drops = self->send_errors = 0;
+  memset(&self->publisher_at_stop, 0, sizeof self->publisher_at_stop);
+  self->publisher_at_stop.struct_size = sizeof self->publisher_at_stop;
+  self->ended_copy_buffers = 0;
   self->copy_logged = self->import_logged = self->fallback_logged = FALSE;
   GST_OBJECT_UNLOCK(self);
   if (path == NULL || path[0] == '\0') {
@@ -421,6 +452,11 @@ static gboolean gst_edgetensor_sink_stop(GstBaseSink* sink) {
   self->publisher = NULL;
   et_pool* pool = self->copy_pool;
   self->copy_pool = NULL;
+  /* stats keep the publisher's counters and the copy buffers past stop. */
+  et_channel_publisher_stats ended = {0};
+  ended.struct_size = sizeof ended;
+  if (publisher != NULL && et_channel_publisher_get_stats(publisher, &ended) == ET_OK) self->publisher_at_stop = ended;
+  self->ended_copy_buffers += copy_buffers_of(pool);
   GST_OBJECT_UNLOCK(self);
   et_channel_publisher_release(publisher);
   et_pool_release(pool); /* copy buffers still held elsewhere stay valid */

@@ -797,10 +797,23 @@ static int consume_sink(const char* pipeline_text, const char* path, int frames,
   gst_object_unref(bus);
   GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   g_object_get(sink, "stats", stats, NULL);
-  gst_object_unref(sink);
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  /* The counters stay after stop (before 0.7.5 the publisher's fell back to 0). */
+  GstStructure* stopped = NULL;
+  g_object_get(sink, "stats", &stopped, NULL);
+  gst_object_unref(sink);
   gst_object_unref(pipeline);
   free_reference(reference, frames);
+  guint64 live[3] = {0, 0, 0}, after[3] = {1, 1, 1};
+  static const char* const kept[] = {"deliveries", "receivers-joined", "copy-buffers"};
+  for (int k = 0; k < 3; ++k) {
+    gst_structure_get_uint64(*stats, kept[k], &live[k]);
+    gst_structure_get_uint64(stopped, kept[k], &after[k]);
+    if (live[k] != after[k]) fprintf(stderr, "stats.%s: %llu while playing, %llu after NULL\n", kept[k],
+                                     (unsigned long long)live[k], (unsigned long long)after[k]);
+  }
+  gst_structure_free(stopped);
+  CHECK(live[0] == after[0] && live[1] == after[1] && live[2] == after[2]);
   return 0;
 }
 
@@ -1008,16 +1021,17 @@ static int case_sink_plane_pool_waits_while_consumers_hold_it(void) {
 }
 
 /* plane-buffers=true with I420 (three planes) while a queue in front of the sink keeps the pool cycling through
- * every buffer (as v4l2src's ring does): the pool holds at most 10 frames, so its 30 plane buffers fit a
- * receiver's default buffer table (32) and each is announced once. With 12 (36 buffers) the channel evicted
- * buffers still in use and announced them again, an fd, an import and a mapping per plane and frame. */
+ * every buffer (as v4l2src's ring does): the pool holds at most 10 frames, pool-size=20 included, so its 30
+ * plane buffers fit a receiver's default buffer table (32) and each is announced once. With 12 (36 buffers) the
+ * channel evicted buffers still in use and announced them again, an fd, an import and a mapping per plane and
+ * frame (177 announces for 60 frames); with pool-size=20 as the pool's min, 60 buffers. */
 static int case_sink_plane_pool_fits_the_receivers_buffer_table(void) {
   enum { kCycled = 60 };
   char path[108];
   snprintf(path, sizeof path, "@edgetensor-gst-plane-table-%d", (int)getpid());
   char* text = g_strdup_printf("videotestsrc num-buffers=%d ! video/x-raw,format=I420,width=%d,height=%d ! "
                                "queue max-size-buffers=20 ! identity sleep-time=2000 ! edgetensorsink name=sink "
-                               "socket-path=%s wait-receivers=1 plane-buffers=true sync=false",
+                               "socket-path=%s wait-receivers=1 plane-buffers=true pool-size=20 sync=false",
                                kCycled, kWidth, kHeight, path);
   GstElement* pipeline = NULL;
   et_channel_receiver* receiver = NULL;

@@ -21,8 +21,7 @@ static void init_debug(void) {
 #define ACQUIRE_SLICE_NS (50 * 1000 * 1000)
 /* Most buffers a C pool holds (the channel's buffer table holds at most 1024). */
 #define MAX_POOL_BUFFERS 1024u
-/* A receiver's buffer table by default (et_channel_receiver_options.max_buffers 0, C++ ReceiverOptions): the
- * plane pool's frames times their planes stay within it when upstream sets no max. */
+/* A receiver's buffer table by default (et_channel_receiver_options.max_buffers 0, C++ ReceiverOptions). */
 #define CHANNEL_TABLE_BUFFERS 32u
 
 /* One C pool image's GStreamer side, idle (back from GStreamer), kept by the image's buffer key: the C pool
@@ -444,6 +443,8 @@ static gsize plane_bytes(const PoolConfig* config, guint p) {
   return end - GST_VIDEO_INFO_PLANE_OFFSET(info, p);
 }
 
+guint gst_edgetensor_plane_pool_table_frames(guint planes) { return CHANNEL_TABLE_BUFFERS / MAX(planes, 1u); }
+
 /* The config with its max set to what the pool holds: with max 0, GstBufferPool would allocate without limit
  * while consumers hold frames. For max 0 the pool also stays within a receiver's default buffer table
  * (CHANNEL_TABLE_BUFFERS, counting each plane's buffer): past it the channel would evict buffers still alive and
@@ -455,7 +456,7 @@ static gboolean plane_pool_set_config(GstBufferPool* pool, GstStructure* config)
   guint size = 0;
   gst_buffer_pool_config_get_params(config, &caps, &size, NULL, NULL);
   guint max = pool_capacity(&self->config, self->consumer_buffers);
-  const guint table_frames = CHANNEL_TABLE_BUFFERS / MAX(self->config.layout.plane_count, 1u);
+  const guint table_frames = gst_edgetensor_plane_pool_table_frames(self->config.layout.plane_count);
   if (self->config.max_buffers == 0 && max > table_frames) max = MAX(table_frames, self->config.min_buffers);
   GST_DEBUG_OBJECT(pool, "at most %u buffers of %u planes each (config min %u, max %u)", max,
                    self->config.layout.plane_count, self->config.min_buffers, self->config.max_buffers);

@@ -39,6 +39,10 @@ G_DECLARE_FINAL_TYPE(GstEdgetensorPlanePool, gst_edgetensor_plane_pool, GST, EDG
  * min; acquire waits for a free one (GstBufferPool's own wait, ended by flushing). */
 GstBufferPool* gst_edgetensor_plane_pool_new(int32_t memory, guint consumer_buffers);
 
+/* Frames of `planes` planes (at least 1) whose buffers fit a receiver's default buffer table (32 entries,
+ * et_channel_receiver_options.max_buffers 0): the plane pool's bound for max 0, and the sink's for pool-size. */
+guint gst_edgetensor_plane_pool_table_frames(guint planes);
+
 /* The edgetensor image behind `memory` when it is one of these pools' (borrowed: valid while `memory`
  * lives); NULL otherwise. */
 et_tensor* gst_edgetensor_memory_tensor(GstMemory* memory);

@@ -264,7 +264,7 @@ static guint proposed_min(GstEdgetensorSink* self, const GstVideoInfo* info) {
   const gboolean per_plane = self->plane_buffers && GST_VIDEO_INFO_N_PLANES(info) > 1;
   GST_OBJECT_UNLOCK(self);
   if (!per_plane) return pool_size;
-  const guint table_frames = 32u / GST_VIDEO_INFO_N_PLANES(info);
+  const guint table_frames = gst_edgetensor_plane_pool_table_frames(GST_VIDEO_INFO_N_PLANES(info));
   if (pool_size <= table_frames) return pool_size;
   GST_WARNING_OBJECT(self, "pool-size %u with plane-buffers: %u frames of %u planes fill a receiver's buffer table of "
                      "32 buffers, so the pool proposed holds %u", pool_size, table_frames,

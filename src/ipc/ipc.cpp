@@ -134,7 +134,12 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
   // Room for max_fds plus everything the kernel may add for the socket's options. Extra fds from the
   // sender may use the spare room: they are counted and refused below, or show as MSG_CTRUNC.
   const std::size_t control_bytes = CMSG_SPACE(sizeof(int) * max_fds) + kernel_control_bytes();
-  std::vector<cmsghdr> control((control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr));  // aligned for cmsghdr
+  // One buffer per thread, aligned for cmsghdr, grown when needed and never cleared: the kernel writes the
+  // control messages and sets msg_controllen, and only those bytes are read. (A new zeroed buffer of over a
+  // page on every call was a third of a frame's receive.)
+  thread_local std::vector<cmsghdr> control;
+  const std::size_t control_words = (control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr);
+  if (control.size() < control_words) control.resize(control_words);
   msg.msg_control = control.data();
   msg.msg_controllen = control_bytes;
   ssize_t n;

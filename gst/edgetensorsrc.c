@@ -7,6 +7,7 @@
 #include <gst/allocators/allocators.h>
 #include <gst/video/video.h>
 
+#include <errno.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC(et_gst_src_debug);
@@ -542,6 +543,14 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
     const et_status status = latest ? et_channel_receiver_receive_latest(self->receiver, RECEIVE_SLICE_MS, &d)
                                     : et_channel_receiver_receive(self->receiver, RECEIVE_SLICE_MS, &d);
     if (status == ET_BUSY) continue;
+    /* Refused by the producer (not allowed: EACCES; its receiver limit: EUSERS): connecting again would be
+     * refused again, so this ends the stream even with reconnect. */
+    const int32_t err = status == ET_OK ? 0 : et_last_error_errno();
+    if ((status == ET_PERMISSION_DENIED && err == EACCES) || (status == ET_OUT_OF_RANGE && err == EUSERS)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("the producer refused this consumer: %s", et_last_error_message()),
+                        (NULL));
+      return GST_FLOW_ERROR;
+    }
     if (status != ET_OK && again) {
       char* why = g_strdup(et_last_error_message());
       const gboolean ok = reconnect(self, why);
@@ -650,7 +659,8 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
       object_class, PROP_RECONNECT,
       g_param_spec_boolean("reconnect", "Reconnect",
                            "When the producer closes or dies without ending the stream, wait connect-timeout for "
-                           "the next one on socket-path instead of an error (its first buffer is DISCONT)",
+                           "the next one on socket-path instead of an error (its first buffer is DISCONT); a "
+                           "producer that refuses this consumer (its allow rule or receiver limit) is an error",
                            FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,

@@ -110,8 +110,9 @@ class ET_API Listener {
 
   /// The next allowed peer's connected socket (owned by the caller: hand it to Sender::create or
   /// Receiver::create), waiting at most `timeout` (0: only one already waiting; milliseconds::max(): no
-  /// limit). A refused peer is closed, logged (LogLevel::Warning, naming its pid, uid, gid and the
-  /// path) and counted in stats(); accept goes on waiting for the next one. A peer that hung up first is
+  /// limit). A refused peer is told why (a refuse message naming its uid, gid and the path: its receive()
+  /// fails with PermissionDenied, docs/WIRE.md), closed, logged (LogLevel::Warning, naming its pid, uid,
+  /// gid and the path) and counted in stats(); accept goes on waiting for the next one. A peer that hung up first is
   /// skipped. Errors: Busy (no allowed peer within the timeout), InvalidArgument (negative timeout),
   /// FailedPrecondition (moved-from), from_errno of accept4 or poll.
   [[nodiscard]] Result<UniqueFd> accept(std::chrono::milliseconds timeout);
@@ -379,7 +380,9 @@ class ET_API Receiver {
   /// naming the field, its value and the limit; unknown buffer id; duplicate announce; fences without the
   /// capability, a fence_count not matching fence_mask or the fds, a fence fd that is not a sync_file;
   /// an fd refused as ipc::receive refuses it), OutOfRange (a view or plane past its buffer; an announce past
-  /// max_buffers or limits.max_buffer_bytes; max_queued_releases releases queued), from_errno of recvmsg/poll. All but Busy close the channel,
+  /// max_buffers or limits.max_buffer_bytes; max_queued_releases releases queued), from_errno of recvmsg/poll;
+  /// a refusal by the accepting end, with its text (docs/WIRE.md, refuse): PermissionDenied with sys_errno
+  /// EACCES (the Listener's allow rule), OutOfRange with EUSERS (the publisher's max_receivers). All but Busy close the channel,
   /// except InvalidArgument for a negative `timeout` (refused before anything is read: it stays open).
   [[nodiscard]] Result<Delivery> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
 

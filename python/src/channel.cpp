@@ -500,7 +500,9 @@ void bind_receiver(py::module_& m) {
           "The next frame (a Delivery), waiting at most `timeout` seconds (None: no bound; 0: only what has "
           "arrived). After the sender's end_stream(): a Delivery with end_of_stream set, on every call. Sends "
           "queued releases first. TimeoutError (BusyError for 0): the channel stays open. UnavailableError: the "
-          "sender closed or died. Waits with the GIL released; Ctrl-C raises KeyboardInterrupt.")
+          "sender closed or died. PermissionDeniedError (not allowed to connect) or OutOfRangeError (the "
+          "publisher's max_receivers): the producer refused this receiver, with its reason. Waits with the GIL "
+          "released; Ctrl-C raises KeyboardInterrupt.")
       .def(
           "receive_latest",
           [](ReceiverHandle& h, const py::object& timeout) {

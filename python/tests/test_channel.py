@@ -377,6 +377,24 @@ def test_listener_connect_accept_and_stats():
             c.close()
 
 
+def test_a_refused_receiver_is_told_why():
+    """A listener whose allow rule refuses this process tells the peer why before closing (docs/WIRE.md,
+    refuse): receive raises PermissionDeniedError (a PermissionError) naming the uid and the path."""
+    path = "@et-refuse-%d" % os.getpid()
+    with channel.Listener(path, allow=channel.AllowRule(same_uid=False)) as ls:
+        c = channel.connect(path)
+        r = channel.Receiver(c)
+        c.close()
+        with pytest.raises(et.TimeoutError):
+            ls.accept(timeout=0.05)  # refuses the peer, then finds no allowed one
+        assert ls.stats().refused == 1
+        with pytest.raises(et.PermissionDeniedError,
+                           match=r"refused this end and closed the channel: uid %d \(gid %d\) is not allowed to "
+                                 r"connect to '%s'" % (os.geteuid(), os.getegid(), path)) as caught:
+            r.receive(timeout=1)
+        assert isinstance(caught.value, PermissionError)
+
+
 # ---- asyncio -------------------------------------------------------------------------------------
 
 def test_connect_to_a_full_queue_times_out_as_every_wait():

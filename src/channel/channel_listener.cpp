@@ -19,6 +19,7 @@
 #include "text/format.h"
 
 #include "base/log_internal.h"
+#include "channel/channel_socket.h"
 #include "ipc/ipc_wait.h"
 
 namespace edgetensor {
@@ -207,6 +208,11 @@ Result<UniqueFd> Listener::accept(std::chrono::milliseconds timeout) {
                               "rule (same uid {}: {}, uids listed {}, gids listed {}); closed",
                               who, cred.pid, cred.uid, cred.gid, ::geteuid(), s.options.allow.same_uid,
                               s.options.allow.uids.size(), s.options.allow.gids.size());
+      edgetensor::detail::send_refusal(
+          c, edgetensor::detail::RefuseReason::NotAllowed,
+          text::format("uid {} (gid {}) is not allowed to connect to '{}': its owner accepts its own uid and the uids "
+                       "and gids it lists (edgetensorsink allow-uids, allow-gids; channel::ListenOptions::allow)",
+                       cred.uid, cred.gid, who));
       continue;  // closed by `peer`
     }
     // A peer that left before we took it (e.g. another Listener::create probing for a stale file).

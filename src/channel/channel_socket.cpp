@@ -61,6 +61,13 @@ int send_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds)
   return static_cast<std::size_t>(n) == bytes.size() ? 0 : EMSGSIZE;
 }
 
+void send_refusal(int socket_fd, RefuseReason reason, std::string_view text) noexcept {
+  try {
+    (void)send_now(socket_fd, encode_refuse(reason, text));
+  } catch (...) {  // no memory for the message: the peer sees the channel close without a reason
+  }
+}
+
 Result<Ready> wait_input(int socket_fd, int wake_fd, bool want_write, ChannelClock::time_point deadline) {
   pollfd p[2] = {{socket_fd, static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd, POLLIN, 0}};
   ET_TRY(poll_until(std::span(p, wake_fd >= 0 ? 2 : 1), Wait{deadline, {}, nullptr}, "channel"));

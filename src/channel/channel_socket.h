@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "channel/channel_wire.h"
 #include "ipc/ipc_wait.h"
 
 namespace edgetensor {
@@ -31,6 +32,10 @@ std::int64_t monotonic_ns() noexcept;
 /// Sends `bytes` and `fds` (borrowed) without waiting and without allocating: 0 when sent, else the
 /// errno (EAGAIN: no room now). For releases sent from a deleter.
 int send_now(int socket_fd, std::span<const std::byte> bytes, ArrayRef<int> fds = {}) noexcept;
+
+/// Tells a peer this end will not serve why, before the caller closes the socket (a refuse message,
+/// docs/WIRE.md): best effort, without waiting; a peer gone or a full socket gets nothing.
+void send_refusal(int socket_fd, RefuseReason reason, std::string_view text) noexcept;
 
 /// What wait_input saw.
 struct Ready {

@@ -2,7 +2,9 @@
 // Encoding and validation of the frame channel's messages (channel_wire.h; docs/WIRE.md).
 #include "channel/channel_wire.h"
 
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
@@ -24,6 +26,7 @@ const char* type_name(std::uint8_t type) noexcept {
     case ChannelMessage::Retire: return "retire";
     case ChannelMessage::Hello: return "hello";
     case ChannelMessage::EndOfStream: return "end of stream";
+    case ChannelMessage::Refuse: return "refuse";
   }
   return "unknown";
 }
@@ -37,6 +40,7 @@ std::uint16_t header_bytes_of(ChannelMessage type) noexcept {
     case ChannelMessage::Retire: return sizeof(ChannelPrefix);
     case ChannelMessage::Hello: return sizeof(HelloHeader);
     case ChannelMessage::EndOfStream: return sizeof(EndOfStreamHeader);
+    case ChannelMessage::Refuse: return sizeof(RefuseHeader);
   }
   return 0;
 }
@@ -117,6 +121,20 @@ std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent) {
   h.prefix = prefix_of(ChannelMessage::EndOfStream, 0);
   h.frames_sent = frames_sent;
   return bytes_of(h);
+}
+
+std::vector<std::byte> encode_refuse(RefuseReason reason, std::string_view text) {
+  RefuseHeader h;
+  h.prefix = prefix_of(ChannelMessage::Refuse, 0);
+  h.reason = static_cast<std::uint32_t>(reason);
+  const std::size_t n = std::min(text.size(), kMaxRefuseTextBytes);
+  h.text_bytes = static_cast<std::uint32_t>(n);
+  auto out = bytes_of(h, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out[sizeof h + i] = static_cast<std::byte>(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
 }
 
 std::vector<std::byte> encode_retire(std::span<const std::uint32_t> buffer_ids) {
@@ -312,6 +330,39 @@ Result<std::uint64_t> decode_end_of_stream(std::span<const std::byte> bytes) {
   EndOfStreamHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   return h.frames_sent;
+}
+
+Error refusal_error(const Refusal& r, std::string_view peer) {
+  const ErrorCode code = r.reason == static_cast<std::uint32_t>(RefuseReason::NotAllowed)      ? ErrorCode::PermissionDenied
+                         : r.reason == static_cast<std::uint32_t>(RefuseReason::ReceiverLimit) ? ErrorCode::OutOfRange
+                                                                                                : ErrorCode::Unavailable;
+  const int sys_errno = code == ErrorCode::PermissionDenied ? EACCES : code == ErrorCode::OutOfRange ? EUSERS : 0;
+  return Error(code, text::format("the {} refused this end and closed the channel: {}", peer,
+                                  r.text.empty() ? std::string("(no reason given)") : r.text), sys_errno);
+}
+
+Result<Refusal> decode_refuse(std::span<const std::byte> bytes) {
+  ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type != static_cast<std::uint8_t>(ChannelMessage::Refuse))
+    return bad(text::format("a {} where a refuse was expected", type_name(p.type)));
+  if (p.count != 0) return bad(text::format("refuse count {}: must be 0", p.count));
+  RefuseHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.text_bytes > kMaxRefuseTextBytes)
+    return bad(text::format("refuse text_bytes {}, over the limit of {}", h.text_bytes, kMaxRefuseTextBytes));
+  if (bytes.size() != sizeof h + h.text_bytes)
+    return bad(text::format("refuse of {} B, with text_bytes {} it has exactly {} B", bytes.size(), h.text_bytes,
+                            sizeof h + h.text_bytes));
+  Refusal r;
+  r.reason = h.reason;
+  r.text.reserve(h.text_bytes);
+  for (std::size_t i = 0; i < h.text_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[sizeof h + i]);
+    if (c < 0x20 || c >= 0x7f)
+      return bad(text::format("refuse text byte {} is {:#04x}: the text is printable ASCII", i, c));
+    r.text.push_back(static_cast<char>(c));
+  }
+  return r;
 }
 
 }  // namespace detail

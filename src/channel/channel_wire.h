@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipc/ipc_wire.h"
@@ -26,9 +28,9 @@ namespace detail {
 inline constexpr std::uint32_t kChannelMagic = 0x31435445;  // "ETC1"
 
 enum class ChannelMessage : std::uint8_t {
-  Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5, Hello = 6, EndOfStream = 7
+  Announce = 1, TensorFrame = 2, Frame = 3, Release = 4, Retire = 5, Hello = 6, EndOfStream = 7, Refuse = 8
 };
-inline constexpr std::uint8_t kLastChannelMessage = 7;
+inline constexpr std::uint8_t kLastChannelMessage = 8;
 
 /// Hello capability bits (docs/WIRE.md, "Capabilities"): an end uses one only when both hellos carry it.
 /// Fences: frames may carry acquire fences (fence_mask) and releases release fences (flags bit 0), each a
@@ -124,6 +126,18 @@ struct EndOfStreamHeader {
 };
 static_assert(sizeof(EndOfStreamHeader) == 24 && offsetof(EndOfStreamHeader, frames_sent) == 16);
 
+// Refuse (the accepting end -> a peer it will not serve, then it closes): why, for the peer's error. The
+// text follows the header: printable ASCII, no NUL, at most kMaxRefuseTextBytes.
+enum class RefuseReason : std::uint32_t { NotAllowed = 1, ReceiverLimit = 2 };
+struct RefuseHeader {
+  ChannelPrefix prefix;
+  std::uint32_t reason = 0;      // RefuseReason; another value is read as "refused" with the text
+  std::uint32_t text_bytes = 0;  // the text's length
+};
+static_assert(sizeof(RefuseHeader) == 24 && offsetof(RefuseHeader, reason) == 16 &&
+              offsetof(RefuseHeader, text_bytes) == 20);
+inline constexpr std::size_t kMaxRefuseTextBytes = 256;
+
 inline constexpr std::size_t kMaxReleaseEntries = 64;  // per release message
 inline constexpr std::size_t kMaxRetireIds = 64;       // per retire message
 inline constexpr std::size_t kMaxReleaseMessageBytes = sizeof(ChannelPrefix) + kMaxReleaseEntries * sizeof(ReleaseEntry);
@@ -161,6 +175,8 @@ std::vector<std::byte> encode_end_of_stream(std::uint64_t frames_sent);
 /// is sent from a deleter).
 std::size_t encode_release(std::span<const ReleaseEntry> entries, std::span<std::byte> out) noexcept;
 std::vector<std::byte> encode_retire(std::span<const std::uint32_t> buffer_ids);
+/// A refuse with `text` cut to kMaxRefuseTextBytes, every byte outside printable ASCII written as '?'.
+std::vector<std::byte> encode_refuse(RefuseReason reason, std::string_view text);
 
 /// Reads the prefix and checks what every message must be: at least 16 B, the magic (the other byte
 /// order, a tensor or frame message of ipc::send named), the version, a known type and its header_bytes,
@@ -198,6 +214,18 @@ Result<FrameMessage> decode_frame(std::span<const std::byte> bytes, bool fences 
 Result<std::vector<ReleaseEntry>> decode_release(std::span<const std::byte> bytes, bool fences = false);
 /// A retire: count 1..kMaxRetireIds, exactly 16 + 4 x count B, non-zero ids. Errors: InvalidArgument.
 Result<std::vector<std::uint32_t>> decode_retire(std::span<const std::byte> bytes);
+
+struct Refusal {
+  std::uint32_t reason = 0;  // RefuseReason, or a value of a later release
+  std::string text;
+};
+/// A refuse: exactly 24 + text_bytes B, count 0, text_bytes at most kMaxRefuseTextBytes, the text printable
+/// ASCII. Errors: InvalidArgument.
+Result<Refusal> decode_refuse(std::span<const std::byte> bytes);
+/// The error of a refusal that `peer` ("sender", "receiver") sent this end: PermissionDenied (NotAllowed),
+/// OutOfRange (ReceiverLimit), Unavailable (another reason), with the peer's text; sys_errno EACCES,
+/// EUSERS and 0, so that a caller can tell a refusal from other errors of those codes.
+Error refusal_error(const Refusal& r, std::string_view peer);
 
 struct Hello {
   ChannelRole role = ChannelRole::Sender;

@@ -131,10 +131,15 @@ struct Publisher::State {
     std::uint64_t id = 0;
     {
       std::lock_guard lock(mutex);
-      if (receivers.size() >= options.max_receivers)
+      if (receivers.size() >= options.max_receivers) {
+        edgetensor::detail::send_refusal(
+            socket.get(), edgetensor::detail::RefuseReason::ReceiverLimit,
+            text::format("the publisher serves {} receivers already, its limit (PublisherOptions::max_receivers {}); "
+                         "try again when one leaves", receivers.size(), options.max_receivers));
         return fail(ErrorCode::OutOfRange,
                     text::format("{}: {} receivers served already (PublisherOptions::max_receivers {})", label,
                                  receivers.size(), options.max_receivers));
+      }
       id = next_id++;
     }
     SenderOptions o = given;

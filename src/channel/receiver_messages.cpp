@@ -82,6 +82,10 @@ Result<std::optional<channel::Delivery>> ChannelReceiver::handle(std::span<const
       ET_TRY(on_hello(bytes));
       return std::nullopt;
     case ChannelMessage::EndOfStream: return on_end_of_stream(bytes);
+    case ChannelMessage::Refuse: {
+      ET_TRY_ASSIGN(const Refusal r, decode_refuse(bytes));
+      return fail(refusal_error(r, "sender"));
+    }
     case ChannelMessage::TensorFrame:
     case ChannelMessage::Frame: break;  // above
     case ChannelMessage::Release:

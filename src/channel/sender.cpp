@@ -344,6 +344,14 @@ Result<void> ChannelSender::end_stream() {
 
 Result<void> ChannelSender::handle_message(std::span<const std::byte> bytes, std::vector<UniqueFd>& fds) {
   ET_TRY_ASSIGN(const ChannelPrefix p, decode_prefix(bytes));
+  if (p.type == static_cast<std::uint8_t>(ChannelMessage::Refuse)) {  // a listening receiver's end will not serve us
+    if (!fds.empty())
+      return fail(ErrorCode::InvalidArgument,
+                  text::format("malformed channel message: {} fd{} arrived with a refuse, which carries none",
+                               fds.size(), fds.size() == 1 ? "" : "s"));
+    ET_TRY_ASSIGN(const Refusal r, decode_refuse(bytes));
+    return fail(refusal_error(r, "receiver"));
+  }
   if (p.type != static_cast<std::uint8_t>(ChannelMessage::Hello)) return handle_release(bytes, fds);
   if (!fds.empty())
     return fail(ErrorCode::InvalidArgument,

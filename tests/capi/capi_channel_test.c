@@ -526,11 +526,18 @@ static int case_channel_listener_refuses_a_peer(void) {
   CHECK_OK(et_channel_listener_get_stats(l, &st));
   CHECK(st.refused == 1 && st.accepted == 0 && st.has_last_refused == 1);
   CHECK(st.last_refused_pid == (int32_t)getpid() && st.last_refused_uid == (uint32_t)geteuid());
-  /* The refused peer was closed unread: its end sees the hang-up. */
+  /* The refused peer was told why (a refuse message), then closed unread: ET_PERMISSION_DENIED, errno EACCES,
+   * naming its uid and the path. */
   et_channel_receiver* r = NULL;
   CHECK_OK(et_channel_receiver_create_adopt(client, NULL, &r));
   et_channel_delivery d = delivery();
-  CHECK_STATUS(ET_UNAVAILABLE, et_channel_receiver_receive(r, 1000, &d));
+  CHECK_STATUS(ET_PERMISSION_DENIED, et_channel_receiver_receive(r, 1000, &d));
+  CHECK(et_last_error_errno() == EACCES);
+  char want[160];
+  snprintf(want, sizeof want, "uid %u (gid %u) is not allowed to connect to '%s'", (unsigned)geteuid(),
+           (unsigned)getegid(), path);
+  CHECK(strstr(et_last_error_message(), "the sender refused this end and closed the channel: ") != NULL);
+  CHECK(strstr(et_last_error_message(), want) != NULL);
   et_channel_receiver_release(r);
   et_channel_listener_release(l);
   /* This uid listed: the same rule passes it. */

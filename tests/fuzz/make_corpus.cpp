@@ -208,6 +208,12 @@ void channel_seeds(const std::filesystem::path& dir) {
   in.messages.push_back({{{FdKind::SealedMemfd, 4096 / 64}}, edgetensor::detail::encode_announce(2, MemoryKind::Shm, 4096)});
   in.messages.push_back({{}, edgetensor::detail::encode_frame(edgetensor::detail::ChannelMessage::TensorFrame, 0, 0, two, header)});
   write(dir, "seed-retire-then-announce", in);
+  // A refuse after the sender's hello (a listener that will not serve this receiver): its reason and text.
+  Input refuse;
+  refuse.messages.push_back({{}, edgetensor::detail::encode_hello(edgetensor::detail::ChannelRole::Sender, 32)});
+  refuse.messages.push_back({{}, edgetensor::detail::encode_refuse(edgetensor::detail::RefuseReason::NotAllowed,
+                                                                   "uid 1000 (gid 1000) is not allowed to connect")});
+  write(dir, "seed-refuse", refuse);
 }
 
 }  // namespace

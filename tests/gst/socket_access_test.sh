@@ -2,7 +2,8 @@
 # Who may connect to edgetensorsink's socket: socket-mode sets the file's permission bits, allow-uids and
 # allow-gids add peers beside the sink's own uid (SO_PEERCRED at accept). A consumer of another uid (65534,
 # through setpriv) receives the stream with socket-mode=0666 allow-uids=65534; it is refused with 0660 (the
-# file mode: EACCES at connect) and with 0666 alone (the allow rule); a malformed id list fails the sink,
+# file mode: EACCES at connect) and with 0666 alone (the allow rule: told why, and not connecting again with
+# reconnect=true); a malformed id list fails the sink,
 # naming the property and the entry. Needs root (to run a consumer under another uid). gst-launch-1.0 reads
 # a leading 0 as octal.
 set -u
@@ -50,14 +51,25 @@ grep -q "Permission denied\|EACCES" "$dir/consumer.log" || { cat "$dir/consumer.
 stop_producer
 echo "ok: socket-mode 0660 refuses uid 65534 at connect (EACCES)"
 
-# The allow rule: mode 0666 lets the connect through, the sink's default rule (its own uid) refuses the peer.
+# The allow rule: mode 0666 lets the connect through, the sink's default rule (its own uid) refuses the peer,
+# telling it why (the channel's refuse message): its edgetensorsrc names the refusal, its uid and the path.
 start_producer "$dir/c.sock" socket-mode=0666
 if consume_as_nobody "$dir/c.sock"; then cat "$dir/consumer.log"; fail "uid 65534 was served without allow-uids"; fi
-grep -q "closed the channel" "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "the consumer was not closed"; }
+grep -q "the producer refused this consumer: .*uid 65534 (gid 65534) is not allowed to connect to '$dir/c.sock'" \
+  "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "the consumer was not told why it was refused"; }
 # Refused, not served: the sink still waits for its first receiver (wait-receivers=1), so it has not ended.
 kill -0 "$producer" 2>/dev/null || { cat "$dir/producer.log"; fail "the sink ended: it served the refused peer"; }
+echo "ok: without allow-uids the sink refuses uid 65534, naming why, and keeps waiting for an allowed one"
+# reconnect=true does not connect again after a refusal (it would be refused again): the consumer fails
+# at once, well before its connect-timeout of 20 s.
+start=$(date +%s)
+if as_nobody timeout 30 $GST_LAUNCH -q edgetensorsrc socket-path="$dir/c.sock" reconnect=true connect-timeout=20000 ! \
+   fakesink >"$dir/consumer.log" 2>&1; then cat "$dir/consumer.log"; fail "uid 65534 was served with reconnect=true"; fi
+took=$(( $(date +%s) - start ))
+grep -q "the producer refused this consumer" "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "reconnect=true: no refusal named"; }
+[ "$took" -lt 15 ] || fail "reconnect=true: the refused consumer took $took s (it connected again)"
 stop_producer
-echo "ok: without allow-uids the sink closes uid 65534's connection and keeps waiting for an allowed one"
+echo "ok: reconnect=true ends at the refusal (${took} s), without connecting again"
 
 # A malformed list fails the sink at start, naming the property and the entry.
 out=$(timeout 30 $GST_LAUNCH -q videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=64,height=48 ! \

@@ -843,7 +843,8 @@ ET_C_API et_channel_listener* et_channel_listener_retain(et_channel_listener* li
 ET_C_API void et_channel_listener_release(et_channel_listener* listener);
 /* The next allowed peer's connected socket into *out_fd (the caller's, CLOEXEC: hand it to
  * et_channel_sender_create_adopt or _receiver_create_adopt), waiting at most `timeout_ms`. A refused
- * peer is closed, logged and counted (et_channel_listener_get_stats), and the wait goes on. Errors:
+ * peer is told why (its receive fails with ET_PERMISSION_DENIED), closed, logged and counted
+ * (et_channel_listener_get_stats), and the wait goes on. Errors:
  * ET_INVALID_ARGUMENT (NULL, a bad timeout), ET_BUSY (no allowed peer in time), accept's error. */
 ET_C_API et_status et_channel_listener_accept(et_channel_listener* listener, int32_t timeout_ms, int32_t* out_fd);
 /* The listening socket (still the listener's, O_NONBLOCK: do not close it) for poll(2): POLLIN, then
@@ -1081,7 +1082,9 @@ ET_C_API void et_channel_receiver_release(et_channel_receiver* receiver);
  * 1, on every later call (ET_OK). A failure leaves *out zeroed (handles NULL) once its struct_size was
  * accepted. Errors: ET_INVALID_ARGUMENT (NULL, bad struct_size, a bad timeout: the channel stays open; a
  * malformed message), ET_BUSY (no frame in time: the channel stays open), ET_UNAVAILABLE (the sender
- * closed or died), ET_FAILED_PRECONDITION (closed before), ET_OUT_OF_RANGE (a buffer past the limits).
+ * closed or died), ET_FAILED_PRECONDITION (closed before), ET_OUT_OF_RANGE (a buffer past the limits); a
+ * refusal by the producer, with its reason (docs/WIRE.md, refuse): ET_PERMISSION_DENIED with
+ * et_last_error_errno() EACCES (not allowed to connect), ET_OUT_OF_RANGE with EUSERS (its receiver limit).
  * All but ET_BUSY and argument errors close the channel. Threads: one receive at a time (others wait). */
 ET_C_API et_status et_channel_receiver_receive(et_channel_receiver* receiver, int32_t timeout_ms,
                                                et_channel_delivery* out);

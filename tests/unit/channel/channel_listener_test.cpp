@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "channel/channel_wire.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -60,17 +61,28 @@ void leave_stale_socket(const std::string& path) {
 }
 
 // Forks a child that drops to uid/gid nobody and connects to `path`; it exits 0 when the parent closes
-// its end (a refused peer), 3 when the connect failed, 4 when the connection was kept open for 5 s.
+// its end with nothing sent, 6 when it sent a refuse naming uid 65534 first (a refused peer), 3 when the
+// connect failed, 4 when the connection was kept open for 5 s, 5 for anything else.
 pid_t connect_as_nobody(const std::string& path) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
   if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) ::_exit(2);
   auto fd = channel::connect(path, 1000ms);
   if (!fd) ::_exit(3);
-  pollfd p{fd->get(), POLLIN, 0};
-  if (::poll(&p, 1, 5000) != 1) ::_exit(4);
-  char b;
-  ::_exit(::recv(fd->get(), &b, 1, 0) == 0 ? 0 : 5);
+  bool refused = false;
+  for (;;) {
+    pollfd p{fd->get(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) ::_exit(4);
+    std::byte b[512];
+    const ssize_t n = ::recv(fd->get(), b, sizeof b, 0);
+    if (n == 0) ::_exit(refused ? 6 : 0);
+    if (n < 0 || refused) ::_exit(5);
+    auto r = detail::decode_refuse(std::span<const std::byte>(b, static_cast<std::size_t>(n)));
+    if (!r || r->reason != static_cast<std::uint32_t>(detail::RefuseReason::NotAllowed) ||
+        r->text.find("uid 65534 (gid 65534) is not allowed to connect to '" + path + "'") != 0)
+      ::_exit(5);
+    refused = true;
+  }
 }
 
 int wait_exit(pid_t pid) {
@@ -188,7 +200,7 @@ TEST(ChannelListener, PeerOfAnotherUidIsRefusedClosedLoggedAndCounted) {
       ASSERT_FALSE(a) << "a peer of uid 65534 was accepted";
       EXPECT_EQ(a.error().code(), ErrorCode::Busy);
     }
-    EXPECT_EQ(wait_exit(child), 0) << "the refused peer saw its connection closed";
+    EXPECT_EQ(wait_exit(child), 6) << "the refused peer was told why (a refuse naming its uid), then closed";
     const auto s = l->stats();
     EXPECT_EQ(s.refused, 1u);
     EXPECT_EQ(s.accepted, 0u);

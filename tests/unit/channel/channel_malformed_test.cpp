@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -103,7 +104,7 @@ TEST(ChannelMalformed, PrefixIsChecked) {
           "channel version 1 (an edgetensor 0.4 or 0.5 peer); this end speaks version 2");
   poke<std::uint16_t>(m, 4, 3);
   refused({{m, {}}}, ErrorCode::InvalidArgument, "channel version 3; this end speaks version 2");
-  for (std::uint8_t type : {0, 8, 255}) {
+  for (std::uint8_t type : {0, 9, 255}) {
     m = announce_bytes(1);
     poke<std::uint8_t>(m, 8, type);
     refused({{m, {}}}, ErrorCode::InvalidArgument, "message type " + std::to_string(type) + " is not a channel message");
@@ -304,6 +305,72 @@ TEST(ChannelMalformed, HelloAndEndOfStreamAreChecked) {
   refused({{end, {}}}, ErrorCode::InvalidArgument, "end of stream count 2: must be 0");
 }
 
+// A refuse (docs/WIRE.md, type 8): a well-formed one closes the channel with its reason's error and its text;
+// a malformed one is refused as any other message.
+TEST(ChannelMalformed, RefuseIsCheckedAndGivesItsReason) {
+  using detail::RefuseReason;
+  refused({{detail::encode_refuse(RefuseReason::NotAllowed, "uid 5 (gid 5) is not allowed"), {}}},
+          ErrorCode::PermissionDenied, "the sender refused this end and closed the channel: uid 5 (gid 5) is not allowed");
+  refused({{detail::encode_refuse(RefuseReason::ReceiverLimit, "64 receivers already"), {}}}, ErrorCode::OutOfRange,
+          "the sender refused this end and closed the channel: 64 receivers already");
+  auto m = detail::encode_refuse(RefuseReason::NotAllowed, "later");
+  poke<std::uint32_t>(m, 16, 9);  // a reason of a later release: refused, with its text
+  refused({{m, {}}}, ErrorCode::Unavailable, "refused this end and closed the channel: later");
+  refused({{detail::encode_refuse(RefuseReason::NotAllowed, ""), {}}}, ErrorCode::PermissionDenied, "(no reason given)");
+  // After the sender's hello too (any time): the same.
+  refused({{detail::encode_hello(detail::ChannelRole::Sender, 32), {}},
+           {detail::encode_refuse(RefuseReason::ReceiverLimit, "full"), {}}},
+          ErrorCode::OutOfRange, "closed the channel: full");
+  // Malformed.
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint16_t>(m, 10, 1);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse count 1: must be 0");
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint32_t>(m, 20, 4);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse of 27 B, with text_bytes 4 it has exactly 28 B");
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint32_t>(m, 20, 257);
+  m.resize(24 + 257, std::byte{'a'});
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse text_bytes 257, over the limit of 256");
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint8_t>(m, 25, 0x07);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse text byte 1 is 0x07: the text is printable ASCII");
+  poke<std::uint8_t>(m, 25, 0xC3);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse text byte 1 is 0xc3");
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint8_t>(m, 9, 1);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse with fence_count 1: only frames and releases carry fences");
+  m = detail::encode_refuse(RefuseReason::NotAllowed, "abc");
+  poke<std::uint16_t>(m, 6, 16);
+  refused({{m, {}}}, ErrorCode::InvalidArgument, "refuse header_bytes 16, expected 24");
+  Memfds f;
+  refused({{detail::encode_refuse(RefuseReason::NotAllowed, "abc"), {f.a.get()}}}, ErrorCode::InvalidArgument,
+          "1 fd arrived with a message of type 8");
+}
+
+// What an end sends: the text cut to 256 bytes, every byte outside printable ASCII as '?'; the errors carry
+// errno EACCES and EUSERS, so that a caller (edgetensorsrc) tells a refusal from other errors of the codes.
+TEST(ChannelMalformed, RefuseTextIsPrintableAndBounded) {
+  std::string text(300, 'x');
+  text[0] = '\n';
+  text[1] = '\x1b';
+  text[2] = static_cast<char>(0xE9);
+  const auto m = detail::encode_refuse(detail::RefuseReason::NotAllowed, text);
+  ASSERT_EQ(m.size(), 24u + detail::kMaxRefuseTextBytes);
+  auto r = detail::decode_refuse(m);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->reason, 1u);
+  EXPECT_EQ(r->text, "???" + std::string(253, 'x'));
+  const Error denied = detail::refusal_error(*r, "sender");
+  EXPECT_EQ(denied.code(), ErrorCode::PermissionDenied);
+  EXPECT_EQ(denied.sys_errno(), EACCES);
+  const Error limit = detail::refusal_error({2, "x"}, "sender");
+  EXPECT_EQ(limit.code(), ErrorCode::OutOfRange);
+  EXPECT_EQ(limit.sys_errno(), EUSERS);
+  EXPECT_EQ(detail::refusal_error({0, "x"}, "receiver").sys_errno(), 0);
+  EXPECT_EQ(detail::refusal_error({0, "x"}, "receiver").message(), "the receiver refused this end and closed the channel: x");
+}
+
 // Fences with the capability agreed (the raw sender's hello carries it): the count, the mask and the fds
 // must agree, each fd must be a sync_file; without the capability any fence bit is refused.
 TEST(ChannelMalformed, AcquireFencesAreChecked) {
@@ -417,6 +484,14 @@ TEST(ChannelMalformed, SenderRefusesABrokenReceiver) {
   poke<std::uint64_t>(hello, 32, (std::uint64_t{1} << 20) + 1);
   sender_refuses(hello, {}, "hello max_frames_out 1048577: 0..1048576");
   sender_refuses(detail::encode_end_of_stream(0), {}, "a end of stream where a release was expected");
+  // A listening receiver's end that will not serve this sender says why (docs/WIRE.md, refuse).
+  sender_refuses(detail::encode_refuse(detail::RefuseReason::NotAllowed, "uid 7 is not allowed"), {},
+                 "the receiver refused this end and closed the channel: uid 7 is not allowed");
+  sender_refuses(detail::encode_refuse(detail::RefuseReason::NotAllowed, "x"), {memfd.get()},
+                 "1 fd arrived with a refuse, which carries none");
+  m = detail::encode_refuse(detail::RefuseReason::NotAllowed, "x");
+  m.pop_back();
+  sender_refuses(m, {}, "refuse of 24 B, with text_bytes 1 it has exactly 25 B");
 }
 
 // Release fences with the capability agreed (the raw receiver's hello carries it).

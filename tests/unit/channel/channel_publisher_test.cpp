@@ -385,7 +385,14 @@ TEST(ChannelPublisher, ListenAcceptsReceiversWhileItRuns) {
   ASSERT_TRUE(eventually([&] { return p->stats().receivers_refused == 1; }));
   auto r3 = channel::Receiver::create(std::move(*third));
   ASSERT_OK(r3);
-  EXPECT_ERROR(r3->receive(2s), ErrorCode::Unavailable, "");  // closed by the publisher
+  // Told why, then closed by the publisher: OutOfRange with errno EUSERS.
+  auto refused = r3->receive(2s);
+  EXPECT_ERROR(refused, ErrorCode::OutOfRange,
+               "the sender refused this end and closed the channel: the publisher serves 2 receivers already, its "
+               "limit (PublisherOptions::max_receivers 2); try again when one leaves");
+  if (!refused) {
+    EXPECT_EQ(refused.error().sys_errno(), EUSERS);
+  }
   auto t = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(t);
   ASSERT_TRUE(stamp(*t, 5));
@@ -409,7 +416,15 @@ TEST(ChannelPublisher, APeerTheAllowRuleRefusesIsNeverServed) {
   ASSERT_OK(fd);
   auto r = channel::Receiver::create(std::move(*fd));
   ASSERT_OK(r);
-  EXPECT_ERROR(r->receive(2s), ErrorCode::Unavailable, "");
+  // Told why (PermissionDenied, errno EACCES, naming its uid and the path), then closed.
+  auto refused = r->receive(2s);
+  EXPECT_ERROR(refused, ErrorCode::PermissionDenied,
+               "the sender refused this end and closed the channel: uid " + std::to_string(::geteuid()) + " (gid " +
+                   std::to_string(::getegid()) + ") is not allowed to connect to '" + path + "'");
+  if (!refused) {
+    EXPECT_EQ(refused.error().sys_errno(), EACCES);
+  }
+  EXPECT_ERROR(r->receive(0ms), ErrorCode::FailedPrecondition, "is not allowed to connect");
   EXPECT_EQ(p->stats().receivers_joined, 0u);
 }
 

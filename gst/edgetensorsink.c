@@ -99,6 +99,7 @@ struct _GstEdgetensorSink {
   guint64 copy_drops;       /* not published: every copy buffer was still held (see copy_of) */
   guint64 send_errors;      /* frames the publisher refused (logged) */
   guint skipped_streak;     /* frames in a row that some receiver skipped (streaming thread only) */
+  guint64 refused_logged;   /* consumers refused, as last warned about (streaming thread only) */
   /* What stats keep of objects gone since start (object lock): the publisher's counters at stop, the copy
    * buffers of copy pools replaced by a caps change or dropped at stop. */
   et_channel_publisher_stats publisher_at_stop;
@@ -154,6 +155,7 @@ static GstStructure* sink_stats(GstEdgetensorSink* self) {
                            c.allocated, "copy-drops", G_TYPE_UINT64, self->copy_drops, "send-errors", G_TYPE_UINT64,
                            self->send_errors, "memory", G_TYPE_STRING, et_memory_kind_name(self->memory), "receivers",
                            G_TYPE_UINT64, p.receivers, "receivers-joined", G_TYPE_UINT64, p.receivers_joined,
+                           "receivers-refused", G_TYPE_UINT64, p.receivers_refused,
                            "deliveries", G_TYPE_UINT64, p.deliveries, "drops", G_TYPE_UINT64, p.drops, NULL);
 }
 
@@ -415,6 +417,7 @@ static gboolean gst_edgetensor_sink_start(GstBaseSink* sink) {
   self->ended = FALSE;
   self->waited = FALSE;
   self->skipped_streak = 0;
+  self->refused_logged = 0;
   GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
@@ -794,6 +797,27 @@ static gboolean gst_edgetensor_sink_unlock_stop(GstBaseSink* sink) {
 
 /* Before the stream's first frame: waits until wait-receivers receivers are connected (every 5 ms, until
  * unlock). Later frames never wait: a receiver that leaves does not stall the pipeline. FALSE when unlocked. */
+/* A warning when the publisher has refused more consumers (its accept thread refuses them: a uid or gid the
+ * allow rule does not list, or past the receiver limit) since the last one. Streaming thread. */
+static void note_refusals(GstEdgetensorSink* self, const et_channel_publisher_stats* stats) {
+  if (stats->receivers_refused <= self->refused_logged) return;
+  GST_WARNING_OBJECT(self, "%llu consumers refused so far (%llu since the last warning): a uid or primary gid that "
+                     "allow-uids and allow-gids do not list (socket-mode let it reach the socket), or past the "
+                     "receiver limit; each was told why",
+                     (unsigned long long)stats->receivers_refused,
+                     (unsigned long long)(stats->receivers_refused - self->refused_logged));
+  self->refused_logged = stats->receivers_refused;
+}
+
+/* Every REFUSAL_CHECK_FRAMES frames, note_refusals with the publisher's counters. */
+#define REFUSAL_CHECK_FRAMES 30u
+static void check_refusals(GstEdgetensorSink* self, guint64 frame) {
+  if (frame % REFUSAL_CHECK_FRAMES != 0) return;
+  et_channel_publisher_stats stats = {0};
+  stats.struct_size = sizeof stats;
+  if (et_channel_publisher_get_stats(self->publisher, &stats) == ET_OK) note_refusals(self, &stats);
+}
+
 static gboolean wait_for_receivers(GstEdgetensorSink* self) {
   if (self->waited) return TRUE;
   GST_OBJECT_LOCK(self);
@@ -802,7 +826,9 @@ static gboolean wait_for_receivers(GstEdgetensorSink* self) {
   for (gboolean logged = FALSE;; logged = TRUE) {
     et_channel_publisher_stats stats = {0};
     stats.struct_size = sizeof stats;
-    if (et_channel_publisher_get_stats(self->publisher, &stats) != ET_OK || stats.receivers >= wanted) {
+    const gboolean read = et_channel_publisher_get_stats(self->publisher, &stats) == ET_OK;
+    if (read) note_refusals(self, &stats);
+    if (!read || stats.receivers >= wanted) {
       self->waited = TRUE;
       return TRUE;
     }
@@ -816,8 +842,9 @@ static GstFlowReturn gst_edgetensor_sink_render(GstBaseSink* sink, GstBuffer* bu
   GstEdgetensorSink* self = GST_EDGETENSOR_SINK(sink);
   if (!wait_for_receivers(self)) return GST_FLOW_FLUSHING;
   GST_OBJECT_LOCK(self);
-  ++self->frames;
+  const guint64 frame_number = ++self->frames;
   GST_OBJECT_UNLOCK(self);
+  check_refusals(self, frame_number);
   et_frame* frame = NULL;
   et_status status = ET_OK;
   /* Our own pool's memory is fd memory too: image_of sends it as it is. Others' fd memory is imported. */
@@ -934,7 +961,8 @@ static void gst_edgetensor_sink_class_init(GstEdgetensorSinkClass* klass) {
       object_class, PROP_ALLOW_UIDS,
       g_param_spec_string("allow-uids", "Allowed uids",
                           "Comma-separated uids whose consumers are accepted besides this process's own uid "
-                          "(SO_PEERCRED at accept; others are refused and logged), e.g. \"1000,1001\"",
+                          "(SO_PEERCRED at accept; others are refused, told why, counted in stats.receivers-refused "
+                          "and warned about), e.g. \"1000,1001\"",
                           NULL, rw));
   g_object_class_install_property(
       object_class, PROP_ALLOW_GIDS,

@@ -61,6 +61,7 @@ struct _GstEdgetensorSrc {
   GstBufferPool* copy_pool;      /* buffers of that layout, when frames must be copied into it */
   guint64 uses;
   gboolean discont;              /* the next buffer follows a (re)connect */
+  gint64 full_since;             /* g_get_monotonic_time() of the first of a run of receiver-limit refusals; 0: none */
   /* Counters (object lock). */
   guint64 frames;
   guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
@@ -214,13 +215,14 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   self->receiver = receiver;
   GST_OBJECT_UNLOCK(self);
   self->have_caps = FALSE; /* also: no last layout */
+  self->full_since = 0;
   self->discont = TRUE;
   return TRUE;
 }
 
-/* reconnect=true: the producer is gone, so wait for the next one on the same path (connect-timeout). */
-static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
-  GST_WARNING_OBJECT(self, "the producer is gone (%s): connecting again", why);
+/* reconnect=true: the producer is gone (`what`), so wait for the next one on the same path (connect-timeout). */
+static gboolean reconnect(GstEdgetensorSrc* self, const char* what, const char* why) {
+  GST_WARNING_OBJECT(self, "%s (%s): connecting again", what, why);
   GST_OBJECT_LOCK(self);
   et_channel_receiver* old = retire_receiver(self);
   GST_OBJECT_UNLOCK(self);
@@ -229,7 +231,7 @@ static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
   char* message = NULL;
   et_channel_receiver* receiver = connect_receiver(self, &message);
   if (receiver == NULL) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("the producer is gone (%s) and no other came: %s", why, message), (NULL));
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("%s (%s) and no other came: %s", what, why, message), (NULL));
     g_free(message);
     return FALSE;
   }
@@ -238,6 +240,24 @@ static gboolean reconnect(GstEdgetensorSrc* self, const char* why) {
   ++self->reconnects;
   GST_OBJECT_UNLOCK(self);
   self->discont = TRUE;
+  return TRUE;
+}
+
+#define FULL_RETRY_MS 100
+
+/* After a receiver-limit refusal with reconnect: waits FULL_RETRY_MS (unlock ends it) unless connect-timeout
+ * has passed since the first refusal of this run. FALSE: time is up, or unlocked. */
+static gboolean wait_for_room(GstEdgetensorSrc* self) {
+  const gint64 now = g_get_monotonic_time();
+  if (self->full_since == 0) self->full_since = now;
+  GST_OBJECT_LOCK(self);
+  const gint64 timeout_us = (gint64)self->connect_timeout_ms * 1000;
+  GST_OBJECT_UNLOCK(self);
+  if (now - self->full_since >= timeout_us) return FALSE;
+  for (int slept = 0; slept < FULL_RETRY_MS; slept += 10) {
+    if (g_atomic_int_get(&self->unlocked)) return FALSE;
+    g_usleep(10 * 1000);
+  }
   return TRUE;
 }
 
@@ -543,17 +563,23 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
     const et_status status = latest ? et_channel_receiver_receive_latest(self->receiver, RECEIVE_SLICE_MS, &d)
                                     : et_channel_receiver_receive(self->receiver, RECEIVE_SLICE_MS, &d);
     if (status == ET_BUSY) continue;
-    /* Refused by the producer (not allowed: EACCES; its receiver limit: EUSERS): connecting again would be
-     * refused again, so this ends the stream even with reconnect. */
+    /* Refused by the producer: not allowed (EACCES) ends the stream, as connecting again would be refused
+     * again; at its receiver limit (EUSERS) a slot may free up, so with reconnect it is asked again every
+     * FULL_RETRY_MS for up to connect-timeout. */
     const int32_t err = status == ET_OK ? 0 : et_last_error_errno();
-    if ((status == ET_PERMISSION_DENIED && err == EACCES) || (status == ET_OUT_OF_RANGE && err == EUSERS)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("the producer refused this consumer: %s", et_last_error_message()),
-                        (NULL));
-      return GST_FLOW_ERROR;
+    const gboolean full = status == ET_OUT_OF_RANGE && err == EUSERS;
+    if ((status == ET_PERMISSION_DENIED && err == EACCES) || (full && !again) ||
+        (full && !wait_for_room(self))) {
+      if (!g_atomic_int_get(&self->unlocked))
+        GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("the producer refused this consumer: %s", et_last_error_message()),
+                          (NULL));
+      return g_atomic_int_get(&self->unlocked) ? GST_FLOW_FLUSHING : GST_FLOW_ERROR;
     }
+    if (!full) self->full_since = 0;
     if (status != ET_OK && again) {
       char* why = g_strdup(et_last_error_message());
-      const gboolean ok = reconnect(self, why);
+      const gboolean ok =
+          reconnect(self, full ? "the producer serves its receiver limit" : "the producer is gone", why);
       g_free(why);
       if (!ok) return g_atomic_int_get(&self->unlocked) ? GST_FLOW_FLUSHING : GST_FLOW_ERROR;
       continue;
@@ -660,7 +686,8 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
       g_param_spec_boolean("reconnect", "Reconnect",
                            "When the producer closes or dies without ending the stream, wait connect-timeout for "
                            "the next one on socket-path instead of an error (its first buffer is DISCONT); a "
-                           "producer that refuses this consumer (its allow rule or receiver limit) is an error",
+                           "producer at its receiver limit is asked again every 100 ms for connect-timeout, one "
+                           "whose allow rule refuses this consumer is an error",
                            FALSE, rw));
   g_object_class_install_property(
       object_class, PROP_STATS,

@@ -493,7 +493,8 @@ struct PublisherStats {
   std::uint64_t drops = 0;              ///< Frames a receiver did not get, summed over receivers.
   std::uint64_t receivers_joined = 0;   ///< Receivers added (by add_receiver or accepted).
   std::uint64_t receivers_left = 0;     ///< Receivers removed: closed by their peer, failed, or disconnect()ed.
-  std::uint64_t receivers_refused = 0;  ///< Peers accepted past max_receivers and closed.
+  std::uint64_t receivers_refused = 0;  ///< Peers refused, each told why: past max_receivers, or (listen()) by
+                                        ///< the Listener's allow rule.
   std::size_t receivers = 0;            ///< Served now.
 };
 

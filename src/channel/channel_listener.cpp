@@ -210,9 +210,10 @@ Result<UniqueFd> Listener::accept(std::chrono::milliseconds timeout) {
                               s.options.allow.uids.size(), s.options.allow.gids.size());
       edgetensor::detail::send_refusal(
           c, edgetensor::detail::RefuseReason::NotAllowed,
-          text::format("uid {} (gid {}) is not allowed to connect to '{}': its owner accepts its own uid and the uids "
-                       "and gids it lists (edgetensorsink allow-uids, allow-gids; channel::ListenOptions::allow)",
-                       cred.uid, cred.gid, who));
+          text::format("uid {} (gid {}) is not allowed to connect to '{}': it accepts {}the uids and primary gids "
+                       "it lists (edgetensorsink allow-uids, allow-gids; ListenOptions::allow)",
+                       cred.uid, cred.gid, who,
+                       s.options.allow.same_uid ? text::format("its owner's uid {} and ", ::geteuid()) : std::string()));
       continue;  // closed by `peer`
     }
     // A peer that left before we took it (e.g. another Listener::create probing for a stale file).
@@ -258,6 +259,12 @@ Result<UniqueFd> connect(const std::string& path, std::chrono::milliseconds time
       return fail(Error(ErrorCode::Unavailable,
                         text::format("{}: nobody listens there (ECONNREFUSED: a stale socket file, or a listener that "
                                      "has not started)", who), e));
+    if (e == EACCES && !a.abstract && ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      return fail(Error::from_errno(
+          e, text::format("{}: connect: the socket file's mode 0{:o} (owner uid {}, gid {}) does not let uid {} (gid {}) "
+                          "write to it, which connect needs (the producer's edgetensorsink socket-mode, "
+                          "ListenOptions::mode; the directory needs search permission too)",
+                          who, static_cast<unsigned>(st.st_mode & 07777), st.st_uid, st.st_gid, ::geteuid(), ::getegid())));
     if (e == EAGAIN)  // the errno of every wait that ran out (accept, receive): ETIMEDOUT, EAGAIN for 0
       return fail(Error(ErrorCode::Busy,
                         text::format("{}: the listener's accept queue stayed full for {} ms", who, timeout.count()),

@@ -134,8 +134,8 @@ struct Publisher::State {
       if (receivers.size() >= options.max_receivers) {
         edgetensor::detail::send_refusal(
             socket.get(), edgetensor::detail::RefuseReason::ReceiverLimit,
-            text::format("the publisher serves {} receivers already, its limit (PublisherOptions::max_receivers {}); "
-                         "try again when one leaves", receivers.size(), options.max_receivers));
+            text::format("the publisher serves {} receiver{} already, its limit (max_receivers {}); try again when "
+                         "one leaves", receivers.size(), receivers.size() == 1 ? "" : "s", options.max_receivers));
         return fail(ErrorCode::OutOfRange,
                     text::format("{}: {} receivers served already (PublisherOptions::max_receivers {})", label,
                                  receivers.size(), options.max_receivers));
@@ -464,8 +464,14 @@ std::vector<ReceiverInfo> Publisher::receivers() const {
 
 PublisherStats Publisher::stats() const {
   if (!state_) return {};
-  std::lock_guard lock(state_->mutex);
-  return state_->stats;
+  PublisherStats s;
+  {
+    std::lock_guard lock(state_->mutex);
+    s = state_->stats;
+  }
+  // The listener's refusals (its allow rule) too: set at listen(), it lives as long as the state.
+  if (state_->listener) s.receivers_refused += state_->listener->stats().refused;
+  return s;
 }
 
 const std::string& Publisher::path() const noexcept {

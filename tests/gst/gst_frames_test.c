@@ -575,6 +575,93 @@ static int case_src_without_a_producer_fails_after_connect_timeout(void) {
   return 0;
 }
 
+/* Sends pattern frame `sequence` through `publisher`; its status. */
+static et_status publish_pattern(et_channel_publisher* publisher, uint64_t sequence) {
+  et_tensor* image = pattern_image(sequence);
+  et_frame* frame = NULL;
+  et_status status = image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
+  et_channel_send_options options = {0};
+  options.struct_size = sizeof options;
+  options.has = ET_CHANNEL_HAS_DURATION;
+  options.duration_ns = 33333333;
+  et_channel_publish_result result = {0};
+  result.struct_size = sizeof result;
+  if (status == ET_OK) status = et_channel_publisher_send_frame(publisher, frame, &options, &result);
+  et_frame_release(frame);
+  et_tensor_release(image);
+  return status;
+}
+
+static et_channel_publisher_stats publisher_stats(const et_channel_publisher* publisher) {
+  et_channel_publisher_stats s = {0};
+  s.struct_size = sizeof s;
+  if (et_channel_publisher_get_stats(publisher, &s) != ET_OK) memset(&s, 0, sizeof s);
+  return s;
+}
+
+/* A producer at its receiver limit (max_receivers 1, served): edgetensorsrc names the refusal and the limit at
+ * once; with reconnect=true it asks again every 100 ms, and fails after connect-timeout if no slot frees, or is
+ * served once one does. */
+static int case_src_at_the_receiver_limit_names_it_and_may_wait_for_room(void) {
+  char path[108];
+  snprintf(path, sizeof path, "@edgetensor-gst-full-%d", (int)getpid());
+  et_channel_publisher_options po = {0};
+  po.struct_size = sizeof po;
+  po.max_receivers = 1;
+  et_channel_publisher* publisher = NULL;
+  CHECK(et_channel_publisher_listen(path, NULL, &po, &publisher) == ET_OK);
+  int32_t fd = -1;
+  et_channel_receiver* first = NULL;
+  CHECK(et_channel_connect(path, 1000, &fd) == ET_OK && et_channel_receiver_create_adopt(fd, NULL, &first) == ET_OK);
+  for (int i = 0; i < 500 && publisher_stats(publisher).receivers < 1; ++i) g_usleep(10000);
+  CHECK(publisher_stats(publisher).receivers == 1);
+  char text[256];
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=%s ! fakesink", path);
+  CHECK(expect_error(text, "the publisher serves 1 receiver already, its limit (max_receivers 1)") == 0);
+  snprintf(text, sizeof text, "edgetensorsrc socket-path=%s reconnect=true connect-timeout=400 ! fakesink", path);
+  gint64 start = g_get_monotonic_time();
+  CHECK(expect_error(text, "its limit (max_receivers 1)") == 0);
+  const gint64 waited_ms = (g_get_monotonic_time() - start) / 1000;
+  printf("reconnect=true, connect-timeout=400, no slot frees: failed after %lld ms\n", (long long)waited_ms);
+  CHECK(waited_ms >= 350 && waited_ms < 5000);
+  /* A slot frees 300 ms after the src starts asking: the publisher drops the first receiver at its next send. */
+  GstElement* sink = NULL;
+  GstElement* pipeline = src_pipeline(path, "reconnect=true", &sink);
+  CHECK(pipeline != NULL);
+  CHECK(gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE);
+  g_usleep(300000);
+  et_channel_receiver_release(first);
+  uint64_t sequence = 0;
+  for (int i = 0; i < 100 && publisher_stats(publisher).receivers_joined < 2; ++i, ++sequence) {
+    CHECK(publish_pattern(publisher, sequence) == ET_OK);
+    g_usleep(50000);
+  }
+  const et_channel_publisher_stats joined = publisher_stats(publisher);
+  for (int i = 0; i < 3; ++i, ++sequence) CHECK(publish_pattern(publisher, sequence) == ET_OK);
+  CHECK(et_channel_publisher_end_stream(publisher) == ET_OK);
+  struct pulled got;
+  pull_all(pipeline, sink, &got);
+  GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstStructure* stats = NULL;
+  g_object_get(src, "stats", &stats, NULL);
+  guint64 reconnects = 0;
+  if (stats != NULL) gst_structure_get_uint64(stats, "reconnects", &reconnects);
+  if (stats != NULL) gst_structure_free(stats);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  const et_channel_publisher_stats end = publisher_stats(publisher);
+  et_channel_publisher_release(publisher);
+  printf("reconnect=true, a slot frees after 300 ms: joined %llu, refused %llu; %d frames, %d right, EOS %d, "
+         "%llu reconnects, error '%s'\n", (unsigned long long)joined.receivers_joined,
+         (unsigned long long)end.receivers_refused, got.frames, got.matching, got.eos, (unsigned long long)reconnects,
+         got.error);
+  CHECK(joined.receivers_joined == 2 && end.receivers_refused >= 3); /* the two runs above, then at least one */
+  CHECK(got.frames >= 3 && got.matching == got.frames && got.eos == 1 && got.error[0] == '\0' && reconnects >= 1);
+  return 0;
+}
+
 /* What the src cannot push is an element error naming it, not a crash or a wrong buffer. */
 static int refused_by_src(int kind, const char* expected) {
   struct producer producer;
@@ -1496,6 +1583,7 @@ int main(int argc, char** argv) {
       {"sink_refuses_a_live_socket", case_sink_refuses_a_live_socket},
       {"src_needs_a_socket_path", case_src_needs_a_socket_path},
       {"src_without_a_producer_fails_after_connect_timeout", case_src_without_a_producer_fails_after_connect_timeout},
+      {"src_at_the_receiver_limit_names_it_and_may_wait_for_room", case_src_at_the_receiver_limit_names_it_and_may_wait_for_room},
       {"src_refuses_a_tensor_without_layout", case_src_refuses_a_tensor_without_layout},
       {"src_pushes_planes_in_two_buffers_as_two_memories", case_src_pushes_planes_in_two_buffers_as_two_memories},
       {"src_copies_for_a_downstream_without_video_meta", case_src_copies_for_a_downstream_without_video_meta},

@@ -21,7 +21,7 @@ as_nobody() {
 }
 start_producer() {  # start_producer SOCKET PROPERTIES...: 20 live frames, held until a consumer connects
   sock=$1; shift
-  timeout 60 $GST_LAUNCH -q videotestsrc num-buffers=20 is-live=true ! \
+  GST_DEBUG=edgetensorsink:2 timeout 60 $GST_LAUNCH -q videotestsrc num-buffers=20 is-live=true ! \
     video/x-raw,format=NV12,width=64,height=48,framerate=30/1 ! \
     edgetensorsink socket-path="$sock" wait-receivers=1 "$@" >"$dir/producer.log" 2>&1 &
   producer=$!
@@ -48,6 +48,8 @@ start_producer "$dir/b.sock" socket-mode=0660
 [ "$(stat -c %a "$dir/b.sock")" = 660 ] || fail "socket-mode=0660 gave mode $(stat -c %a "$dir/b.sock")"
 if consume_as_nobody "$dir/b.sock"; then cat "$dir/consumer.log"; fail "uid 65534 connected through mode 0660"; fi
 grep -q "Permission denied\|EACCES" "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "no EACCES named"; }
+grep -q "the socket file's mode 0660 (owner uid 0, gid 0) does not let uid 65534 (gid 65534) write to it" \
+  "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "the mode that kept uid 65534 out is not named"; }
 stop_producer
 echo "ok: socket-mode 0660 refuses uid 65534 at connect (EACCES)"
 
@@ -59,7 +61,11 @@ grep -q "the producer refused this consumer: .*uid 65534 (gid 65534) is not allo
   "$dir/consumer.log" || { cat "$dir/consumer.log"; fail "the consumer was not told why it was refused"; }
 # Refused, not served: the sink still waits for its first receiver (wait-receivers=1), so it has not ended.
 kill -0 "$producer" 2>/dev/null || { cat "$dir/producer.log"; fail "the sink ended: it served the refused peer"; }
-echo "ok: without allow-uids the sink refuses uid 65534, naming why, and keeps waiting for an allowed one"
+# The sink warns about it (its wait for receivers reads the publisher's refusals).
+for _ in $(seq 1 100); do grep -q "1 consumers refused so far" "$dir/producer.log" && break; sleep 0.05; done
+grep -q "1 consumers refused so far (1 since the last warning)" "$dir/producer.log" ||
+  { cat "$dir/producer.log"; fail "the sink did not warn about the refused consumer"; }
+echo "ok: without allow-uids the sink refuses uid 65534, naming why, warns, and keeps waiting for an allowed one"
 # reconnect=true does not connect again after a refusal (it would be refused again): the consumer fails
 # at once, well before its connect-timeout of 20 s.
 start=$(date +%s)

@@ -1254,7 +1254,7 @@ typedef struct et_channel_publisher_stats {
   uint64_t drops;               /* frames a receiver did not get, summed over receivers */
   uint64_t receivers_joined;
   uint64_t receivers_left;      /* closed by their peer, failed, or disconnected */
-  uint64_t receivers_refused;   /* peers accepted past max_receivers and closed */
+  uint64_t receivers_refused;   /* peers refused, each told why: past max_receivers, or by _listen's allow rule */
   uint64_t receivers;           /* served now */
 } et_channel_publisher_stats;
 #define ET_CHANNEL_PUBLISHER_STATS_SIZE_VER0 ((uint32_t)sizeof(et_channel_publisher_stats))

@@ -389,7 +389,7 @@ TEST(ChannelPublisher, ListenAcceptsReceiversWhileItRuns) {
   auto refused = r3->receive(2s);
   EXPECT_ERROR(refused, ErrorCode::OutOfRange,
                "the sender refused this end and closed the channel: the publisher serves 2 receivers already, its "
-               "limit (PublisherOptions::max_receivers 2); try again when one leaves");
+               "limit (max_receivers 2); try again when one leaves");
   if (!refused) {
     EXPECT_EQ(refused.error().sys_errno(), EUSERS);
   }

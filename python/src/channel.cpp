@@ -246,7 +246,7 @@ void bind_stats(py::module_& m) {
       .def_readonly("gid", &ch::PeerCredentials::gid);
   py::class_<ch::ListenerStats>(m, "ListenerStats", "A Listener's counters.")
       .def_readonly("accepted", &ch::ListenerStats::accepted)
-      .def_readonly("refused", &ch::ListenerStats::refused, "Peers the allow rule refused (closed unread).")
+      .def_readonly("refused", &ch::ListenerStats::refused, "Peers the allow rule refused (told why, then closed unread).")
       .def_readonly("gone", &ch::ListenerStats::gone, "Peers that hung up before accept took them.")
       .def_readonly("last_refused", &ch::ListenerStats::last_refused, "PeerCredentials or None.");
 }

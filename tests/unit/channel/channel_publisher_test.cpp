@@ -426,6 +426,7 @@ TEST(ChannelPublisher, APeerTheAllowRuleRefusesIsNeverServed) {
   }
   EXPECT_ERROR(r->receive(0ms), ErrorCode::FailedPrecondition, "is not allowed to connect");
   EXPECT_EQ(p->stats().receivers_joined, 0u);
+  EXPECT_EQ(p->stats().receivers_refused, 1u) << "the listener's refusals count too";
 }
 
 

@@ -801,10 +801,10 @@ static gboolean gst_edgetensor_sink_unlock_stop(GstBaseSink* sink) {
  * allow rule does not list, or past the receiver limit) since the last one. Streaming thread. */
 static void note_refusals(GstEdgetensorSink* self, const et_channel_publisher_stats* stats) {
   if (stats->receivers_refused <= self->refused_logged) return;
-  GST_WARNING_OBJECT(self, "%llu consumers refused so far (%llu since the last warning): a uid or primary gid that "
+  GST_WARNING_OBJECT(self, "%llu consumer%s refused so far (%llu since the last warning): a uid or primary gid that "
                      "allow-uids and allow-gids do not list (socket-mode let it reach the socket), or past the "
                      "receiver limit; each was told why",
-                     (unsigned long long)stats->receivers_refused,
+                     (unsigned long long)stats->receivers_refused, stats->receivers_refused == 1 ? "" : "s",
                      (unsigned long long)(stats->receivers_refused - self->refused_logged));
   self->refused_logged = stats->receivers_refused;
 }

@@ -570,9 +570,15 @@ static GstFlowReturn gst_edgetensor_src_create(GstPushSrc* src, GstBuffer** out)
     const gboolean full = status == ET_OUT_OF_RANGE && err == EUSERS;
     if ((status == ET_PERMISSION_DENIED && err == EACCES) || (full && !again) ||
         (full && !wait_for_room(self))) {
-      if (!g_atomic_int_get(&self->unlocked))
-        GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("the producer refused this consumer: %s", et_last_error_message()),
-                          (NULL));
+      if (!g_atomic_int_get(&self->unlocked)) {
+        char* asked = full && again ? g_strdup_printf(" for %lld ms, asked every %d ms",
+                                                      (long long)((g_get_monotonic_time() - self->full_since) / 1000),
+                                                      FULL_RETRY_MS)
+                                    : g_strdup("");
+        GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
+                          ("the producer refused this consumer%s: %s", asked, et_last_error_message()), (NULL));
+        g_free(asked);
+      }
       return g_atomic_int_get(&self->unlocked) ? GST_FLOW_FLUSHING : GST_FLOW_ERROR;
     }
     if (!full) self->full_since = 0;

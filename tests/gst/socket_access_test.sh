@@ -62,8 +62,8 @@ grep -q "the producer refused this consumer: .*uid 65534 (gid 65534) is not allo
 # Refused, not served: the sink still waits for its first receiver (wait-receivers=1), so it has not ended.
 kill -0 "$producer" 2>/dev/null || { cat "$dir/producer.log"; fail "the sink ended: it served the refused peer"; }
 # The sink warns about it (its wait for receivers reads the publisher's refusals).
-for _ in $(seq 1 100); do grep -q "1 consumers refused so far" "$dir/producer.log" && break; sleep 0.05; done
-grep -q "1 consumers refused so far (1 since the last warning)" "$dir/producer.log" ||
+for _ in $(seq 1 100); do grep -q "1 consumer refused so far" "$dir/producer.log" && break; sleep 0.05; done
+grep -q "1 consumer refused so far (1 since the last warning)" "$dir/producer.log" ||
   { cat "$dir/producer.log"; fail "the sink did not warn about the refused consumer"; }
 echo "ok: without allow-uids the sink refuses uid 65534, naming why, warns, and keeps waiting for an allowed one"
 # reconnect=true does not connect again after a refusal (it would be refused again): the consumer fails

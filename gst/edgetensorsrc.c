@@ -2,6 +2,7 @@
 #include "edgetensorsrc.h"
 
 #include "formats.h"
+#include "framepool.h"
 
 #include <edgetensor/c/edgetensor_c.h>
 #include <gst/allocators/allocators.h>
@@ -59,12 +60,14 @@ struct _GstEdgetensorSrc {
   gboolean downstream_meta;      /* downstream reads GstVideoMeta (its ALLOCATION answer to those caps) */
   GstVideoInfo default_info;     /* those caps in GStreamer's own layout */
   GstBufferPool* copy_pool;      /* buffers of that layout, when frames must be copied into it */
+  GstBufferPool* frame_pool;     /* the frames' GstBuffers, recycled (framepool.h); between start and stop */
   guint64 uses;
   gboolean discont;              /* the next buffer follows a (re)connect */
   gint64 full_since;             /* g_get_monotonic_time() of the first of a run of receiver-limit refusals; 0: none */
   /* Counters (object lock). */
   guint64 frames;
   guint64 memories_wrapped;      /* buffers wrapped as GstMemory (each once while cached) */
+  guint64 buffers_reused;        /* frames pushed in a GstBuffer of an earlier frame (framepool.h) */
   guint64 copies;                /* frames copied into GStreamer's layout (a downstream without GstVideoMeta) */
   guint64 reconnects;
   et_channel_receiver_stats ended; /* the receivers' counters of those gone since start (reconnect, stop) */
@@ -98,7 +101,7 @@ static GstStructure* src_stats(GstEdgetensorSrc* self) {
   r.frames_missing += self->ended.frames_missing;
   r.acquire_fences += self->ended.acquire_fences;
   return gst_structure_new("edgetensorsrc-stats", "frames", G_TYPE_UINT64, self->frames, "memories-wrapped",
-                           G_TYPE_UINT64, self->memories_wrapped, "announces", G_TYPE_UINT64, r.announces,
+                           G_TYPE_UINT64, self->memories_wrapped, "buffers-reused", G_TYPE_UINT64, self->buffers_reused, "announces", G_TYPE_UINT64, r.announces,
                            "frames-skipped", G_TYPE_UINT64, r.frames_skipped, "frames-missing", G_TYPE_UINT64,
                            r.frames_missing, "reconnects", G_TYPE_UINT64, self->reconnects, "acquire-fences",
                            G_TYPE_UINT64, r.acquire_fences, "copies", G_TYPE_UINT64, self->copies, NULL);
@@ -201,7 +204,7 @@ static et_channel_receiver* retire_receiver(GstEdgetensorSrc* self) {
 static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   GstEdgetensorSrc* self = GST_EDGETENSOR_SRC(src);
   GST_OBJECT_LOCK(self);
-  self->frames = self->memories_wrapped = self->reconnects = self->copies = 0;
+  self->frames = self->memories_wrapped = self->buffers_reused = self->reconnects = self->copies = 0;
   memset(&self->ended, 0, sizeof self->ended);
   GST_OBJECT_UNLOCK(self);
   char* message = NULL;
@@ -215,6 +218,7 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   self->receiver = receiver;
   GST_OBJECT_UNLOCK(self);
   self->have_caps = FALSE; /* also: no last layout */
+  self->frame_pool = gst_edgetensor_frame_pool_new();
   self->full_since = 0;
   self->discont = TRUE;
   return TRUE;
@@ -228,6 +232,7 @@ static gboolean reconnect(GstEdgetensorSrc* self, const char* what, const char* 
   GST_OBJECT_UNLOCK(self);
   et_channel_receiver_release(old);
   clear_cache(self); /* the next producer's buffers are others */
+  gst_edgetensor_frame_pool_drop_idle(self->frame_pool, FALSE);
   char* message = NULL;
   et_channel_receiver* receiver = connect_receiver(self, &message);
   if (receiver == NULL) {
@@ -268,6 +273,12 @@ static gboolean gst_edgetensor_src_stop(GstBaseSrc* src) {
   GST_OBJECT_UNLOCK(self);
   clear_cache(self);
   clear_copy_pool(self);
+  if (self->frame_pool != NULL) {
+    /* Buffers still downstream are freed when they come back. */
+    gst_edgetensor_frame_pool_drop_idle(self->frame_pool, TRUE);
+    gst_object_unref(self->frame_pool);
+    self->frame_pool = NULL;
+  }
   et_channel_receiver_release(receiver); /* buffers still downstream stay valid; they release on their own */
   return TRUE;
 }
@@ -282,12 +293,11 @@ static gboolean gst_edgetensor_src_unlock_stop(GstBaseSrc* src) {
   return TRUE;
 }
 
-/* The GstMemory of the buffer `buffer` (a u8 tensor over the whole received buffer): the cached one, or a
- * new one over an fd of it (KEEP_MAPPED). A new reference to the cached memory; NULL on failure (logged). */
-static GstMemory* memory_of(GstEdgetensorSrc* self, const et_tensor* buffer) {
-  et_tensor_info info = {0};
-  info.struct_size = sizeof info;
-  if (et_tensor_get_info(buffer, &info) != ET_OK) return NULL;
+/* The GstMemory of the buffer `buffer` (a u8 tensor over the whole received buffer, described by `described`):
+ * the cached one, or a new one over an fd of it (KEEP_MAPPED). A new reference to the cached memory; NULL on
+ * failure (logged). */
+static GstMemory* memory_of(GstEdgetensorSrc* self, const et_tensor* buffer, const et_tensor_info* described) {
+  const et_tensor_info info = *described;
   ++self->uses;
   for (guint i = 0; i < self->cache->len; ++i) {
     CachedMemory* c = &g_array_index(self->cache, CachedMemory, i);
@@ -321,12 +331,6 @@ static GstMemory* memory_of(GstEdgetensorSrc* self, const et_tensor* buffer) {
   ++self->memories_wrapped;
   GST_OBJECT_UNLOCK(self);
   return gst_memory_ref(memory);
-}
-
-static GQuark frame_quark(void) {
-  static GQuark quark = 0;
-  if (quark == 0) quark = g_quark_from_static_string("edgetensor-frame");
-  return quark;
 }
 
 /* Whether every plane of `frame` ends inside its buffer (its last row without padding). */
@@ -499,7 +503,7 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
     et_tensor_info info = {0};
     info.struct_size = sizeof info;
     if (et_frame_buffer(frame, b, &whole) == ET_OK && et_tensor_get_info(whole, &info) == ET_OK)
-      parents[b] = memory_of(self, whole);
+      parents[b] = memory_of(self, whole, &info);
     et_tensor_release(whole);
     if (parents[b] == NULL) {
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping buffer %u of a frame as GstMemory", b), (NULL));
@@ -522,17 +526,25 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
     return NULL;
   }
   /* Each memory its whole buffer, the last one only up to the image's end (not a DMA-BUF's page rounding). */
-  GstMemory* memories[ET_MAX_PLANES] = {NULL};
+  GstEdgetensorFrameParts parts = {{NULL}, {0}, buffer_count, GST_VIDEO_INFO_FORMAT(&vinfo), &flat};
   const uint32_t last = buffer_count - 1;
   for (uint32_t b = 0; b < buffer_count; ++b) {
-    const uint64_t size = b == last && vinfo.size > starts[b] && vinfo.size - starts[b] < sizes[b]
-                              ? vinfo.size - starts[b] : sizes[b];
-    memories[b] = gst_memory_share(parents[b], 0, (gssize)size);
-    gst_memory_unref(parents[b]);
-    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memories[b]), frame_quark(), et_frame_retain(frame),
-                              (GDestroyNotify)et_frame_release);
+    parts.parents[b] = parents[b];
+    parts.sizes[b] = b == last && vinfo.size > starts[b] && vinfo.size - starts[b] < sizes[b] ? vinfo.size - starts[b]
+                                                                                              : sizes[b];
   }
-  GstBuffer* buffer = et_gst_buffer_new_video(memories, buffer_count, GST_VIDEO_INFO_FORMAT(&vinfo), &flat);
+  gboolean reused = FALSE;
+  GstBuffer* buffer = gst_edgetensor_frame_pool_buffer(self->frame_pool, &parts, frame, &reused);
+  for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
+  if (reused) {
+    GST_OBJECT_LOCK(self);
+    ++self->buffers_reused;
+    GST_OBJECT_UNLOCK(self);
+  }
+  if (buffer == NULL) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping a frame as a GstBuffer"), (NULL));
+    return NULL;
+  }
   if (!self->downstream_meta && !default_layout(&vinfo, &self->default_info)) return default_layout_copy(self, buffer);
   return buffer;
 }
@@ -698,8 +710,8 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
   g_object_class_install_property(
       object_class, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
-                         "Frames pushed, buffers wrapped, frames skipped and missing, frames copied (for a downstream "
-                         "without GstVideoMeta)",
+                         "Frames pushed, buffers wrapped, GstBuffers reused, frames skipped and missing, frames copied "
+                         "(for a downstream without GstVideoMeta)",
                          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   GstCaps* caps = et_gst_template_caps();
   gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));

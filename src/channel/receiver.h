@@ -79,6 +79,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   struct Import {
     TensorDyn whole;                 // U8 over the whole buffer: owns the import (fd, mapping)
     std::shared_ptr<Storage> home;   // its storage
+    TensorDyn frame_buffer;          // `whole` without its storage: a frame's buffer, given its holder's storage
     MemoryKind kind;
     std::size_t buffer_bytes;
     std::size_t out = 0;             // frame buffers of it delivered and still held
@@ -96,6 +97,19 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   struct Pending {
     ReleaseEntry entry;
     UniqueFd fence;
+  };
+
+  // The last frame message on_frame checked, with the sizes of the buffers it named (guarded by
+  // receive_mutex_). A frame whose frame message is the same, byte for byte, over buffers of the same sizes
+  // passes the same checks: the steady state of a stream (one layout, a pool of equal buffers) decodes and
+  // checks its layout once, not every frame.
+  struct CheckedFrame {
+    static constexpr std::size_t kMaxBytes = 256;
+    std::array<std::byte, kMaxBytes> bytes{};
+    std::size_t size = 0;  // 0: none yet
+    FrameWireHeader header;
+    ImageLayout layout;
+    std::array<std::size_t, kMaxPlanes> sizes{};
   };
 
   // receiver_messages.cpp: one message each; a returned error closes the channel.
@@ -137,6 +151,7 @@ class ChannelReceiver : public std::enable_shared_from_this<ChannelReceiver> {
   // that lags behind (messages queued) goes back to reading first, one syscall a frame.
   static constexpr unsigned kPollFirstCalls = 8;
   unsigned poll_first_ = 0;
+  CheckedFrame checked_;  // guarded by receive_mutex_
 
   mutable std::mutex mutex_;
   // Guarded by mutex_:

@@ -65,8 +65,8 @@ struct TensorAccess {
   /// quantization set (TensorDyn::plane).
   static Result<TensorDyn> plane_view(const TensorDyn& base, const ImageLayout& layout, std::size_t index,
                                       std::shared_ptr<const TensorMeta> meta);
-  /// A U8 tensor over the whole buffer of `t`'s storage (offset 0, [buffer_bytes]), with t's name and
-  /// no other metadata.
+  /// A U8 tensor over the whole buffer of `t`'s storage (offset 0, [buffer_bytes]) with t's name and
+  /// colorimetry and no image, as any view that changes the shape; it shares t's block (no allocation).
   static Result<TensorDyn> whole_buffer(const TensorDyn& t);
   /// `proto`'s description (shape, dtype, strides, offset, name, metadata) over `storage`, which must be
   /// a buffer of the same size and kind: a pool's buffer handed out again. No checks.

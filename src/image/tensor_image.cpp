@@ -147,7 +147,9 @@ Result<TensorDyn> TensorAccess::plane_view(const TensorDyn& base, const ImageLay
 Result<TensorDyn> TensorAccess::whole_buffer(const TensorDyn& t) {
   if (!t.storage_) return fail(ErrorCode::FailedPrecondition, "tensor has no storage");
   const std::size_t bytes = t.buffer_bytes();
-  return make(t.storage_, ArrayRef<std::size_t>(&bytes, 1), DType::U8, {}, 0, named(t.name()), "buffer");
+  // A view over all of it: it keeps the name and colorimetry, not the image (scope None), as any view
+  // that changes the shape (tensor.h's metadata rule), sharing the block.
+  return make(t.storage_, ArrayRef<std::size_t>(&bytes, 1), DType::U8, {}, 0, t.meta_, "buffer");
 }
 
 }  // namespace detail

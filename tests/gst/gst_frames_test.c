@@ -89,6 +89,7 @@ struct producer {
   int end_stream;     /* 1: the last round ends the stream; 0: it vanishes (a producer killed mid-stream) */
   int rounds;         /* producers one after the other on the same path; all but the last vanish */
   int kind;           /* what it sends: PATTERN, TWO_BUFFER, PADDED or POOL_RGB frames, a PLAIN tensor (no layout) */
+  int pool_buffers;   /* POOL_RGB: the pool's buffers */
   int status;         /* 0 when every call succeeded */
   pthread_t thread;
 };
@@ -182,7 +183,7 @@ static int produce_round(struct producer* p, int end_stream) {
     shm.memory = ET_MEMORY_SHM; /* a memfd of the image's bytes (a DMA-BUF would be page-rounded) */
     et_pool_options options = {0};
     options.struct_size = sizeof options;
-    options.max_buffers = 4;
+    options.max_buffers = (uint32_t)p->pool_buffers;
     options.allocate = &shm;
     if (et_pool_create_image(kOddWidth, kHeight, ET_PIXEL_FORMAT_RGB, &rows, &options, &pool) != ET_OK) goto out;
   }
@@ -242,13 +243,18 @@ static void* produce(void* arg) {
   return NULL;
 }
 
-static void start_producer_of(struct producer* p, int frames, int end_stream, int rounds, int kind) {
+static void start_producer_pool(struct producer* p, int frames, int end_stream, int rounds, int kind, int pool_buffers) {
   snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d-%d", (int)getpid(), end_stream, rounds, kind);
   p->kind = kind;
+  p->pool_buffers = pool_buffers;
   p->frames = frames;
   p->end_stream = end_stream;
   p->rounds = rounds;
   pthread_create(&p->thread, NULL, produce, p);
+}
+
+static void start_producer_of(struct producer* p, int frames, int end_stream, int rounds, int kind) {
+  start_producer_pool(p, frames, end_stream, rounds, kind, 4);
 }
 
 static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
@@ -279,8 +285,15 @@ static GstElement* src_pipeline(const char* path, const char* properties, GstEle
   return pipeline;
 }
 
+/* pull_all keeps a copy (gst_buffer_copy: the same memory) of the first `hold_copies` buffers until EOS, then
+ * counts those whose pixels are still their frame's in `held_right`. */
+static int hold_copies;
+static int held_right;
+
 static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out) {
   memset(out, 0, sizeof *out);
+  GstSample* held[8] = {NULL};
+  int holding = 0;
   GstBus* bus = gst_element_get_bus(pipeline);
   for (;;) {
     GstSample* sample = NULL;
@@ -305,7 +318,26 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
       gst_video_frame_unmap(&frame);
     }
     ++out->frames;
+    if (holding < hold_copies && holding < 8) {
+      GstBuffer* copy = gst_buffer_copy(buffer);
+      held[holding++] = gst_sample_new(copy, gst_sample_get_caps(sample), NULL, NULL);
+      gst_buffer_unref(copy);
+    }
     gst_sample_unref(sample);
+  }
+  held_right = 0;
+  for (int i = 0; i < holding; ++i) {
+    GstBuffer* copy = gst_sample_get_buffer(held[i]);
+    GstVideoInfo info;
+    GstVideoFrame frame;
+    if (gst_video_info_from_caps(&info, gst_sample_get_caps(held[i])) &&
+        gst_video_frame_map(&frame, &info, copy, GST_MAP_READ)) {
+      const long bad = mismatches(&frame, GST_BUFFER_OFFSET(copy));
+      if (bad != 0) fprintf(stderr, "held copy of frame %llu: %ld bytes differ\n", (unsigned long long)GST_BUFFER_OFFSET(copy), bad);
+      held_right += bad == 0;
+      gst_video_frame_unmap(&frame);
+    }
+    gst_sample_unref(held[i]);
   }
   GstMessage* message = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
   if (message != NULL && GST_MESSAGE_TYPE(message) == GST_MESSAGE_EOS) out->eos = 1;
@@ -411,6 +443,29 @@ static int case_src_accepts_a_buffer_without_the_last_rows_padding(void) {
   CHECK(producer.status == 0);
   CHECK(got.frames == 10 && got.matching == 10 && got.in_order == 10 && got.eos == 1 && got.error[0] == '\0');
   CHECK(wrapped >= 1 && wrapped <= 4); /* the pool's buffers, each wrapped once */
+  return 0;
+}
+
+/* The src pushes most frames in a GstBuffer of an earlier frame (its memories, its GstVideoMeta), each with
+ * its own pixels; a buffer whose memory a copy still shares is never reused, nor its frame released, while
+ * the copy lives: the copies of the first 2 frames, held until EOS, still hold those frames' pixels. The
+ * producer's pool of 4 (2 held, appsink's preroll frame, 1 more) hands out the buffer back last first, so a
+ * frame released too early would be overwritten by the next. */
+static int case_src_reuses_its_buffers_but_not_one_a_copy_shares(void) {
+  struct producer producer;
+  start_producer_pool(&producer, 24, 1, 1, POOL_RGB, 4);
+  struct pulled got;
+  guint64 reused = 0;
+  hold_copies = 2;
+  CHECK(run_src_to(&producer, "", 1, &got, "buffers-reused", &reused) == 0); /* appsink "reads GstVideoMeta": no copy */
+  hold_copies = 0;
+  printf("src, RGB from a pool of 4 buffers, copies of the first 2 held: %d frames, %d right, EOS %d, %llu GstBuffers "
+         "reused, %d held copies right; error '%s'\n", got.frames, got.matching, got.eos, (unsigned long long)reused,
+         held_right, got.error);
+  CHECK(producer.status == 0);
+  CHECK(got.frames == 24 && got.matching == 24 && got.in_order == 24 && got.eos == 1 && got.error[0] == '\0');
+  CHECK(held_right == 2);
+  CHECK(reused >= 24 - 4); /* each buffer new once; the held ones never again */
   return 0;
 }
 
@@ -1576,6 +1631,7 @@ int main(int argc, char** argv) {
       {"sink_copy_pool_exhausted_drops_at_once", case_sink_copy_pool_exhausted_drops_at_once},
       {"sink_copy_pool_exhausted_waits_then_drops", case_sink_copy_pool_exhausted_waits_then_drops},
       {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
+      {"src_reuses_its_buffers_but_not_one_a_copy_shares", case_src_reuses_its_buffers_but_not_one_a_copy_shares},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_unlock_ends_a_send_waiting_without_limit", case_sink_unlock_ends_a_send_waiting_without_limit},
       {"sink_pool_refuses_buffers_larger_than_its_layout", case_sink_pool_refuses_buffers_larger_than_its_layout},

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -253,6 +254,60 @@ TEST(ChannelMalformed, FrameIsChecked) {
   UniqueFd dup(::fcntl(f.a.get(), F_DUPFD_CLOEXEC, 0));
   refused({a1, {announce_bytes(2), {dup.get()}}, {frame({1, 2}, good), {}}}, ErrorCode::InvalidArgument,
           "buffers 1 and 2 are one buffer");
+}
+
+// A receiver checks a frame message's layout once while frames repeat it byte for byte over buffers of
+// the same sizes (the steady state); a frame that repeats it over other buffers is checked against them.
+TEST(ChannelMalformed, ARepeatedFrameMessageIsCheckedAgainstItsOwnBuffers) {
+  Memfds f;
+  UniqueFd small = sealed_memfd(512);
+  const Msg a1{announce_bytes(1), {f.a.get()}};
+  const Msg a2{announce_bytes(2), {f.b.get()}};
+  const Msg a3{announce_bytes(3, 512), {small.get()}};
+  auto frame = [](std::uint64_t seq, std::vector<std::uint32_t> ids) {
+    return detail::encode_frame(detail::ChannelMessage::Frame, seq, 0, ids,
+                                detail::encode_frame_message(valid_frame_header(64, 32)));
+  };
+  // NV12 64x32: plane 1 (1024 B) in the frame's second buffer, which for the third frame holds 512 B.
+  refused({a1, a2, a3, {frame(0, {1, 2}), {}}, {frame(1, {1, 2}), {}}, {frame(2, {1, 3}), {}}}, ErrorCode::OutOfRange,
+          "frame sequence 2: plane 1 ends at 1024 B (offset 0 B, row stride 64 B), past the end of buffer 3 (512 B)");
+  refused({a1, a2, a3, {frame(0, {1, 2}), {}}, {frame(1, {3, 2}), {}}}, ErrorCode::OutOfRange,
+          "frame sequence 1: plane 0 ends at 2048 B (offset 0 B, row stride 64 B), past the end of buffer 3 (512 B)");
+  // The same memfd under a second id, named with the first after a good frame.
+  UniqueFd dup(::fcntl(f.a.get(), F_DUPFD_CLOEXEC, 0));
+  refused({a1, a2, {announce_bytes(4), {dup.get()}}, {frame(0, {1, 2}), {}}, {frame(1, {1, 4}), {}}},
+          ErrorCode::InvalidArgument, "frame sequence 1: buffers 1 and 4 are one buffer");
+  // Good frames over each pair of same-sized buffers all arrive, each with its own buffers.
+  Pair p;
+  auto receiver = channel::Receiver::create(std::move(p.b));
+  ASSERT_OK(receiver);
+  UniqueFd c = sealed_memfd(kBytes);
+  for (const Msg& m : {a1, a2, Msg{announce_bytes(5), {c.get()}}, Msg{frame(0, {1, 2}), {}}, Msg{frame(1, {5, 1}), {}},
+                       Msg{frame(2, {2, 5}), {}}})
+    ASSERT_OK(ipc::send_fds(p.a.get(), m.bytes, ArrayRef<int>(m.fds.data(), m.fds.size())));
+  const std::uint32_t expected[3][2] = {{1, 2}, {5, 1}, {2, 5}};
+  const int files[3] = {f.a.get(), f.b.get(), c.get()};
+  auto key_of = [&](std::uint32_t id) {
+    struct stat st{};
+    ::fstat(files[id == 1 ? 0 : id == 2 ? 1 : 2], &st);
+    return st.st_ino;
+  };
+  for (const auto& ids : expected) {
+    auto d = receiver->receive(1s);
+    ASSERT_OK(d);
+    ASSERT_FALSE(d->frame.is_empty());
+    ASSERT_EQ(d->frame.buffer_count(), 2u);
+    for (std::size_t b = 0; b < 2; ++b) {
+      auto buffer = d->frame.buffer(b);
+      ASSERT_OK(buffer);
+      auto fd = buffer->export_fd();
+      ASSERT_OK(fd);
+      struct stat st{};
+      ASSERT_EQ(::fstat(fd->get(), &st), 0);
+      EXPECT_EQ(st.st_ino, key_of(ids[b])) << "frame buffer " << b << " is buffer " << ids[b];
+    }
+    EXPECT_EQ(d->frame.layout().planes[1].offset_bytes, 0u);
+  }
 }
 
 TEST(ChannelMalformed, RetireAndReleaseAreChecked) {

@@ -366,16 +366,15 @@ static void pool_release_buffer(GstBufferPool* pool, GstBuffer* buffer) {
   GstEdgetensorBufferPool* self = GST_EDGETENSOR_BUFFER_POOL(pool);
   GstMemory* memory = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
   et_tensor* tensor = gst_edgetensor_memory_tensor(memory);
-  et_tensor_info info = {0};
-  info.struct_size = sizeof info;
-  const gboolean reusable = tensor != NULL && !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_TAG_MEMORY) &&
+  /* Its image's buffer key, kept with the memory since it was wrapped. */
+  const MemoryHome* home = memory == NULL ? NULL : gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(memory), home_quark());
+  const gboolean reusable = tensor != NULL && home != NULL && !GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_TAG_MEMORY) &&
                             gst_memory_is_writable(memory) && GST_MINI_OBJECT_REFCOUNT_VALUE(memory) == 1 &&
-                            memory->offset == 0 && memory->size == memory->maxsize &&
-                            et_tensor_get_info(tensor, &info) == ET_OK;
+                            memory->offset == 0 && memory->size == memory->maxsize;
   if (reusable) {
     g_mutex_lock(&self->lock);
-    if (self->pool != NULL) {
-      IdleBuffer idle = {info.buffer_key, buffer, NULL};
+    if (self->pool != NULL && self->generation == home->generation) {
+      IdleBuffer idle = {home->buffer_key, buffer, NULL};
       g_array_append_val(self->idle, idle);
       /* Under the lock: whoever gets the image from the C pool next finds this entry. */
       gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(memory), tensor_quark(), NULL, NULL);

@@ -74,6 +74,8 @@ struct Publisher::State {
   std::thread acceptor;
 
   std::mutex send_mutex;
+  // Guarded by send_mutex: publish()'s receivers of the frame being sent (kept: a frame allocates nothing).
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<ChannelSender>>> targets;
   mutable std::mutex mutex;
   // Guarded by mutex:
   std::vector<Entry> receivers;
@@ -208,7 +210,7 @@ struct Publisher::State {
     for (std::size_t b = 0; b < out.count; ++b) {
       ET_TRY(edgetensor::detail::sendable_fd(out.buffers[b], out.count == 1 ? label : text::format("{}: buffer {}", label, b)));
     }
-    std::vector<std::pair<std::uint64_t, std::shared_ptr<ChannelSender>>> targets;
+    targets.clear();
     SendOptions o = given;
     {
       std::lock_guard lock(mutex);
@@ -258,6 +260,7 @@ struct Publisher::State {
       stats.deliveries += result.delivered;
       stats.drops += result.dropped;
     }
+    targets.clear();  // no reference to a sender outlives the send
     result.removed = remove_closed(closed);
     if (stopped) return fail(std::move(*stopped));
     return result;

@@ -465,7 +465,9 @@ static int case_src_reuses_its_buffers_but_not_one_a_copy_shares(void) {
   CHECK(producer.status == 0);
   CHECK(got.frames == 24 && got.matching == 24 && got.in_order == 24 && got.eos == 1 && got.error[0] == '\0');
   CHECK(held_right == 2);
-  CHECK(reused >= 24 - 4); /* each buffer new once; the held ones never again */
+  /* Each buffer new once, the held ones never again, and a buffer whose next frame arrives before GStreamer
+   * freed it (the producer resends it once the release is out, which goes first) new again: half, here. */
+  CHECK(reused >= 24 / 2);
   return 0;
 }
 

@@ -63,6 +63,7 @@ struct _GstEdgetensorSrc {
   GstBufferPool* frame_pool;     /* the frames' GstBuffers, recycled (framepool.h); between start and stop */
   guint64 uses;
   gboolean discont;              /* the next buffer follows a (re)connect */
+  gint pts_on_clock;             /* the producer's pts is on CLOCK_MONOTONIC: 1, 0, or -1 until its first pts */
   gint64 full_since;             /* g_get_monotonic_time() of the first of a run of receiver-limit refusals; 0: none */
   /* Counters (object lock). */
   guint64 frames;
@@ -221,6 +222,7 @@ static gboolean gst_edgetensor_src_start(GstBaseSrc* src) {
   self->frame_pool = gst_edgetensor_frame_pool_new();
   self->full_since = 0;
   self->discont = TRUE;
+  self->pts_on_clock = -1;
   return TRUE;
 }
 
@@ -245,6 +247,7 @@ static gboolean reconnect(GstEdgetensorSrc* self, const char* what, const char* 
   ++self->reconnects;
   GST_OBJECT_UNLOCK(self);
   self->discont = TRUE;
+  self->pts_on_clock = -1;
   return TRUE;
 }
 
@@ -549,10 +552,27 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
   return buffer;
 }
 
-/* The producer's time (its pts, or its send stamp: CLOCK_MONOTONIC, as GStreamer's system clock) re-based
- * on this pipeline's base time. */
+/* How far a pts on CLOCK_MONOTONIC may lie from its frame's send stamp (a capture time before it, a render time
+ * after it by the producer pipeline's latency). */
+#define PTS_ON_CLOCK_NS (INT64_C(10) * 1000 * 1000 * 1000)
+
+/* The producer's time re-based on this pipeline's base time: its pts when that is on CLOCK_MONOTONIC, GStreamer's
+ * system clock (edgetensorsink's pts: base time + running time), else its send stamp (always CLOCK_MONOTONIC).
+ * Which, the first frame with a pts decides, for the connection: within PTS_ON_CLOCK_NS of its send stamp. A pts
+ * on the producer's own timeline (from 0, or the epoch) would otherwise give every buffer pts 0 (before the base
+ * time), or one hours ahead. */
 static void set_timing(GstEdgetensorSrc* self, const et_channel_delivery* d, GstBuffer* buffer) {
-  const int64_t at = (d->has & ET_CHANNEL_HAS_PTS) ? d->pts_ns : d->timestamp_ns;
+  const gboolean has_pts = (d->has & ET_CHANNEL_HAS_PTS) != 0;
+  if (has_pts && self->pts_on_clock < 0) {
+    /* In unsigned arithmetic: the distance of any two int64 values fits. */
+    const uint64_t apart = d->pts_ns > d->timestamp_ns ? (uint64_t)d->pts_ns - (uint64_t)d->timestamp_ns
+                                                       : (uint64_t)d->timestamp_ns - (uint64_t)d->pts_ns;
+    self->pts_on_clock = d->pts_ns > 0 && apart <= (uint64_t)PTS_ON_CLOCK_NS;
+    if (!self->pts_on_clock)
+      GST_INFO_OBJECT(self, "the producer's pts (%" G_GINT64_FORMAT " ns) is not on CLOCK_MONOTONIC (its send stamp: %"
+                      G_GINT64_FORMAT " ns): buffers take their send stamp's time", d->pts_ns, d->timestamp_ns);
+  }
+  const int64_t at = has_pts && self->pts_on_clock == 1 ? d->pts_ns : d->timestamp_ns;
   const GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
   GST_BUFFER_PTS(buffer) = (GST_CLOCK_TIME_IS_VALID(base) && at > 0 && (GstClockTime)at >= base) ? (GstClockTime)at - base : 0;
   if (d->has & ET_CHANNEL_HAS_DURATION) GST_BUFFER_DURATION(buffer) = (GstClockTime)d->duration_ns;

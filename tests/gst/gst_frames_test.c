@@ -19,10 +19,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { kWidth = 320, kHeight = 240, kFrames = 30 };
 enum { PATTERN = 0, PLAIN = 1, TWO_BUFFER = 2, POOL_RGB = 3, PADDED = 4 };
+enum { PTS_NONE = 0, PTS_CLOCK = 1, PTS_OWN = 2, PTS_EPOCH = 3 };
 /* TWO_BUFFER frames: NV12 with each plane in a buffer of its own, rows kWidth bytes apart (GStreamer's own
  * layout once the two memories are one after the other); PADDED frames: the same with rows kPaddedStride
  * bytes apart (a layout only GstVideoMeta can describe). */
@@ -90,6 +92,9 @@ struct producer {
   int rounds;         /* producers one after the other on the same path; all but the last vanish */
   int kind;           /* what it sends: PATTERN, TWO_BUFFER, PADDED or POOL_RGB frames, a PLAIN tensor (no layout) */
   int pool_buffers;   /* POOL_RGB: the pool's buffers */
+  int pts_mode;       /* the pts sent: PTS_NONE, PTS_CLOCK (CLOCK_MONOTONIC, 2 ms before the send), PTS_OWN (i x 33.3 ms),
+                       * PTS_EPOCH (CLOCK_REALTIME) */
+  int64_t sent_pts[64]; /* of the first 64 frames */
   int status;         /* 0 when every call succeeded */
   pthread_t thread;
 };
@@ -190,6 +195,8 @@ static int produce_round(struct producer* p, int end_stream) {
   if (et_channel_listener_create(p->path, NULL, &listener) != ET_OK) goto out;
   if (et_channel_listener_accept(listener, 10000, &fd) != ET_OK) goto out;
   if (et_channel_sender_create_adopt(fd, NULL, &sender) != ET_OK) goto out;
+  /* Timed frames: after the consumer's pipeline has played (base time set), most of them. */
+  if (p->pts_mode != PTS_NONE) g_usleep(200 * 1000);
   for (int i = 0; i < p->frames; ++i) {
     if (p->kind == PLAIN) {
       if (send_plain(sender) != ET_OK) goto out;
@@ -205,6 +212,14 @@ static int produce_round(struct producer* p, int end_stream) {
     options.struct_size = sizeof options;
     options.has = ET_CHANNEL_HAS_DURATION;
     options.duration_ns = 33333333;
+    if (p->pts_mode != PTS_NONE) {
+      struct timespec now;
+      clock_gettime(p->pts_mode == PTS_EPOCH ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now);
+      const int64_t ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+      options.has |= ET_CHANNEL_HAS_PTS;
+      options.pts_ns = p->pts_mode == PTS_CLOCK ? ns - 2000000 : p->pts_mode == PTS_OWN ? (int64_t)i * 33333333 : ns;
+      if (i < 64) p->sent_pts[i] = options.pts_ns;
+    }
     uint64_t sequence = 0;
     const et_status status = frame != NULL ? ET_OK : image == NULL ? ET_INTERNAL : et_frame_from_tensor(image, &frame);
     const et_status sent = status == ET_OK ? et_channel_sender_send_frame(sender, frame, &options, &sequence) : status;
@@ -243,8 +258,11 @@ static void* produce(void* arg) {
   return NULL;
 }
 
-static void start_producer_pool(struct producer* p, int frames, int end_stream, int rounds, int kind, int pool_buffers) {
-  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d-%d", (int)getpid(), end_stream, rounds, kind);
+static void start_producer_pool(struct producer* p, int frames, int end_stream, int rounds, int kind, int pool_buffers,
+                                int pts_mode) {
+  snprintf(p->path, sizeof p->path, "@edgetensor-gst-test-%d-%d-%d-%d-%d", (int)getpid(), end_stream, rounds, kind,
+           pts_mode);
+  p->pts_mode = pts_mode;
   p->kind = kind;
   p->pool_buffers = pool_buffers;
   p->frames = frames;
@@ -254,7 +272,7 @@ static void start_producer_pool(struct producer* p, int frames, int end_stream, 
 }
 
 static void start_producer_of(struct producer* p, int frames, int end_stream, int rounds, int kind) {
-  start_producer_pool(p, frames, end_stream, rounds, kind, 4);
+  start_producer_pool(p, frames, end_stream, rounds, kind, 4, PTS_NONE);
 }
 
 static void start_producer(struct producer* p, int frames, int end_stream, int rounds) {
@@ -264,6 +282,7 @@ static void start_producer(struct producer* p, int frames, int end_stream, int r
 /* `edgetensorsrc ! appsink`: pulls until EOS or an error; counts frames whose pixels all match. */
 struct pulled {
   int frames, matching, in_order, fd_memory, discont, eos;
+  GstClockTime pts[64], base_time; /* the first 64 buffers' pts; the pipeline's base time */
   int with_meta, two_memories; /* buffers with GstVideoMeta; buffers of two memories */
   int fps_n, fps_d;  /* of the last sample's caps */
   char error[512];
@@ -317,6 +336,7 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
       out->discont += GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DISCONT);
       gst_video_frame_unmap(&frame);
     }
+    if (out->frames < 64) out->pts[out->frames] = GST_BUFFER_PTS(buffer);
     ++out->frames;
     if (holding < hold_copies && holding < 8) {
       GstBuffer* copy = gst_buffer_copy(buffer);
@@ -325,6 +345,7 @@ static void pull_all(GstElement* pipeline, GstElement* sink, struct pulled* out)
     }
     gst_sample_unref(sample);
   }
+  out->base_time = gst_element_get_base_time(pipeline);
   held_right = 0;
   for (int i = 0; i < holding; ++i) {
     GstBuffer* copy = gst_sample_get_buffer(held[i]);
@@ -453,7 +474,7 @@ static int case_src_accepts_a_buffer_without_the_last_rows_padding(void) {
  * frame released too early would be overwritten by the next. */
 static int case_src_reuses_its_buffers_but_not_one_a_copy_shares(void) {
   struct producer producer;
-  start_producer_pool(&producer, 24, 1, 1, POOL_RGB, 4);
+  start_producer_pool(&producer, 24, 1, 1, POOL_RGB, 4, PTS_NONE);
   struct pulled got;
   guint64 reused = 0;
   hold_copies = 2;
@@ -468,6 +489,38 @@ static int case_src_reuses_its_buffers_but_not_one_a_copy_shares(void) {
   /* Each buffer new once, the held ones never again, and a buffer whose next frame arrives before GStreamer
    * freed it (the producer resends it once the release is out, which goes first) new again: half, here. */
   CHECK(reused >= 24 / 2);
+  return 0;
+}
+
+/* The src re-bases the producer's pts on its pipeline's base time when that pts is on CLOCK_MONOTONIC (a
+ * capture time): each buffer's pts is the pts sent minus the base time. A pts on the producer's own timeline
+ * (from 0) or on CLOCK_REALTIME is not (it gave every buffer pts 0, or one 56 years ahead): the send stamp
+ * stands in, so pts still advance with the frames, and stay near the pipeline's running time. */
+static int case_src_rebases_pts_from_any_timeline(void) {
+  static const char* const names[] = {"", "CLOCK_MONOTONIC", "own, from 0", "CLOCK_REALTIME"};
+  for (int mode = PTS_CLOCK; mode <= PTS_EPOCH; ++mode) {
+    struct producer producer;
+    start_producer_pool(&producer, 12, 1, 1, PATTERN, 4, mode);
+    struct pulled got;
+    guint64 frames = 0;
+    CHECK(run_src(&producer, "", &got, "frames", &frames) == 0);
+    /* Frames sent before the pipeline played (the producer sends once connected) are before its base time: pts 0. */
+    int zero = 0, eligible = 0, exact = 0, increasing = 0;
+    for (int i = 0; i < got.frames && i < 64; ++i) {
+      const int64_t sent = producer.sent_pts[i];
+      zero += got.pts[i] == 0;
+      eligible += sent >= (int64_t)got.base_time;
+      exact += sent >= (int64_t)got.base_time && got.pts[i] == (GstClockTime)(sent - (int64_t)got.base_time);
+      increasing += i > 0 && got.pts[i - 1] != 0 && got.pts[i] > got.pts[i - 1];
+    }
+    printf("src, pts %s: %d frames, %d right, EOS %d; pts 0 (sent before the pipeline played) %d, then %d increasing, "
+           "last %.3f ms; %d of %d sent after the base time exactly the pts sent minus it\n", names[mode], got.frames,
+           got.matching, got.eos, zero, increasing, (double)got.pts[got.frames - 1] / 1e6, exact, eligible);
+    CHECK(producer.status == 0 && got.frames == 12 && got.matching == 12 && got.eos == 1);
+    CHECK(zero < 12 - 4 && increasing == 12 - 1 - zero); /* after the first non-zero pts, each one later */
+    CHECK(got.pts[11] < 60 * GST_SECOND);                /* near the running time, not hours or years ahead */
+    if (mode == PTS_CLOCK) CHECK(exact == eligible && exact >= 4);
+  }
   return 0;
 }
 
@@ -1634,6 +1687,7 @@ int main(int argc, char** argv) {
       {"sink_copy_pool_exhausted_waits_then_drops", case_sink_copy_pool_exhausted_waits_then_drops},
       {"src_accepts_a_buffer_without_the_last_rows_padding", case_src_accepts_a_buffer_without_the_last_rows_padding},
       {"src_reuses_its_buffers_but_not_one_a_copy_shares", case_src_reuses_its_buffers_but_not_one_a_copy_shares},
+      {"src_rebases_pts_from_any_timeline", case_src_rebases_pts_from_any_timeline},
       {"sink_needs_a_socket_path", case_sink_needs_a_socket_path},
       {"sink_unlock_ends_a_send_waiting_without_limit", case_sink_unlock_ends_a_send_waiting_without_limit},
       {"sink_pool_refuses_buffers_larger_than_its_layout", case_sink_pool_refuses_buffers_larger_than_its_layout},

@@ -539,16 +539,17 @@ static GstBuffer* buffer_of(GstEdgetensorSrc* self, et_frame* frame, const et_ch
   gboolean reused = FALSE;
   GstBuffer* buffer = gst_edgetensor_frame_pool_buffer(self->frame_pool, &parts, frame, &reused);
   for (uint32_t b = 0; b < buffer_count; ++b) gst_memory_unref(parents[b]);
-  if (reused) {
-    GST_OBJECT_LOCK(self);
-    ++self->buffers_reused;
-    GST_OBJECT_UNLOCK(self);
-  }
+
   if (buffer == NULL) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("wrapping a frame as a GstBuffer"), (NULL));
     return NULL;
   }
   if (!self->downstream_meta && !default_layout(&vinfo, &self->default_info)) return default_layout_copy(self, buffer);
+  if (reused) { /* counted where it is pushed: not a copy's */
+    GST_OBJECT_LOCK(self);
+    ++self->buffers_reused;
+    GST_OBJECT_UNLOCK(self);
+  }
   return buffer;
 }
 
@@ -752,8 +753,8 @@ static void gst_edgetensor_src_class_init(GstEdgetensorSrcClass* klass) {
 static void gst_edgetensor_src_init(GstEdgetensorSrc* self) {
   self->connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   self->cache = g_array_new(FALSE, TRUE, sizeof(CachedMemory));
-  self->fd_allocator = gst_fd_allocator_new();
-  self->dmabuf_allocator = gst_dmabuf_allocator_new();
+  self->fd_allocator = gst_edgetensor_frame_allocator_new(FALSE);
+  self->dmabuf_allocator = gst_edgetensor_frame_allocator_new(TRUE);
   gst_video_info_init(&self->info);
   gst_base_src_set_live(GST_BASE_SRC(self), TRUE);
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);

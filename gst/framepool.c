@@ -3,6 +3,8 @@
 
 #include "formats.h"
 
+#include <gst/allocators/allocators.h>
+
 #include <string.h>
 
 /* Idle buffers kept at most: the receiver's default buffer table (32 buffers) over frames of one or two. */
@@ -207,4 +209,52 @@ GstBufferPool* gst_edgetensor_frame_pool_new(void) {
   GstBufferPool* pool = g_object_new(GST_TYPE_EDGETENSOR_FRAME_POOL, NULL);
   gst_object_ref_sink(pool);
   return pool;
+}
+
+/* GstFdMemory's share (saved from the first allocator made): its sub-memory's parent is the fd's first memory. */
+static GstMemoryShareFunction fd_share;
+
+/* A share whose parent is `memory` itself: the shares of a share keep it alive (its qdata, its frame). GstFdMemory
+ * maps a sub-memory through its parent, recursively, so the bytes are the first memory's mapping either way. */
+static GstMemory* share_of_memory(GstMemory* memory, gssize offset, gssize size) {
+  GstMemory* sub = fd_share(memory, offset, size);
+  if (sub == NULL || sub->parent == memory) return sub;
+  GstMemory* first = sub->parent;
+  gst_memory_lock(memory, GST_LOCK_FLAG_EXCLUSIVE);
+  sub->parent = gst_memory_ref(memory);
+  gst_memory_unlock(first, GST_LOCK_FLAG_EXCLUSIVE);
+  gst_memory_unref(first);
+  return sub;
+}
+
+static void keep_share(GstAllocator* allocator) {
+  if (fd_share == NULL) fd_share = allocator->mem_share;
+  allocator->mem_share = share_of_memory;
+}
+
+typedef struct {
+  GstFdAllocator parent;
+} GstEdgetensorFdAllocator;
+typedef struct {
+  GstFdAllocatorClass parent_class;
+} GstEdgetensorFdAllocatorClass;
+G_DEFINE_TYPE(GstEdgetensorFdAllocator, gst_edgetensor_fd_allocator, GST_TYPE_FD_ALLOCATOR)
+static void gst_edgetensor_fd_allocator_class_init(GstEdgetensorFdAllocatorClass* klass) { (void)klass; }
+static void gst_edgetensor_fd_allocator_init(GstEdgetensorFdAllocator* self) { keep_share(GST_ALLOCATOR(self)); }
+
+typedef struct {
+  GstDmaBufAllocator parent;
+} GstEdgetensorDmaBufAllocator;
+typedef struct {
+  GstDmaBufAllocatorClass parent_class;
+} GstEdgetensorDmaBufAllocatorClass;
+G_DEFINE_TYPE(GstEdgetensorDmaBufAllocator, gst_edgetensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR)
+static void gst_edgetensor_dmabuf_allocator_class_init(GstEdgetensorDmaBufAllocatorClass* klass) { (void)klass; }
+static void gst_edgetensor_dmabuf_allocator_init(GstEdgetensorDmaBufAllocator* self) { keep_share(GST_ALLOCATOR(self)); }
+
+GstAllocator* gst_edgetensor_frame_allocator_new(gboolean dmabuf) {
+  GstAllocator* allocator = g_object_new(dmabuf ? gst_edgetensor_dmabuf_allocator_get_type()
+                                                : gst_edgetensor_fd_allocator_get_type(), NULL);
+  gst_object_ref_sink(allocator);
+  return allocator;
 }

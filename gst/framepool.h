@@ -41,6 +41,14 @@ GstBuffer* gst_edgetensor_frame_pool_buffer(GstBufferPool* pool, const GstEdgete
  * later are freed too. */
 void gst_edgetensor_frame_pool_drop_idle(GstBufferPool* pool, gboolean stopping);
 
+/* The allocators of the src's received buffers (`dmabuf`: GstDmaBufMemory, else GstFdMemory): GStreamer's own,
+ * but a memory shared from one of their memories (gst_memory_share, gst_buffer_copy_region of part of a buffer,
+ * GstAdapter) keeps that memory alive, not only the first memory of the fd: the memory of a frame's GstBuffer,
+ * which holds the frame, lives as long as any part of it does. (GstFdMemory's share in 1.22 makes every share a
+ * child of the fd's first memory, so a part kept downstream held nothing of the frame: the producer wrote the
+ * next frame into it while it was read.) */
+GstAllocator* gst_edgetensor_frame_allocator_new(gboolean dmabuf);
+
 /* The qdata key of the frame a memory holds. */
 GQuark gst_edgetensor_frame_quark(void);
 

@@ -223,21 +223,10 @@ static gboolean pool_stop(GstBufferPool* pool) {
   return TRUE;
 }
 
-/* Marks a new buffer's metas POOLED and LOCKED and its memory untagged, as GstBufferPool does for the buffers
- * it allocates: the GstVideoMeta stays across reuses, and a buffer whose memory was replaced is seen. */
-static gboolean mark_meta_pooled(GstBuffer* buffer, GstMeta** meta, gpointer data) {
-  (void)buffer;
-  (void)data;
-  GST_META_FLAG_SET(*meta, GST_META_FLAG_POOLED);
-  GST_META_FLAG_SET(*meta, GST_META_FLAG_LOCKED);
-  return TRUE;
-}
-
 /* A new GstBuffer over `memory` (one C pool image), GstVideoMeta from `layout`, marked as a pool's own. */
 static GstBuffer* pooled_buffer(GstMemory* memory, const et_image_layout* layout) {
   GstBuffer* buffer = et_gst_buffer_new_image(memory, layout);
-  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
-  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+  et_gst_buffer_mark_pooled(buffer);
   return buffer;
 }
 

@@ -122,3 +122,16 @@ GstBuffer* et_gst_buffer_new_video(GstMemory* const* memories, guint count, GstV
                                  layout->plane_count, offsets, strides);
   return buffer;
 }
+
+static gboolean mark_meta_pooled(GstBuffer* buffer, GstMeta** meta, gpointer data) {
+  (void)buffer;
+  (void)data;
+  GST_META_FLAG_SET(*meta, GST_META_FLAG_POOLED);
+  GST_META_FLAG_SET(*meta, GST_META_FLAG_LOCKED);
+  return TRUE;
+}
+
+void et_gst_buffer_mark_pooled(GstBuffer* buffer) {
+  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
+  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+}

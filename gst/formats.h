@@ -37,6 +37,10 @@ GstBuffer* et_gst_buffer_new_image(GstMemory* memory, const et_image_layout* lay
  * GstBuffer). No GstVideoMeta for GST_VIDEO_FORMAT_UNKNOWN. */
 GstBuffer* et_gst_buffer_new_video(GstMemory* const* memories, guint count, GstVideoFormat format,
                                    const et_image_layout* layout);
+/* Marks a new buffer's metas POOLED and LOCKED and its memory untagged, as GstBufferPool does for the buffers it
+ * allocates: the GstVideoMeta stays across reuses, and a buffer whose memory was replaced is seen (its
+ * GST_BUFFER_FLAG_TAG_MEMORY). The sink's pool and the src's recycled buffers. */
+void et_gst_buffer_mark_pooled(GstBuffer* buffer);
 
 G_END_DECLS
 

@@ -54,14 +54,6 @@ static gboolean idle_is(const IdleFrameBuffer* idle, const GstEdgetensorFramePar
   return TRUE;
 }
 
-static gboolean mark_meta_pooled(GstBuffer* buffer, GstMeta** meta, gpointer data) {
-  (void)buffer;
-  (void)data;
-  GST_META_FLAG_SET(*meta, GST_META_FLAG_POOLED);
-  GST_META_FLAG_SET(*meta, GST_META_FLAG_LOCKED);
-  return TRUE;
-}
-
 static GstFlowReturn frame_pool_acquire(GstBufferPool* pool, GstBuffer** out, GstBufferPoolAcquireParams* params) {
   (void)params;
   GstEdgetensorFramePool* self = GST_EDGETENSOR_FRAME_POOL(pool);
@@ -82,8 +74,7 @@ static GstFlowReturn frame_pool_acquire(GstBufferPool* pool, GstBuffer** out, Gs
   GstMemory* memories[ET_MAX_PLANES] = {NULL};
   for (guint b = 0; b < want->count; ++b) memories[b] = gst_memory_share(want->parents[b], 0, (gssize)want->sizes[b]);
   GstBuffer* buffer = et_gst_buffer_new_video(memories, want->count, want->format, want->layout);
-  gst_buffer_foreach_meta(buffer, mark_meta_pooled, NULL);
-  GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_TAG_MEMORY); /* set by adding the memories; from here: replaced */
+  et_gst_buffer_mark_pooled(buffer); /* TAG_MEMORY, set by adding the memories, from here means: replaced */
   *out = buffer;
   return GST_FLOW_OK;
 }

@@ -125,10 +125,8 @@ Result<void> ChannelReceiver::on_announce(std::span<const std::byte> bytes, std:
   // Map it now, once (memfd: the persistent mapping); a frame then costs no mmap. A DMA-BUF is mapped at
   // its first CPU map, inside its sync bracket, and stays mapped.
   if (!home->backing().needs_cpu_access_bracket()) ET_TRY(home->cpu_address());
-  // What each frame of it hands out: the same U8 view, over the holder's storage (hand_out).
-  ET_TRY_ASSIGN(TensorDyn frame_buffer, TensorAccess::make(home, ArrayRef<std::size_t>(&bytes_count, 1), DType::U8, {}, 0,
-                                                           nullptr, "frame buffer"));
-  frame_buffer = TensorAccess::without_storage(std::move(frame_buffer));
+  // What each frame of it hands out: `whole`'s U8 view, over the holder's storage (hand_out).
+  TensorDyn frame_buffer = TensorAccess::without_storage(whole);
   std::lock_guard lock(mutex_);
   table_.emplace(a.buffer_id,
                  Import{std::move(whole), std::move(home), std::move(frame_buffer), a.memory, bytes_count, 0});

@@ -508,6 +508,16 @@ struct PublisherStats {
 /// a producer that never stalls in acquire: the sum over receivers of max_frames_out x buffers per frame
 /// + the buffers the producer holds at once. Move-only; every call may come from any thread; a moved-from
 /// Publisher answers FailedPrecondition.
+///
+/// Releases: each receiver's Sender has a reader thread, but after a frame whose buffers all came from a
+/// Pool, the sending thread reads the releases that came since, without waiting, before it sends the next
+/// frame, and that reader thread stands back (parked) for 200 ms: a stream of pool frames at 5 fps or more
+/// costs no reader wake-up per frame (docs/CHANNEL.md, "Fixed cost per frame"). A Pool acquire that finds
+/// no buffer free calls the reader threads back at once, as drain() and a send waiting for a table slot
+/// do, so nothing that waits for a release waits out the stand-back. A frame of other buffers (an import
+/// whose release callback an upstream waits for) keeps the reader thread reading. So a buffer's release
+/// (a Pool's give-back, an import's release callback) runs on the reader thread or on a thread in send()
+/// or send_frame() of this Publisher, which must not be called from it.
 class ET_API Publisher {
  public:
   /// A publisher with no receivers (add them with add_receiver). Errors: InvalidArgument (max_receivers

@@ -170,7 +170,7 @@ const char* call_name(Call call) noexcept {
                                            "ftruncate", "fcntl", "fstat", "fstatfs", "ioctl",
                                            "posix_fallocate", "shm_open", "shm_unlink", "lseek",
                                            "sendmsg", "recvmsg", "madvise", "opendir", "stat", "read",
-                                           "poll", "uname"};
+                                           "poll", "uname", "recvmmsg"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Call::Count));
   int i = static_cast<int>(call);
   return i >= 0 && i < static_cast<int>(Call::Count) ? kNames[i] : "unknown";
@@ -269,6 +269,9 @@ ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
 }
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
   return ET_SYS_CALL(Recvmsg, fd, 0, nullptr, ::recvmsg(fd, msg, flags));
+}
+int recvmmsg(int fd, struct mmsghdr* msgs, unsigned int vlen, int flags) {
+  return ET_SYS_CALL(Recvmmsg, fd, 0, nullptr, ::recvmmsg(fd, msgs, vlen, flags, nullptr));
 }
 int madvise(void* addr, size_t length, int advice) {
   return ET_SYS_CALL(Madvise, -1, static_cast<unsigned long>(advice), nullptr, ::madvise(addr, length, advice));

@@ -55,6 +55,7 @@ int shm_unlink(const char* name);
 off_t lseek(int fd, off_t offset, int whence);
 ssize_t sendmsg(int fd, const struct msghdr* msg, int flags);
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags);
+int recvmmsg(int fd, struct mmsghdr* msgs, unsigned int vlen, int flags);  // no timeout
 int madvise(void* addr, size_t length, int advice);  // the testing seam's CallInfo::request = advice
 DIR* opendir(const char* path);                      // closedir is not a seam call
 int stat(const char* path, struct stat* st);

@@ -18,7 +18,7 @@ namespace sys {
 
 enum class Call : int {
   Open, Close, Dup, Mmap, Munmap, MemfdCreate, Ftruncate, Fcntl, Fstat, Fstatfs, Ioctl,
-  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Madvise, Opendir, Stat, Read, Poll, Uname, Count
+  PosixFallocate, ShmOpen, ShmUnlink, Lseek, Sendmsg, Recvmsg, Madvise, Opendir, Stat, Read, Poll, Uname, Recvmmsg, Count
 };
 /// The libc name of `call` ("open", "memfd_create", ...); "unknown" for a value outside the enum.
 const char* call_name(Call call) noexcept;

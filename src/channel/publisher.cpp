@@ -237,6 +237,7 @@ struct Publisher::State {
     std::vector<std::uint64_t> closed;
     std::optional<Error> stopped;
     for (const auto& [id, sender] : targets) {
+      sender->read_ready();
       const std::uint64_t dropped_before = sender->stats().frames_dropped;
       auto r = sender->send(out.span(), out.embedded, out.type, o, out.fence_span());
       if (!r && edgetensor::detail::wait_check_stopped()) {  // channel::ScopedWaitCheck: stop here

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <array>
 #include <condition_variable>
@@ -123,7 +124,8 @@ Result<std::uint8_t> ChannelSender::fence_mask_for(std::span<const sync::Fence* 
     // The receiver's hello says whether it takes fences; a send that comes first waits for it.
     std::unique_lock lock(mutex_);
     auto hello = [&] { return peer_max_buffers_ != 0 || closed_.has_value(); };
-    if (!hello()) want_reader_locked();
+    std::optional<ReaderWanted> wanted;
+    if (!hello()) wanted.emplace(*this);
     if (deadline == ChannelClock::time_point::max()) {
       drained_.wait(lock, hello);
     } else {
@@ -221,12 +223,13 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     };
     // A full table (Busy: every announced buffer has a frame out) waits for a release, which the reader
     // thread handles and signals, until the deadline: a release already on its way frees a slot.
+    std::optional<ReaderWanted> wanted;  // every way out of the loop holds the lock
     for (;;) {
       auto assigned = assign_ids();
       if (assigned) break;
       if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
       if (drop) return dropped_locked(sequence);
-      want_reader_locked();
+      if (!wanted) wanted.emplace(*this);
       // With a ScopedWaitCheck, in slices: the check runs between them, without the lock.
       const auto until = check == nullptr ? deadline : std::min(deadline, ChannelClock::now() + channel::kWaitCheckInterval);
       const bool timed_out = until == ChannelClock::time_point::max()
@@ -251,6 +254,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (closed_) return fail(closed_error_locked());
     }
   }
+  // Pools of the buffers announced now call the reader back before they wait (kPublisherStandBack).
+  for (std::size_t b = 0; b < buffers.size(); ++b)
+    if (announce[b]) (void)add_pool_recall(storage_of(buffers[b]), recall_);
   // A timeout (Busy) or the thread's wait check leaves both ends in step: what went out is applied, what did
   // not is undone, and the channel stays open. Any other failure (the peer is gone, the socket failed)
   // closes it.
@@ -315,6 +321,11 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
   }
   std::lock_guard lock(mutex_);
   last_sequence_ = sequence;
+  last_frame_pooled_ = std::all_of(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(buffers.size()),
+                                   [&](std::uint32_t id) {
+                                     const auto it = table_.find(id);
+                                     return it != table_.end() && it->second.pooled;
+                                   });
   ++stats_.frames_sent;
   stats_.acquire_fences_sent += fence_count;
   return sequence;
@@ -440,14 +451,17 @@ Result<void> ChannelSender::handle_release(std::span<const std::byte> bytes, std
   return {};
 }
 
-bool ChannelSender::read_one(std::span<std::byte> buf) noexcept {
-  auto msg = receive_fds_flags(socket_.get(), buf, kMaxChannelFds, MSG_DONTWAIT);
+ChannelSender::Read ChannelSender::read_one(std::span<std::byte> buf) noexcept {
+  return take(receive_fds_flags(socket_.get(), buf, kMaxChannelFds, MSG_DONTWAIT), buf);
+}
+
+ChannelSender::Read ChannelSender::take(Result<ipc::Received> msg, std::span<const std::byte> buf) noexcept {
   Result<void> handled;
   if (!msg) {
-    if (msg.error().sys_errno() == EAGAIN) return true;  // the other reader took it
+    if (msg.error().sys_errno() == EAGAIN) return Read::Nothing;  // the other reader took it
     if (msg.error().code() == ErrorCode::Unavailable) {
       close(Error(ErrorCode::Unavailable, "the receiver closed the channel"), true);
-      return false;
+      return Read::Closed;
     }
     handled = fail(std::move(msg).error());
   } else {
@@ -455,9 +469,49 @@ bool ChannelSender::read_one(std::span<std::byte> buf) noexcept {
   }
   if (!handled) {
     close(std::move(handled).error(), false);
-    return false;
+    return Read::Closed;
   }
-  return true;
+  return Read::Message;
+}
+
+namespace {
+std::atomic<std::int64_t> g_publisher_stand_back_ms{kPublisherStandBack.count()};
+}  // namespace
+
+std::chrono::milliseconds publisher_stand_back() noexcept {
+  return std::chrono::milliseconds(g_publisher_stand_back_ms.load(std::memory_order_relaxed));
+}
+
+void set_publisher_stand_back_for_testing(std::chrono::milliseconds stand_back) noexcept {
+  g_publisher_stand_back_ms.store(stand_back.count(), std::memory_order_relaxed);
+}
+
+void ChannelSender::read_ready() noexcept {
+  const auto now = ChannelClock::now();
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || stopping_ || !last_frame_pooled_ || readers_wanted_ != 0 || inline_readers_ != 0) return;
+    standby_until_ = now + publisher_stand_back();
+  }
+  ReadTurn reading(*this, now);
+  if (!reading) return;  // the reader thread is reading: it stands back after that message
+  // In the ReadTurn: this thread alone uses ready_buffers_.
+  std::array<std::span<std::byte>, kMaxReadyBatch> buffers;
+  for (std::size_t i = 0; i < kMaxReadyBatch; ++i)
+    buffers[i] = std::span(ready_buffers_[i].data(), ready_buffers_[i].size());
+  std::array<Result<ipc::Received>, kMaxReadyBatch> got;
+  // Bounded: a receiver that floods its socket does not hold the frame back.
+  for (std::size_t read = 0; read < kMaxReadyMessages;) {
+    auto n = receive_ready(socket_.get(), buffers, kMaxChannelFds, got);
+    if (!n) {
+      close(std::move(n).error(), false);
+      return;
+    }
+    for (std::size_t i = 0; i < *n; ++i)
+      if (take(std::move(got[i]), buffers[i]) != Read::Message) return;
+    if (*n < kMaxReadyBatch) return;
+    read += *n;
+  }
 }
 
 void ChannelSender::read_releases() noexcept {
@@ -494,7 +548,7 @@ void ChannelSender::read_releases() noexcept {
       return;
     }
     ReadTurn reading(*this, ChannelClock::time_point::max());
-    if (!read_one(buf)) return;
+    if (read_one(buf) == Read::Closed) return;
   }
 }
 
@@ -514,7 +568,7 @@ bool ChannelSender::read_inline(ChannelClock::time_point until) noexcept {
     std::uint64_t n = 0;
     [[maybe_unused]] auto r = ::read(wake_fd_.get(), &n, sizeof n);
   }
-  if (ready->socket) return read_one(buf);
+  if (ready->socket) return read_one(buf) != Read::Closed;
   return true;
 }
 

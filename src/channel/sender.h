@@ -39,6 +39,7 @@
 #include "channel/channel_socket.h"
 #include "channel/channel_wire.h"
 #include "core/storage.h"
+#include "ipc/ipc_checks.h"
 #include "pool/pool_wait.h"
 
 namespace edgetensor {
@@ -51,6 +52,19 @@ namespace detail {
 // a buffer back for a thread waiting on the Pool itself (not through Sender::acquire). drain(), send()
 // and the hello's wait call it back at once (want_reader_locked).
 inline constexpr std::chrono::milliseconds kReaderStandBack{50};
+// How long a Publisher's receiver's reader thread stands back after a frame whose buffers all come from
+// a Pool (read_ready): the publishing thread reads the releases before its next frame, so at 5 fps or
+// more the reader thread wakes about 5 times a second instead of once per frame. A Pool acquire that
+// must wait for one of those buffers calls the reader back at once (PoolRecall), as do drain(), a send
+// waiting for a table slot and the hello's wait. What the stand-back delays: a receiver's death seen while
+// no frame is sent (a send sees it at once), and a release whose buffer nobody waits for.
+inline constexpr std::chrono::milliseconds kPublisherStandBack{200};
+// The stand-back in force: kPublisherStandBack, or what a test set (the unit tests make it long, so that
+// only a call back, never the clock, ends it). Any thread.
+std::chrono::milliseconds publisher_stand_back() noexcept;
+void set_publisher_stand_back_for_testing(std::chrono::milliseconds stand_back) noexcept;
+// The most messages read_ready reads before a frame.
+inline constexpr std::size_t kMaxReadyMessages = 64;
 
 class ChannelSender {
  public:
@@ -60,6 +74,7 @@ class ChannelSender {
         label_(options.name.empty() ? std::string("channel") : text::format("channel '{}'", options.name)) {}
 
   Result<void> start() {
+    recall_ = std::make_shared<Recall>(*this);
     wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!wake_fd_) return fail(Error::from_errno(errno, text::format("{}: eventfd for acquire's wake-ups", label_)));
     try {
@@ -77,6 +92,7 @@ class ChannelSender {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
+    if (recall_) recall_->detach();
     reader_cv_.notify_all();
     ::shutdown(socket_.get(), SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
@@ -120,12 +136,17 @@ class ChannelSender {
     return fail(Error(ErrorCode::Busy, text::format("{}; {}: {}", t.error().message(), label_, *held),
                       t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
   }
+  // A Publisher's sending thread, before each frame it sends this receiver: when the last frame sent
+  // held only Pool buffers (and nothing waits for the reader), the reader thread stands back for
+  // kPublisherStandBack and this thread reads the messages already there (releases), without waiting.
+  void read_ready() noexcept;
   Result<void> drain(std::chrono::milliseconds timeout) {
     const auto deadline = deadline_after(timeout);
     std::unique_lock lock(mutex_);
     // Done once every reference is dropped, not only counted: a pool has its buffers back by then.
     auto done = [&] { return (out_.empty() || closed_.has_value()) && dropping_ == 0; };
-    if (!done()) want_reader_locked();
+    std::optional<ReaderWanted> wanted;
+    if (!done()) wanted.emplace(*this);
     if (deadline == ChannelClock::time_point::max()) {
       drained_.wait(lock, done);
     } else {
@@ -184,6 +205,42 @@ class ChannelSender {
    private:
     ChannelSender& s_;
     const std::thread::id owner_ = std::this_thread::get_id();
+  };
+
+  // A wait on drained_ that needs the messages read now (drain, a send waiting for a table slot or for
+  // the hello): the reader thread stops standing back and read_ready does not send it back while one
+  // runs. Made and destroyed under mutex_.
+  class ReaderWanted {
+   public:
+    explicit ReaderWanted(ChannelSender& s) : s_(s) {
+      ++s_.readers_wanted_;
+      s_.want_reader_locked();
+    }
+    ~ReaderWanted() { --s_.readers_wanted_; }
+    ReaderWanted(const ReaderWanted&) = delete;
+    ReaderWanted& operator=(const ReaderWanted&) = delete;
+
+   private:
+    ChannelSender& s_;
+  };
+
+  // Registered with the pools of the buffers announced (add_pool_recall): a pool acquire about to wait
+  // calls the reader thread back. Detached by stop(); the pools hold it weakly.
+  class Recall final : public PoolRecall {
+   public:
+    explicit Recall(ChannelSender& s) : s_(&s) {}
+    void recall() noexcept override {
+      std::lock_guard lock(mutex_);
+      if (s_ != nullptr) s_->recall_reader();
+    }
+    void detach() noexcept {
+      std::lock_guard lock(mutex_);
+      s_ = nullptr;
+    }
+
+   private:
+    std::mutex mutex_;
+    ChannelSender* s_;
   };
 
   // One reader of the socket at a time (a flag under mutex_, not a timed mutex: TSan in GCC 12 does not
@@ -325,12 +382,22 @@ class ChannelSender {
   // The reader thread: reads and handles messages until the channel closes, standing back (parked on
   // reader_cv_) while an acquire reads inline.
   void read_releases() noexcept;
+  // What read_one found.
+  enum class Read { Message, Nothing, Closed };
   // Reads one message if one is there (MSG_DONTWAIT) and handles it; closes the channel on its errors.
-  // In a ReadTurn. false: the channel is closed.
-  bool read_one(std::span<std::byte> buf) noexcept;
+  // In a ReadTurn.
+  Read read_one(std::span<std::byte> buf) noexcept;
+  // Handles one message as received into `buf` (its result from receive_fds_flags or receive_ready).
+  Read take(Result<ipc::Received> msg, std::span<const std::byte> buf) noexcept;
   // PoolWaitHook::wait of InlineReading: one wait for input (socket or wake_fd_) until `until`, and the
   // message read. false once the channel is closed (the pool's condition variable waits instead).
   bool read_inline(ChannelClock::time_point until) noexcept;
+  // PoolRecall: the reader thread stops standing back (until the next read_ready).
+  void recall_reader() noexcept {
+    std::lock_guard lock(mutex_);
+    if (now_standing_back_locked()) want_reader_locked();
+  }
+  bool now_standing_back_locked() const noexcept { return ChannelClock::now() < standby_until_; }
   // A wait on drained_ (drain, a send waiting for a table slot or for the hello) needs the messages read
   // now: the reader thread stops standing back. Under mutex_.
   void want_reader_locked() noexcept {
@@ -387,6 +454,11 @@ class ChannelSender {
   int turn_waiters_ = 0;         // threads waiting for a ReadTurn on read_turn_
   ChannelClock::time_point standby_until_{};  // the reader thread stands back until then (kReaderStandBack)
   bool reader_parked_ = false;   // the reader thread waits on reader_cv_
+  int readers_wanted_ = 0;       // ReaderWanted waits running
+  bool last_frame_pooled_ = false;  // the last frame sent held only Pool buffers (read_ready)
+  std::shared_ptr<Recall> recall_;  // made by start()
+  // read_ready's message buffers, used in its ReadTurn only.
+  std::array<std::array<std::byte, kMaxReleaseMessageBytes + 1>, kMaxReadyBatch> ready_buffers_;
   int dropping_ = 0;  // releases whose references are being dropped outside the lock
   bool released_by_close_ = false;  // the closing dropped frames the receiver had not released
 };

@@ -120,42 +120,25 @@ Result<ReceivedMessage> receive_message(int socket_fd, const ipc::ReceiveOptions
   return out;
 }
 
-Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags) {
-  using ipc::kMaxFdsPerMessage;
-  using ipc::Received;
-  if (buffer.empty()) return fail(ErrorCode::InvalidArgument, "receive_fds: empty buffer");
-  if (max_fds > kMaxFdsPerMessage)
-    return fail(ErrorCode::InvalidArgument,
-                text::format("receive_fds: max_fds {} exceeds the limit {}", max_fds, kMaxFdsPerMessage));
-  iovec iov{buffer.data(), buffer.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  // Room for max_fds plus everything the kernel may add for the socket's options. Extra fds from the
-  // sender may use the spare room: they are counted and refused below, or show as MSG_CTRUNC.
-  const std::size_t control_bytes = CMSG_SPACE(sizeof(int) * max_fds) + kernel_control_bytes();
-  // One buffer per thread, aligned for cmsghdr, grown when needed and never cleared: the kernel writes the
-  // control messages and sets msg_controllen, and only those bytes are read. (A new zeroed buffer of over a
-  // page on every call was a third of a frame's receive.)
-  thread_local std::vector<cmsghdr> control;
-  const std::size_t control_words = (control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr);
-  if (control.size() < control_words) control.resize(control_words);
-  msg.msg_control = control.data();
-  msg.msg_controllen = control_bytes;
-  ssize_t n;
-  do {
-    n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | flags);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(Error::from_errno(errno, text::format("recvmsg on socket fd {}", socket_fd)));
+namespace {
 
-  // Take ownership of every fd that arrived first, in any fd-carrying message, so each error path below
-  // closes them: SCM_RIGHTS fds go to the caller, a pidfd (SCM_PIDFD) is closed on return.
+// Control bytes to receive a message of at most `max_fds` fds with: room for them plus everything the kernel
+// may add for the socket's options. Extra fds from the sender may use the spare room: they are counted and
+// refused (collect_received), or show as MSG_CTRUNC.
+std::size_t control_bytes_for(std::size_t max_fds) noexcept {
+  return CMSG_SPACE(sizeof(int) * max_fds) + kernel_control_bytes();
+}
+
+// One message as recvmsg (or one entry of recvmmsg) left it in `msg`, `n` bytes: its fds taken first (each
+// error path closes them), then the checks: truncated control data, too many fds, a truncated message.
+Result<ipc::Received> collect_received(const msghdr& msg, ssize_t n, std::size_t buffer_bytes, std::size_t max_fds) {
+  using ipc::Received;
   Received out;
   std::vector<UniqueFd> pidfds;
   std::array<Arrived, 8> arrived{};
   std::size_t arrived_count = 0;
-  const std::byte* control_end = reinterpret_cast<const std::byte*>(control.data()) + msg.msg_controllen;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+  const std::byte* control_end = static_cast<const std::byte*>(msg.msg_control) + msg.msg_controllen;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
     if (c->cmsg_len < CMSG_LEN(0)) break;
     const auto* data = reinterpret_cast<const std::byte*>(CMSG_DATA(c));
     const std::size_t data_bytes = std::min<std::size_t>(c->cmsg_len - CMSG_LEN(0),
@@ -180,7 +163,7 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
                 text::format("receive_fds: control data truncated (MSG_CTRUNC): the kernel dropped what did not fit "
                             "in {} B (room for {} fds, credentials, a pidfd, a {} B security label and timestamps) "
                             "or could not install an fd (RLIMIT_NOFILE); arrived: {}; all closed",
-                            control_bytes, max_fds, max_security_label_bytes(),
+                            control_bytes_for(max_fds), max_fds, max_security_label_bytes(),
                             parts.empty() ? std::string("nothing") : text::join(parts, ", ")));
   }
   if (out.fds.size() > max_fds) {
@@ -191,9 +174,76 @@ Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buff
   }
   if (msg.msg_flags & MSG_TRUNC)
     return fail(ErrorCode::OutOfRange,
-                text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer.size()));
+                text::format("receive_fds: message larger than the {} B buffer (MSG_TRUNC)", buffer_bytes));
   out.size_bytes = static_cast<std::size_t>(n);
   return out;
+}
+
+Result<void> check_receive_args(std::size_t max_fds) {
+  if (max_fds > ipc::kMaxFdsPerMessage)
+    return fail(ErrorCode::InvalidArgument,
+                text::format("receive_fds: max_fds {} exceeds the limit {}", max_fds, ipc::kMaxFdsPerMessage));
+  return {};
+}
+
+}  // namespace
+
+Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags) {
+  if (buffer.empty()) return fail(ErrorCode::InvalidArgument, "receive_fds: empty buffer");
+  ET_TRY(check_receive_args(max_fds));
+  iovec iov{buffer.data(), buffer.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  const std::size_t control_bytes = control_bytes_for(max_fds);
+  // One buffer per thread, aligned for cmsghdr, grown when needed and never cleared: the kernel writes the
+  // control messages and sets msg_controllen, and only those bytes are read. (A new zeroed buffer of over a
+  // page on every call was a third of a frame's receive.)
+  thread_local std::vector<cmsghdr> control;
+  const std::size_t control_words = (control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr);
+  if (control.size() < control_words) control.resize(control_words);
+  msg.msg_control = control.data();
+  msg.msg_controllen = control_bytes;
+  ssize_t n;
+  do {
+    n = sys::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | flags);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return fail(Error::from_errno(errno, text::format("recvmsg on socket fd {}", socket_fd)));
+  return collect_received(msg, n, buffer.size(), max_fds);
+}
+
+Result<std::size_t> receive_ready(int socket_fd, std::span<const std::span<std::byte>> buffers, std::size_t max_fds,
+                                  std::span<Result<ipc::Received>> out) {
+  const std::size_t count = std::min({buffers.size(), out.size(), kMaxReadyBatch});
+  if (count == 0) return fail(ErrorCode::InvalidArgument, "receive_ready: no buffer");
+  ET_TRY(check_receive_args(max_fds));
+  const std::size_t control_bytes = control_bytes_for(max_fds);
+  const std::size_t control_words = (control_bytes + sizeof(cmsghdr) - 1) / sizeof(cmsghdr);
+  // As receive_fds_flags': one buffer per thread, never cleared (only what the kernel wrote is read).
+  thread_local std::vector<cmsghdr> control;
+  if (control.size() < control_words * count) control.resize(control_words * count);
+  std::array<iovec, kMaxReadyBatch> iov{};
+  std::array<mmsghdr, kMaxReadyBatch> msgs{};
+  for (std::size_t i = 0; i < count; ++i) {
+    if (buffers[i].empty()) return fail(ErrorCode::InvalidArgument, text::format("receive_ready: buffer {} is empty", i));
+    iov[i] = {buffers[i].data(), buffers[i].size()};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_control = control.data() + i * control_words;
+    msgs[i].msg_hdr.msg_controllen = control_bytes;
+  }
+  int n;
+  do {
+    n = sys::recvmmsg(socket_fd, msgs.data(), static_cast<unsigned>(count), MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::size_t{0};
+    return fail(Error::from_errno(errno, text::format("recvmmsg on socket fd {}", socket_fd)));
+  }
+  const auto got = static_cast<std::size_t>(n);
+  for (std::size_t i = 0; i < got; ++i)
+    out[i] = collect_received(msgs[i].msg_hdr, static_cast<ssize_t>(msgs[i].msg_len), buffers[i].size(), max_fds);
+  return got;
 }
 
 }  // namespace detail

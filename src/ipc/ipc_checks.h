@@ -40,6 +40,14 @@ Result<FdInfo> probe_received(int fd, MemoryKind declared, const ipc::ReceiveOpt
 /// ipc::receive_fds with extra recvmsg `flags` (MSG_DONTWAIT: EAGAIN comes back as from_errno's Busy
 /// with sys_errno EAGAIN, nothing read). ipc::receive_fds is this with 0.
 Result<ipc::Received> receive_fds_flags(int socket_fd, std::span<std::byte> buffer, std::size_t max_fds, int flags);
+/// The most messages one receive_ready takes.
+inline constexpr std::size_t kMaxReadyBatch = 8;
+/// The messages already queued on `socket_fd` (one recvmmsg, MSG_DONTWAIT), at most kMaxReadyBatch and one per
+/// buffer: message i in buffers[i], its result (fds, size, or receive_fds_flags' error for it, e.g. Unavailable
+/// for the peer's end) in out[i]. Returns how many came: 0 when none was queued. Errors: InvalidArgument (no
+/// buffer, an empty one, max_fds over ipc::kMaxFdsPerMessage), from_errno of recvmmsg.
+Result<std::size_t> receive_ready(int socket_fd, std::span<const std::span<std::byte>> buffers, std::size_t max_fds,
+                                  std::span<Result<ipc::Received>> out);
 
 /// One sendmsg(2) of `bytes` with `fds` (borrowed; at most ipc::kMaxFdsPerMessage, else EINVAL) as
 /// SCM_RIGHTS and recvmsg-style `flags` (MSG_NOSIGNAL, MSG_DONTWAIT); EINTR retried; allocates nothing.

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -95,6 +96,15 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       if (!waited) {
         ++waits_;
         waited = true;
+        // Once, before the first wait: whatever reads this pool's releases stops standing back.
+        if (!recalls_.empty()) {
+          auto recalls = recalls_;
+          lock.unlock();
+          for (const auto& w : recalls)
+            if (auto r = w.lock()) r->recall();
+          lock.lock();
+          continue;  // a buffer may have come back meanwhile
+        }
       }
       if (on_wait_ && now - checked >= kPoolWaitCheckInterval) {
         checked = now;
@@ -131,6 +141,19 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     TensorDyn proto = *proto_;  // set by the first allocation, before any buffer was free
     lock.unlock();
     return hand_out(std::move(home), std::move(proto), zero_on_reuse_);
+  }
+
+  // The pool that handed out `storage` (its deleter is this pool's Recycler), or null.
+  static PoolState* of(const std::shared_ptr<Storage>& storage) noexcept {
+    const auto* recycler = std::get_deleter<Recycler>(storage);
+    return recycler == nullptr ? nullptr : recycler->pool.get();
+  }
+  void add_recall(const std::shared_ptr<PoolRecall>& recall) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(recalls_, [](const std::weak_ptr<PoolRecall>& w) { return w.expired(); });
+    for (const auto& w : recalls_)
+      if (!w.owner_before(recall) && !recall.owner_before(w)) return;
+    recalls_.push_back(recall);
   }
 
   // The Recycler's end: `home` comes back from its last holder (any thread, noexcept).
@@ -312,6 +335,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
   std::size_t allocating_ = 0;      // allocations under way outside the lock (count against max_)
   std::size_t in_use_ = 0;
   std::size_t waiters_ = 0;  // threads in cv_.wait_until
+  std::vector<std::weak_ptr<PoolRecall>> recalls_;  // add_pool_recall's (pool_wait.h)
   PoolWaitHook* hooks_ = nullptr;  // acquires waiting through a hook (pool_wait.h), in its wait()
   std::size_t peak_in_use_ = 0;
   std::uint64_t acquired_ = 0;
@@ -414,6 +438,13 @@ struct PoolAccess {
   static PoolState* state(Pool& pool) noexcept { return pool.state_.get(); }
 };
 }  // namespace detail
+
+bool detail::add_pool_recall(const std::shared_ptr<Storage>& storage, const std::shared_ptr<PoolRecall>& recall) {
+  PoolState* pool = PoolState::of(storage);
+  if (pool == nullptr) return false;
+  pool->add_recall(recall);
+  return true;
+}
 
 Result<TensorDyn> detail::acquire_with_hook(Pool& pool, std::chrono::milliseconds timeout, PoolWaitHook& hook) {
   PoolState* state = PoolAccess::state(pool);

@@ -11,12 +11,14 @@
 #include <edgetensor/pool.h>
 
 #include <chrono>
+#include <memory>
 
 namespace edgetensor {
 inline namespace ET_ABI_NAMESPACE {
 namespace detail {
 
 class PoolState;
+class Storage;
 
 class PoolWaitHook {
  public:
@@ -37,8 +39,30 @@ class PoolWaitHook {
 
  private:
   friend class PoolState;
+class Storage;
   PoolWaitHook* next_ = nullptr;  // the pool's list of hooks in wait(), under its lock
 };
+
+/// Whatever reads the messages that bring a pool's buffers back, where that reading may stand back: a
+/// channel Publisher's receivers, whose reader threads stand back while the publishing thread reads their
+/// releases itself (channel/sender.h, kPublisherStandBack). An acquire that finds no buffer free calls
+/// recall() once before it waits, so that it never waits out a stand-back.
+class PoolRecall {
+ public:
+  /// Any thread, no lock of the pool held. Must not block, and must not acquire from the pool.
+  virtual void recall() noexcept = 0;
+
+ protected:
+  PoolRecall() = default;
+  PoolRecall(const PoolRecall&) = delete;
+  PoolRecall& operator=(const PoolRecall&) = delete;
+  virtual ~PoolRecall() = default;
+};
+
+/// Registers `recall` (weakly: one that is gone is skipped and dropped) with the pool that handed out
+/// `storage`, once (the same recall again is a no-op). false, registering nothing, for storage of no
+/// pool.
+bool add_pool_recall(const std::shared_ptr<Storage>& storage, const std::shared_ptr<PoolRecall>& recall);
 
 /// Pool::acquire(timeout) that waits through `hook` (registered with the pool only while its wait()
 /// runs, so a buffer given back between two looks is never missed). Errors: Pool::acquire's.

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/sys_testing.h"
+#include "channel/sender.h"
 #include "support/test_support.h"
 #include "unit/channel/channel_support.h"
 
@@ -129,6 +132,92 @@ TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
   da->tensor = TensorDyn{};
   ASSERT_OK(a->flush());
   EXPECT_TRUE(eventually([&] { return p->acquire(*pool, 0ms).has_value(); }));
+}
+
+// Frames of Pool buffers (issue 27, case (a)): before each frame the sending thread reads the releases that
+// came, and the receiver's reader thread stands back (kPublisherStandBack), so a frame wakes no reader
+// thread. An acquire that finds the pool empty calls the reader back rather than waiting out the
+// stand-back; a frame of other buffers keeps the reader thread reading.
+TEST(ChannelPublisher, TheSendingThreadReadsPoolReleasesAndAStarvedAcquireCallsTheReaderBack) {
+  auto sp = channel::socket_pair();
+  ASSERT_OK(sp);
+  const int fd = sp->first.get();
+  const auto sending_thread = std::this_thread::get_id();
+  std::atomic<int> sender_reads{0}, reader_reads{0};
+  // A stand-back no test outlasts: only a call back ends it, never the clock (a loaded machine may stall
+  // this thread for longer than the real 200 ms).
+  struct LongStandBack {
+    LongStandBack() { edgetensor::detail::set_publisher_stand_back_for_testing(60s); }
+    ~LongStandBack() { edgetensor::detail::set_publisher_stand_back_for_testing(edgetensor::detail::kPublisherStandBack); }
+  } long_stand_back;
+  // Before any channel thread runs, gone after them (declared first).
+  et_test::ScopedFaultHook hook([&](const sys::CallInfo& c) {
+    if (c.fd != fd) return 0;
+    const bool sender = std::this_thread::get_id() == sending_thread;
+    if (c.call == sys::Call::Recvmmsg && sender) ++sender_reads;
+    if ((c.call == sys::Call::Recvmsg || c.call == sys::Call::Recvmmsg) && !sender) ++reader_reads;
+    return 0;
+  });
+  auto p = channel::Publisher::create({.name = "stand-back"});
+  ASSERT_OK(p);
+  ASSERT_OK(p->add_receiver(std::move(sp->first)));
+  auto r = channel::Receiver::create(std::move(sp->second));
+  ASSERT_OK(r);
+  auto pool = shm_pool("stand-back", 2, {64, 64});
+  ASSERT_OK(pool);
+  constexpr std::uint64_t kFrames = 40;
+  for (std::uint64_t f = 0; f < kFrames; ++f) {
+    auto t = p->acquire(*pool, 2s);
+    ASSERT_OK(t);
+    ASSERT_TRUE(stamp(*t, f));
+    ASSERT_OK(p->send(*t));
+    t = TensorDyn{};
+    auto d = r->receive(2s);
+    ASSERT_OK(d);
+    EXPECT_TRUE(stamped(d->tensor, f)) << "frame " << f;
+    d->tensor = TensorDyn{};
+    ASSERT_OK(r->flush());
+  }
+  // The first frame's release is the reader thread's (nothing stood back yet; it may take one more message
+  // it was already waiting for); from then on the sending thread reads one batch a frame.
+  EXPECT_GE(sender_reads.load(), static_cast<int>(kFrames) - 2);
+  EXPECT_LE(reader_reads.load(), 3) << sender_reads.load() << " reads by the sending thread";
+
+  // Both buffers out, both released, the releases not read: the acquire calls the reader back. Without the
+  // call it would wait out the stand-back, longer than its timeout.
+  std::vector<channel::Delivery> held;
+  for (std::uint64_t f = kFrames; f < kFrames + 2; ++f) {
+    auto t = p->acquire(*pool, 2s);
+    ASSERT_OK(t);
+    ASSERT_OK(p->send(*t));
+    auto d = r->receive(2s);
+    ASSERT_OK(d);
+    held.push_back(std::move(*d));
+  }
+  held.clear();
+  ASSERT_OK(r->flush());
+  const int before = reader_reads.load();
+  auto t = p->acquire(*pool, 10s);
+  ASSERT_TRUE(t.has_value()) << "a starved acquire waited out the reader's stand-back: " << t.error().to_string();
+  EXPECT_GT(reader_reads.load(), before) << "the reader thread read the releases";
+  t = TensorDyn{};
+
+  // After a frame of a buffer from no pool (an import, say, whose owner may wait for its release with no
+  // Pool to call the reader back), the sending thread neither reads nor sends the reader back.
+  auto plain = TensorDyn::allocate({64, 64}, DType::U8, et_test::mem(MemoryKind::Shm));
+  ASSERT_OK(plain);
+  ASSERT_OK(p->send(*plain));  // the frame before it was the pool's: this one reads, and stands back
+  const int sender_before = sender_reads.load();
+  ASSERT_OK(p->send(*plain));
+  EXPECT_EQ(sender_reads.load(), sender_before) << "read after a frame of no pool's buffer";
+  for (int i = 0; i < 2; ++i) {
+    auto d = r->receive(2s);
+    ASSERT_OK(d);
+  }
+  ASSERT_OK(r->flush());
+  // drain() calls the standing-back reader back.
+  EXPECT_TRUE(eventually([&] { return p->drain(0ms).has_value(); }));
+  EXPECT_EQ(sender_reads.load(), sender_before);
 }
 
 // The issue's fan-out: a fast Block receiver, a slow Drop receiver that holds its frames, and one that

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pool (include/edgetensor/pool.h): automatic return, reuse of the same storage, bounds, exhaustion,
 // the pool destroyed with buffers out, device work kept on a returned buffer, and acquire racing
-// release on eight threads (PoolConcurrent.*; the TSan lane runs every test named *Concurrent*).
+// release on eight threads (PoolConcurrent.*; the TSan lane runs every test named *Concurrent*), and
+// the recall an acquire about to wait makes (pool_wait.h: a channel Publisher's standing-back readers).
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
 
@@ -11,8 +12,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <latch>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -20,6 +23,7 @@
 
 #include "core/storage.h"
 #include "base/sys_testing.h"
+#include "pool/pool_wait.h"
 #include "support/test_support.h"
 
 using namespace edgetensor;
@@ -468,6 +472,62 @@ TEST(Pool, AReadyBufferIsPreferredToOneWithPendingDeviceWork) {
 
 // Eight threads acquire, fill and release buffers of a pool smaller than the thread count: every
 // buffer has at most one holder at a time, no acquisition is lost, and the counters add up.
+// A PoolRecall that counts its calls and gives a buffer back from its own thread, as a channel reader
+// thread called back reads the release that frees one.
+class CountingRecall final : public detail::PoolRecall {
+ public:
+  void recall() noexcept override {
+    ++calls;
+    if (on_recall) on_recall();
+  }
+  std::atomic<int> calls{0};
+  std::function<void()> on_recall;
+};
+
+TEST(Pool, AnAcquireAboutToWaitCallsItsRecallsOnceAndOnlyThen) {
+  auto pool = Pool::create({16}, DType::U8, options("recall", MemoryKind::Heap, 2));
+  ASSERT_OK(pool);
+  auto a = pool->acquire(0ms);
+  auto b = pool->acquire(0ms);
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  auto recall = std::make_shared<CountingRecall>();
+  ASSERT_TRUE(detail::add_pool_recall(detail::storage_of(*a), recall));
+  ASSERT_TRUE(detail::add_pool_recall(detail::storage_of(*b), recall));  // the same pool: registered once
+  // A storage of no pool registers nothing.
+  auto plain = TensorDyn::allocate({16}, DType::U8, et_test::mem(MemoryKind::Heap));
+  ASSERT_OK(plain);
+  EXPECT_FALSE(detail::add_pool_recall(detail::storage_of(*plain), recall));
+
+  // No wait (try_acquire, or a timeout of 0 ms): no recall.
+  EXPECT_FALSE(pool->try_acquire().has_value());
+  EXPECT_FALSE(pool->acquire(0ms).has_value());
+  EXPECT_EQ(recall->calls.load(), 0);
+
+  // An acquire about to wait calls it once; the buffer it frees (on another thread) ends the wait.
+  std::thread giver;
+  recall->on_recall = [&] { giver = std::thread([&] { *a = TensorDyn(); }); };
+  auto c = pool->acquire(10s);
+  ASSERT_OK(c);
+  giver.join();
+  EXPECT_EQ(recall->calls.load(), 1);
+
+  // A recall that frees nothing: called once per acquire, which then times out as before.
+  recall->on_recall = nullptr;
+  auto d = pool->acquire(20ms);
+  ASSERT_FALSE(d.has_value());
+  EXPECT_EQ(d.error().code(), ErrorCode::Busy);
+  EXPECT_EQ(recall->calls.load(), 2);
+
+  // A recall that is gone is skipped (and dropped at the next registration).
+  recall.reset();
+  EXPECT_FALSE(pool->acquire(5ms).has_value());
+  auto other = std::make_shared<CountingRecall>();
+  ASSERT_TRUE(detail::add_pool_recall(detail::storage_of(*b), other));
+  EXPECT_FALSE(pool->acquire(5ms).has_value());
+  EXPECT_EQ(other->calls.load(), 1);
+}
+
 TEST(PoolConcurrent, EightThreadsAcquireAndReleaseRacing) {
   constexpr int kThreads = 8;
   constexpr int kIterations = 300;

@@ -509,9 +509,9 @@ struct PublisherStats {
 /// + the buffers the producer holds at once. Move-only; every call may come from any thread; a moved-from
 /// Publisher answers FailedPrecondition.
 ///
-/// Releases: each receiver's Sender has a reader thread, but after a frame whose buffers all came from a
-/// Pool, the sending thread reads the releases that came since, without waiting, before it sends the next
-/// frame, and that reader thread stands back (parked) for 200 ms: a stream of pool frames at 5 fps or more
+/// Releases: each receiver's Sender has a reader thread, but once a frame whose buffers all came from a
+/// Pool went out, the sending thread reads the releases already there, without waiting, and that reader
+/// thread stands back (parked) for 200 ms: a stream of pool frames at 5 fps or more
 /// costs no reader wake-up per frame (docs/CHANNEL.md, "Fixed cost per frame"). A Pool acquire that finds
 /// no buffer free calls the reader threads back at once, as drain() and a send waiting for a table slot
 /// do, so nothing that waits for a release waits out the stand-back. A frame of other buffers (an import

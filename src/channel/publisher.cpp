@@ -237,7 +237,6 @@ struct Publisher::State {
     std::vector<std::uint64_t> closed;
     std::optional<Error> stopped;
     for (const auto& [id, sender] : targets) {
-      sender->read_ready();
       const std::uint64_t dropped_before = sender->stats().frames_dropped;
       auto r = sender->send(out.span(), out.embedded, out.type, o, out.fence_span());
       if (!r && edgetensor::detail::wait_check_stopped()) {  // channel::ScopedWaitCheck: stop here
@@ -256,6 +255,9 @@ struct Publisher::State {
         closed.push_back(id);
       }
     }
+    // Once the frame went out to everyone: the releases that came meanwhile (Pool frames: the reader threads
+    // stand back; sender.h, kPublisherStandBack).
+    for (const auto& target : targets) target.second->read_ready();
     {
       std::lock_guard lock(mutex);
       stats.deliveries += result.delivered;

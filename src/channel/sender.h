@@ -53,7 +53,7 @@ namespace detail {
 // and the hello's wait call it back at once (want_reader_locked).
 inline constexpr std::chrono::milliseconds kReaderStandBack{50};
 // How long a Publisher's receiver's reader thread stands back after a frame whose buffers all come from
-// a Pool (read_ready): the publishing thread reads the releases before its next frame, so at 5 fps or
+// a Pool (read_ready): the publishing thread reads the releases after each frame, so at 5 fps or
 // more the reader thread wakes about 5 times a second instead of once per frame. A Pool acquire that
 // must wait for one of those buffers calls the reader back at once (PoolRecall), as do drain(), a send
 // waiting for a table slot and the hello's wait. What the stand-back delays: a receiver's death seen while
@@ -136,9 +136,9 @@ class ChannelSender {
     return fail(Error(ErrorCode::Busy, text::format("{}; {}: {}", t.error().message(), label_, *held),
                       t.error().sys_errno()));  // the pool's ETIMEDOUT or EAGAIN
   }
-  // A Publisher's sending thread, before each frame it sends this receiver: when the last frame sent
-  // held only Pool buffers (and nothing waits for the reader), the reader thread stands back for
-  // kPublisherStandBack and this thread reads the messages already there (releases), without waiting.
+  // A Publisher's sending thread, after each frame it sent everyone: when the last frame sent here held
+  // only Pool buffers (and nothing waits for the reader), the reader thread stands back for
+  // publisher_stand_back() and this thread reads the messages already there (releases), without waiting.
   void read_ready() noexcept;
   Result<void> drain(std::chrono::milliseconds timeout) {
     const auto deadline = deadline_after(timeout);

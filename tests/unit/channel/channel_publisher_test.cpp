@@ -134,7 +134,7 @@ TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
   EXPECT_TRUE(eventually([&] { return p->acquire(*pool, 0ms).has_value(); }));
 }
 
-// Frames of Pool buffers (issue 27, case (a)): before each frame the sending thread reads the releases that
+// Frames of Pool buffers (issue 27, case (a)): after each frame the sending thread reads the releases that
 // came, and the receiver's reader thread stands back (kPublisherStandBack), so a frame wakes no reader
 // thread. An acquire that finds the pool empty calls the reader back rather than waiting out the
 // stand-back; a frame of other buffers keeps the reader thread reading.
@@ -203,11 +203,13 @@ TEST(ChannelPublisher, TheSendingThreadReadsPoolReleasesAndAStarvedAcquireCallsT
   t = TensorDyn{};
 
   // After a frame of a buffer from no pool (an import, say, whose owner may wait for its release with no
-  // Pool to call the reader back), the sending thread neither reads nor sends the reader back.
+  // Pool to call the reader back), the sending thread neither reads nor sends the reader back: the reader
+  // thread, called back by the starved acquire above, reads those releases itself.
   auto plain = TensorDyn::allocate({64, 64}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(plain);
-  ASSERT_OK(p->send(*plain));  // the frame before it was the pool's: this one reads, and stands back
   const int sender_before = sender_reads.load();
+  const int reader_before = reader_reads.load();
+  ASSERT_OK(p->send(*plain));
   ASSERT_OK(p->send(*plain));
   EXPECT_EQ(sender_reads.load(), sender_before) << "read after a frame of no pool's buffer";
   for (int i = 0; i < 2; ++i) {
@@ -215,7 +217,8 @@ TEST(ChannelPublisher, TheSendingThreadReadsPoolReleasesAndAStarvedAcquireCallsT
     ASSERT_OK(d);
   }
   ASSERT_OK(r->flush());
-  // drain() calls the standing-back reader back.
+  EXPECT_TRUE(eventually([&] { return reader_reads.load() >= reader_before + 2; }))
+      << reader_reads.load() - reader_before << " reads by the reader thread";
   EXPECT_TRUE(eventually([&] { return p->drain(0ms).has_value(); }));
   EXPECT_EQ(sender_reads.load(), sender_before);
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The frame channel's threads (ChannelConcurrent.*; the TSan lane runs every Channel* test): releases
 // dropped on eight threads while a sender thread sends and the receiver receives; releases that find
-// the socket full are queued and sent by a receive() waiting in another thread (eventfd wake-up).
+// the socket full are queued and sent by a receive() waiting in another thread (eventfd wake-up); a
+// Publisher streaming Pool frames to receivers that hold a few frames each on their own threads, so its
+// pool runs dry again and again: the sending thread reads releases, the readers stand back and are called
+// back by the starved acquires.
 #include <edgetensor/edgetensor.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -9,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -16,6 +20,7 @@
 
 #include "channel/channel_wire.h"
 #include "support/test_support.h"
+#include "unit/channel/channel_support.h"
 #include "unit/ipc/ipc_wire_support.h"
 
 using namespace edgetensor;
@@ -100,6 +105,59 @@ TEST(ChannelConcurrent, EightThreadsReleaseWhileASenderThreadSends) {
   EXPECT_LE(s.announces, 12u);
   EXPECT_EQ(pool->stats().in_use, 0u);
   EXPECT_EQ(receiver->stats().frames_out, 0u);
+}
+
+TEST(ChannelConcurrent, APublishersStarvedPoolCallsItsStandingBackReadersBack) {
+  constexpr std::uint64_t kFrames = 600;
+  constexpr int kReceivers = 3;
+  auto p = channel::Publisher::create({.name = "mt-pub"});
+  ASSERT_OK(p);
+  std::vector<channel::Receiver> receivers;
+  for (int i = 0; i < kReceivers; ++i) {
+    auto sp = channel::socket_pair();
+    ASSERT_OK(sp);
+    ASSERT_OK(p->add_receiver(std::move(sp->first)));
+    auto r = channel::Receiver::create(std::move(sp->second));
+    ASSERT_OK(r);
+    receivers.push_back(std::move(*r));
+  }
+  // Each receiver holds up to i + 1 frames: 6 of the pool's 8 buffers at the worst, so the producer's
+  // acquire finds the pool empty whenever releases wait unread.
+  auto pool = et_test::channel_support::shm_pool("mt-pub", 8, {32, 32});
+  ASSERT_OK(pool);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kReceivers; ++i)
+    threads.emplace_back([&, i] {
+      std::deque<channel::Delivery> held;
+      for (std::uint64_t f = 0; f < kFrames; ++f) {
+        auto d = receivers[static_cast<std::size_t>(i)].receive(10s);
+        if (!d || d->sequence != f || !et_test::channel_support::stamped(d->tensor, f)) {
+          ++wrong;
+          return;
+        }
+        held.push_back(std::move(*d));
+        if (held.size() > static_cast<std::size_t>(i) + 1) held.pop_front();  // the release goes from here
+        if (f % 7 == static_cast<std::uint64_t>(i)) std::this_thread::yield();
+      }
+    });
+  for (std::uint64_t f = 0; f < kFrames; ++f) {
+    auto t = p->acquire(*pool, 10s);
+    ASSERT_OK(t);
+    ASSERT_TRUE(et_test::channel_support::stamp(*t, f));
+    auto sent = p->send(*t);
+    ASSERT_OK(sent);
+    ASSERT_EQ(sent->delivered, static_cast<std::uint64_t>(kReceivers));
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (auto& r : receivers) ASSERT_OK(r.flush());
+  ASSERT_OK(p->drain(10s));
+  EXPECT_EQ(pool->stats().in_use, 0u);
+  EXPECT_LE(pool->stats().allocated, 8u);
+  // How often the pool ran dry (each a recall): a race test, so only shown.
+  std::printf("pool waits: %llu of %llu acquires\n", static_cast<unsigned long long>(pool->stats().waits),
+              static_cast<unsigned long long>(pool->stats().acquired));
 }
 
 TEST(ChannelConcurrent, ReleasesThatFindTheSocketFullWakeAWaitingReceive) {

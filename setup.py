@@ -82,7 +82,7 @@ class CMakeBuild(build_ext):
             if not os.path.isfile(f):
                 sys.exit("setup.py: %s has no %s (a tree for %s with the Python module and the CLI?)"
                          % (tree, f, sys.executable))
-        # The SONAME link of the library (libedgetensor.so.0.7 -> libedgetensor.so.0.7.7): a wheel holds no
+        # The SONAME link of the library (libedgetensor.so.0.7 -> libedgetensor.so.0.7.8): a wheel holds no
         # links, so the one file goes in under the SONAME's name, the name the loader looks for.
         links = [p for p in glob.glob(os.path.join(tree, "src", "libedgetensor.so.*")) if os.path.islink(p)]
         if len(links) != 1:

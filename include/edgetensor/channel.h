@@ -511,13 +511,15 @@ struct PublisherStats {
 ///
 /// Releases: each receiver's Sender has a reader thread, but once a frame whose buffers all came from a
 /// Pool went out, the sending thread reads the releases already there, without waiting, and that reader
-/// thread stands back (parked) for 200 ms: a stream of pool frames at 5 fps or more
-/// costs no reader wake-up per frame (docs/CHANNEL.md, "Fixed cost per frame"). A Pool acquire that finds
-/// no buffer free calls the reader threads back at once, as drain() and a send waiting for a table slot
-/// do, so nothing that waits for a release waits out the stand-back. A frame of other buffers (an import
-/// whose release callback an upstream waits for) keeps the reader thread reading. So a buffer's release
-/// (a Pool's give-back, an import's release callback) runs on the reader thread or on a thread in send()
-/// or send_frame() of this Publisher, which must not be called from it.
+/// thread stands back (parked) for 200 ms: a stream of pool frames at 5 fps or more costs no reader
+/// wake-up per frame (docs/CHANNEL.md, "Fixed cost per frame"). Whatever waits for a release reads it or
+/// calls the reader back at once: a Pool acquire or try_acquire that finds no buffer free of a pool whose
+/// buffers went out here (it reads what is there on its own thread, then wakes the reader), a send that
+/// finds a receiver at its frame limit or its table full (it reads what is there first, so a Drop receiver
+/// that released its frame is not skipped), drain(), and a frame holding any buffer of no pool (an import,
+/// whose owner may wait for the release). So a buffer's release (a Pool's give-back, an import's release
+/// callback) runs on the reader thread, on a thread in send() or send_frame() of this Publisher, or on a
+/// thread in a Pool acquire of that buffer's pool; none of them may call this Publisher.
 class ET_API Publisher {
  public:
   /// A publisher with no receivers (add them with add_receiver). Errors: InvalidArgument (max_receivers

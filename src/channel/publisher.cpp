@@ -148,6 +148,7 @@ struct Publisher::State {
     o.name = text::format("{} receiver {}", options.name.empty() ? std::string("publisher") : options.name, id);
     ET_TRY_ASSIGN(auto sender, edgetensor::detail::make_channel_sender(
                                    std::move(socket), o, text::format("{}: {}", label, describe(id, peer))));
+    sender->serve_publisher();  // before it is shared: read_ready's stand-back, its pools' recalls
     bool end_now = false;
     {
       std::lock_guard lock(mutex);

@@ -224,10 +224,22 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     // A full table (Busy: every announced buffer has a frame out) waits for a release, which the reader
     // thread handles and signals, until the deadline: a release already on its way frees a slot.
     std::optional<ReaderWanted> wanted;  // every way out of the loop holds the lock
+    bool read_here = false;
     for (;;) {
       auto assigned = assign_ids();
       if (assigned) break;
       if (assigned.error().code() != ErrorCode::Busy) return fail(std::move(assigned).error());
+      // The releases that would make room may be on the socket, unread while the reader stands back
+      // (a Publisher's frames of Pool buffers): read them here once, then look again (a Drop receiver at
+      // its limit that released its frame gets this one).
+      if (!read_here && now_standing_back_locked()) {
+        read_here = true;
+        lock.unlock();
+        read_pending();
+        lock.lock();
+        if (closed_) return fail(closed_error_locked());
+        continue;
+      }
       if (drop) return dropped_locked(sequence);
       if (!wanted) wanted.emplace(*this);
       // With a ScopedWaitCheck, in slices: the check runs between them, without the lock.
@@ -255,8 +267,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
     }
   }
   // Pools of the buffers announced now call the reader back before they wait (kPublisherStandBack).
-  for (std::size_t b = 0; b < buffers.size(); ++b)
-    if (announce[b]) (void)add_pool_recall(storage_of(buffers[b]), recall_);
+  if (recalled_by_pools_)
+    for (std::size_t b = 0; b < buffers.size(); ++b)
+      if (announce[b]) (void)add_pool_recall(storage_of(buffers[b]), recall_);
   // A timeout (Busy) or the thread's wait check leaves both ends in step: what went out is applied, what did
   // not is undone, and the channel stays open. Any other failure (the peer is gone, the socket failed)
   // closes it.
@@ -326,6 +339,9 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
                                      const auto it = table_.find(id);
                                      return it != table_.end() && it->second.pooled;
                                    });
+  // Another buffer's owner (an import's upstream) may wait for its release with no Pool to call the
+  // reader back: a reader standing back since an earlier Pool frame reads again now.
+  if (!last_frame_pooled_ && now_standing_back_locked()) want_reader_locked();
   ++stats_.frames_sent;
   stats_.acquire_fences_sent += fence_count;
   return sequence;
@@ -487,24 +503,31 @@ void set_publisher_stand_back_for_testing(std::chrono::milliseconds stand_back) 
 }
 
 void ChannelSender::read_ready() noexcept {
-  const auto now = ChannelClock::now();
   {
     std::lock_guard lock(mutex_);
     if (closed_ || stopping_ || !last_frame_pooled_ || readers_wanted_ != 0 || inline_readers_ != 0) return;
-    standby_until_ = now + publisher_stand_back();
+    standby_until_ = ChannelClock::now() + publisher_stand_back();
   }
-  ReadTurn reading(*this, now);
-  if (!reading) return;  // the reader thread is reading: it stands back after that message
+  read_pending();
+}
+
+void ChannelSender::read_pending() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || stopping_) return;
+  }
+  ReadTurn reading(*this, ChannelClock::now());
+  if (!reading) return;  // the reader thread is reading: it handles what is there
   // In the ReadTurn: this thread alone uses ready_buffers_.
   std::array<std::span<std::byte>, kMaxReadyBatch> buffers;
   for (std::size_t i = 0; i < kMaxReadyBatch; ++i)
     buffers[i] = std::span(ready_buffers_[i].data(), ready_buffers_[i].size());
   std::array<Result<ipc::Received>, kMaxReadyBatch> got;
-  // Bounded: a receiver that floods its socket does not hold the frame back.
+  // Bounded: a receiver that floods its socket does not hold the caller back.
   for (std::size_t read = 0; read < kMaxReadyMessages;) {
     auto n = receive_ready(socket_.get(), buffers, kMaxChannelFds, got);
     if (!n) {
-      close(std::move(n).error(), false);
+      (void)take(fail(std::move(n).error()), {});  // as read_one's: the peer gone (ECONNRESET), or a failure
       return;
     }
     for (std::size_t i = 0; i < *n; ++i)

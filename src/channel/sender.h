@@ -53,11 +53,12 @@ namespace detail {
 // and the hello's wait call it back at once (want_reader_locked).
 inline constexpr std::chrono::milliseconds kReaderStandBack{50};
 // How long a Publisher's receiver's reader thread stands back after a frame whose buffers all come from
-// a Pool (read_ready): the publishing thread reads the releases after each frame, so at 5 fps or
-// more the reader thread wakes about 5 times a second instead of once per frame. A Pool acquire that
-// must wait for one of those buffers calls the reader back at once (PoolRecall), as do drain(), a send
-// waiting for a table slot and the hello's wait. What the stand-back delays: a receiver's death seen while
-// no frame is sent (a send sees it at once), and a release whose buffer nobody waits for.
+// a Pool (read_ready): the publishing thread reads the releases after each frame, so at 5 fps or more the
+// reader thread wakes about 5 times a second instead of once per frame. Whatever waits for a release reads
+// it or calls the reader back at once: a Pool acquire or try_acquire that finds no buffer free (PoolRecall:
+// recall_reader), a send finding the receiver at its frame limit or its table full (read_pending first),
+// drain(), the hello's wait, and a frame holding a buffer of no pool. What the stand-back delays: a
+// receiver's death seen while no frame is sent (a send sees it at once), and a release nobody waits for.
 inline constexpr std::chrono::milliseconds kPublisherStandBack{200};
 // The stand-back in force: kPublisherStandBack, or what a test set (the unit tests make it long, so that
 // only a call back, never the clock, ends it). Any thread.
@@ -140,6 +141,9 @@ class ChannelSender {
   // only Pool buffers (and nothing waits for the reader), the reader thread stands back for
   // publisher_stand_back() and this thread reads the messages already there (releases), without waiting.
   void read_ready() noexcept;
+  // Called by a Publisher on its new sender before any send: its frames' pools may call it back
+  // (add_pool_recall; a plain Sender's reader thread never stands back but in Sender::acquire's own wait).
+  void serve_publisher() noexcept { recalled_by_pools_ = true; }
   Result<void> drain(std::chrono::milliseconds timeout) {
     const auto deadline = deadline_after(timeout);
     std::unique_lock lock(mutex_);
@@ -229,18 +233,30 @@ class ChannelSender {
   class Recall final : public PoolRecall {
    public:
     explicit Recall(ChannelSender& s) : s_(&s) {}
+    // Not under mutex_ while the sender works: what it reads may run a release callback that acquires
+    // from a pool again (a recall on this thread once more).
     void recall() noexcept override {
+      {
+        std::lock_guard lock(mutex_);
+        if (s_ == nullptr) return;
+        ++calls_;
+      }
+      s_->recall_reader();
       std::lock_guard lock(mutex_);
-      if (s_ != nullptr) s_->recall_reader();
+      if (--calls_ == 0) done_.notify_all();
     }
+    // Waits for the recalls running on other threads.
     void detach() noexcept {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       s_ = nullptr;
+      done_.wait(lock, [&] { return calls_ == 0; });
     }
 
    private:
     std::mutex mutex_;
+    std::condition_variable done_;
     ChannelSender* s_;
+    int calls_ = 0;
   };
 
   // One reader of the socket at a time (a flag under mutex_, not a timed mutex: TSan in GCC 12 does not
@@ -392,11 +408,16 @@ class ChannelSender {
   // PoolWaitHook::wait of InlineReading: one wait for input (socket or wake_fd_) until `until`, and the
   // message read. false once the channel is closed (the pool's condition variable waits instead).
   bool read_inline(ChannelClock::time_point until) noexcept;
-  // PoolRecall: the reader thread stops standing back (until the next read_ready).
+  // PoolRecall: reads what is there now on the calling thread (the releases already come free their buffers
+  // before the acquire looks again), and a standing-back reader thread comes back for what comes later.
   void recall_reader() noexcept {
+    read_pending();
     std::lock_guard lock(mutex_);
     if (now_standing_back_locked()) want_reader_locked();
   }
+  // The messages already there, read and handled on this thread without waiting (receive_ready), unless
+  // another thread is reading (it handles them). The channel may close here (its errors).
+  void read_pending() noexcept;
   bool now_standing_back_locked() const noexcept { return ChannelClock::now() < standby_until_; }
   // A wait on drained_ (drain, a send waiting for a table slot or for the hello) needs the messages read
   // now: the reader thread stops standing back. Under mutex_.
@@ -457,6 +478,7 @@ class ChannelSender {
   int readers_wanted_ = 0;       // ReaderWanted waits running
   bool last_frame_pooled_ = false;  // the last frame sent held only Pool buffers (read_ready)
   std::shared_ptr<Recall> recall_;  // made by start()
+  bool recalled_by_pools_ = false;  // serve_publisher(); set before the first send
   // read_ready's message buffers, used in its ReadTurn only.
   std::array<std::array<std::byte, kMaxReleaseMessageBytes + 1>, kMaxReadyBatch> ready_buffers_;
   int dropping_ = 0;  // releases whose references are being dropped outside the lock

@@ -69,6 +69,7 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
     Clock::time_point deadline;
     Clock::time_point checked;  // when on_wait_ last ran (or the wait began)
     bool waited = false;
+    bool recalled = false;
     std::unique_lock lock(mutex_);
     std::shared_ptr<Storage> home;
     for (;;) {
@@ -88,6 +89,19 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
                        : now + timeout;
         checked = now;
       }
+      // Once, before the first wait or the Busy answer (try_acquire too): whatever reads this pool's
+      // releases reads what is there and stops standing back (pool_wait.h), so a buffer already released
+      // is back before the next look, and one released later wakes its reader rather than waiting out a
+      // stand-back.
+      if (!recalled && !recalls_.empty()) {
+        recalled = true;
+        auto recalls = recalls_;
+        lock.unlock();
+        for (const auto& w : recalls)
+          if (auto r = w.lock()) r->recall();
+        lock.lock();
+        continue;  // a buffer may have come back meanwhile
+      }
       if (!may_wait || now >= deadline) {
         ++timeouts_;
         return fail(busy_error_locked(may_wait, timeout.count() > 0,
@@ -96,15 +110,6 @@ class PoolState : public std::enable_shared_from_this<PoolState> {
       if (!waited) {
         ++waits_;
         waited = true;
-        // Once, before the first wait: whatever reads this pool's releases stops standing back.
-        if (!recalls_.empty()) {
-          auto recalls = recalls_;
-          lock.unlock();
-          for (const auto& w : recalls)
-            if (auto r = w.lock()) r->recall();
-          lock.lock();
-          continue;  // a buffer may have come back meanwhile
-        }
       }
       if (on_wait_ && now - checked >= kPoolWaitCheckInterval) {
         checked = now;

@@ -45,11 +45,13 @@ class Storage;
 
 /// Whatever reads the messages that bring a pool's buffers back, where that reading may stand back: a
 /// channel Publisher's receivers, whose reader threads stand back while the publishing thread reads their
-/// releases itself (channel/sender.h, kPublisherStandBack). An acquire that finds no buffer free calls
-/// recall() once before it waits, so that it never waits out a stand-back.
+/// releases itself (channel/sender.h, kPublisherStandBack). An acquire that finds no buffer free
+/// (try_acquire and a 0 ms timeout included) calls recall() once, then looks again before it waits or
+/// answers Busy, so that it never waits out a stand-back.
 class PoolRecall {
  public:
-  /// Any thread, no lock of the pool held. Must not block, and must not acquire from the pool.
+  /// Any thread, no lock of the pool held. Must not wait: reads what is already there (which may give
+  /// buffers back to this pool, or run an import's release callback) and wakes the reader for the rest.
   virtual void recall() noexcept = 0;
 
  protected:

@@ -184,8 +184,8 @@ typedef struct et_import_options {
    * called once, with user_data, when the import's last holder goes (every tensor, view, map, frame and
    * channel hold of the storages it made, after their mappings and fds are closed), on that holder's
    * thread: the caller's, a channel's release reader thread, or a thread in et_channel_publisher_send or
-   * _send_frame of the publisher it was sent through; it must not block for long nor call into that
-   * channel. Never called when the import fails: user_data stays the caller's then. user_data
+   * _send_frame of the publisher it was sent through, or in et_pool_acquire of a pool whose buffers that
+   * publisher sent; it must not block for long nor call into that channel. Never called when the import fails: user_data stays the caller's then. user_data
    * without a release_callback: ET_INVALID_ARGUMENT. A struct_size below ET_IMPORT_OPTIONS_SIZE_VER1 reads
    * neither field (not even part of one): the import holds no hook and never calls one. */
   void (*release_callback)(void* user_data);

@@ -136,91 +136,155 @@ TEST(ChannelPublisher, ABufferReturnsWhenEveryReceiverReleasedIt) {
 
 // Frames of Pool buffers (issue 27, case (a)): after each frame the sending thread reads the releases that
 // came, and the receiver's reader thread stands back (kPublisherStandBack), so a frame wakes no reader
-// thread. An acquire that finds the pool empty calls the reader back rather than waiting out the
-// stand-back; a frame of other buffers keeps the reader thread reading.
-TEST(ChannelPublisher, TheSendingThreadReadsPoolReleasesAndAStarvedAcquireCallsTheReaderBack) {
-  auto sp = channel::socket_pair();
-  ASSERT_OK(sp);
-  const int fd = sp->first.get();
-  const auto sending_thread = std::this_thread::get_id();
-  std::atomic<int> sender_reads{0}, reader_reads{0};
-  // A stand-back no test outlasts: only a call back ends it, never the clock (a loaded machine may stall
-  // this thread for longer than the real 200 ms).
-  struct LongStandBack {
-    LongStandBack() { edgetensor::detail::set_publisher_stand_back_for_testing(60s); }
-    ~LongStandBack() { edgetensor::detail::set_publisher_stand_back_for_testing(edgetensor::detail::kPublisherStandBack); }
-  } long_stand_back;
-  // Before any channel thread runs, gone after them (declared first).
-  et_test::ScopedFaultHook hook([&](const sys::CallInfo& c) {
-    if (c.fd != fd) return 0;
-    const bool sender = std::this_thread::get_id() == sending_thread;
-    if (c.call == sys::Call::Recvmmsg && sender) ++sender_reads;
-    if ((c.call == sys::Call::Recvmsg || c.call == sys::Call::Recvmmsg) && !sender) ++reader_reads;
-    return 0;
-  });
-  auto p = channel::Publisher::create({.name = "stand-back"});
-  ASSERT_OK(p);
-  ASSERT_OK(p->add_receiver(std::move(sp->first)));
-  auto r = channel::Receiver::create(std::move(sp->second));
-  ASSERT_OK(r);
-  auto pool = shm_pool("stand-back", 2, {64, 64});
-  ASSERT_OK(pool);
-  constexpr std::uint64_t kFrames = 40;
-  for (std::uint64_t f = 0; f < kFrames; ++f) {
+// thread. Whatever waits for a release reads it or calls the reader back. The fixture makes the stand-back
+// 60 s, so that only such a call ends it, never the clock (a loaded machine may stall a thread longer than
+// the real 200 ms), and counts the reads on the publisher's end of the socket by thread.
+class ChannelPublisherStandBack : public ::testing::Test {
+ protected:
+  void start(const channel::SenderOptions& options = {}) {
+    auto sp = channel::socket_pair();
+    ASSERT_OK(sp);
+    fd_ = sp->first.get();
+    // Before any channel thread runs; removed after they are joined (TearDown).
+    sys::set_fault_hook([this](const sys::CallInfo& c) {
+      if (c.fd != fd_ || (c.call != sys::Call::Recvmsg && c.call != sys::Call::Recvmmsg)) return 0;
+      ++(std::this_thread::get_id() == test_thread_ ? test_reads : reader_reads);
+      return 0;
+    });
+    p.emplace(*channel::Publisher::create({.name = "stand-back"}));
+    ASSERT_OK(p->add_receiver(std::move(sp->first), options));
+    auto receiver = channel::Receiver::create(std::move(sp->second));
+    ASSERT_OK(receiver);
+    r.emplace(std::move(*receiver));
+    auto made = shm_pool("stand-back", 2, {64, 64});
+    ASSERT_OK(made);
+    pool.emplace(std::move(*made));
+  }
+  void SetUp() override { edgetensor::detail::set_publisher_stand_back_for_testing(60s); }
+  void TearDown() override {
+    pool.reset();
+    r.reset();
+    p.reset();
+    sys::set_fault_hook({});
+    edgetensor::detail::set_publisher_stand_back_for_testing(edgetensor::detail::kPublisherStandBack);
+  }
+  // Acquires, stamps and sends frame `f`; the receiver takes it and, with `release`, lets go of it at once.
+  void frame(std::uint64_t f, bool release = true) {
     auto t = p->acquire(*pool, 2s);
     ASSERT_OK(t);
     ASSERT_TRUE(stamp(*t, f));
-    ASSERT_OK(p->send(*t));
+    auto sent = p->send(*t);
+    ASSERT_OK(sent);
+    EXPECT_EQ(sent->delivered, 1u) << "frame " << f;
     t = TensorDyn{};
     auto d = r->receive(2s);
     ASSERT_OK(d);
+    EXPECT_EQ(d->sequence, f);
     EXPECT_TRUE(stamped(d->tensor, f)) << "frame " << f;
+    if (!release) {
+      held.push_back(std::move(*d));
+      return;
+    }
     d->tensor = TensorDyn{};
     ASSERT_OK(r->flush());
   }
+  void release_held() {
+    held.clear();
+    ASSERT_OK(r->flush());
+  }
+
+  std::optional<channel::Publisher> p;
+  std::optional<channel::Receiver> r;
+  std::optional<Pool> pool;
+  std::vector<channel::Delivery> held;
+  std::atomic<int> test_reads{0}, reader_reads{0};
+
+ private:
+  int fd_ = -1;
+  const std::thread::id test_thread_ = std::this_thread::get_id();
+};
+
+TEST_F(ChannelPublisherStandBack, TheSendingThreadReadsTheReleasesOfPoolFrames) {
+  start();
+  constexpr std::uint64_t kFrames = 40;
+  for (std::uint64_t f = 0; f < kFrames; ++f) frame(f);
   // The first frame's release is the reader thread's (nothing stood back yet; it may take one more message
   // it was already waiting for); from then on the sending thread reads one batch a frame.
-  EXPECT_GE(sender_reads.load(), static_cast<int>(kFrames) - 2);
-  EXPECT_LE(reader_reads.load(), 3) << sender_reads.load() << " reads by the sending thread";
+  EXPECT_GE(test_reads.load(), static_cast<int>(kFrames) - 2);
+  EXPECT_LE(reader_reads.load(), 3) << test_reads.load() << " reads by the sending thread";
+}
 
-  // Both buffers out, both released, the releases not read: the acquire calls the reader back. Without the
-  // call it would wait out the stand-back, longer than its timeout.
-  std::vector<channel::Delivery> held;
-  for (std::uint64_t f = kFrames; f < kFrames + 2; ++f) {
-    auto t = p->acquire(*pool, 2s);
-    ASSERT_OK(t);
-    ASSERT_OK(p->send(*t));
-    auto d = r->receive(2s);
-    ASSERT_OK(d);
-    held.push_back(std::move(*d));
-  }
-  held.clear();
-  ASSERT_OK(r->flush());
-  const int before = reader_reads.load();
-  auto t = p->acquire(*pool, 10s);
-  ASSERT_TRUE(t.has_value()) << "a starved acquire waited out the reader's stand-back: " << t.error().to_string();
-  EXPECT_GT(reader_reads.load(), before) << "the reader thread read the releases";
-  t = TensorDyn{};
+TEST_F(ChannelPublisherStandBack, AnAcquireOfAnEmptyPoolReadsTheReleasesOrCallsTheReaderBack) {
+  start();
+  frame(0);
+  // Both buffers out, both released, the releases unread: a try_acquire (a producer that polls) reads them on
+  // its own thread and gets a buffer at once.
+  frame(1, false);
+  frame(2, false);
+  release_held();
+  int reads = test_reads.load();
+  auto polled = pool->try_acquire();
+  ASSERT_TRUE(polled.has_value()) << polled.error().to_string();
+  EXPECT_GT(test_reads.load(), reads);
+  polled = TensorDyn{};
+  // The same for an acquire that would wait.
+  frame(3, false);
+  frame(4, false);
+  release_held();
+  reads = test_reads.load();
+  auto waited = p->acquire(*pool, 10s);
+  ASSERT_TRUE(waited.has_value()) << waited.error().to_string();
+  EXPECT_GT(test_reads.load(), reads);
+  waited = TensorDyn{};
+  // Released only once the acquire waits: it finds nothing to read, so it calls the reader thread back,
+  // which reads the release when it comes. Without the call the acquire would wait out the stand-back.
+  frame(5, false);
+  frame(6, false);
+  const int reader_before = reader_reads.load();
+  std::thread releaser([this] {
+    std::this_thread::sleep_for(50ms);
+    release_held();
+  });
+  auto late = p->acquire(*pool, 10s);
+  releaser.join();
+  ASSERT_TRUE(late.has_value()) << "waited out the reader's stand-back: " << late.error().to_string();
+  EXPECT_GT(reader_reads.load(), reader_before);
+}
 
-  // After a frame of a buffer from no pool (an import, say, whose owner may wait for its release with no
-  // Pool to call the reader back), the sending thread neither reads nor sends the reader back: the reader
-  // thread, called back by the starved acquire above, reads those releases itself.
+// A Drop receiver at max_frames_out 1 that lets go of each frame before the next one ("Latest frame" in
+// docs/CHANNEL.md) gets every frame: its release, unread while the reader stands back, is read by the send
+// that finds it at its limit.
+TEST_F(ChannelPublisherStandBack, ADropReceiverAtItsLimitThatReleasedGetsTheNextFrame) {
+  start({.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
+  for (std::uint64_t f = 0; f < 30; ++f) frame(f);
+  const auto stats = p->stats();
+  EXPECT_EQ(stats.deliveries, 30u);
+  EXPECT_EQ(stats.drops, 0u);
+  EXPECT_EQ(r->stats().frames_missing, 0u);
+}
+
+// After a frame holding a buffer of no pool (an import, say, whose owner may wait for its release with no
+// Pool to call the reader back), the reader thread reads again, though it stood back after a Pool frame;
+// the sending thread does not read after such a frame.
+TEST_F(ChannelPublisherStandBack, AFrameOfNoPoolsBufferCallsTheReaderBack) {
+  start();
+  frame(0);
+  frame(1);  // the reader stands back since this frame
   auto plain = TensorDyn::allocate({64, 64}, DType::U8, et_test::mem(MemoryKind::Shm));
   ASSERT_OK(plain);
-  const int sender_before = sender_reads.load();
+  const int reads = test_reads.load();
   const int reader_before = reader_reads.load();
   ASSERT_OK(p->send(*plain));
-  ASSERT_OK(p->send(*plain));
-  EXPECT_EQ(sender_reads.load(), sender_before) << "read after a frame of no pool's buffer";
-  for (int i = 0; i < 2; ++i) {
-    auto d = r->receive(2s);
-    ASSERT_OK(d);
-  }
+  EXPECT_EQ(test_reads.load(), reads) << "read after a frame of no pool's buffer";
+  plain = TensorDyn{};
+  auto d = r->receive(2s);
+  ASSERT_OK(d);
+  d->tensor = TensorDyn{};
   ASSERT_OK(r->flush());
-  EXPECT_TRUE(eventually([&] { return reader_reads.load() >= reader_before + 2; }))
-      << reader_reads.load() - reader_before << " reads by the reader thread";
-  EXPECT_TRUE(eventually([&] { return p->drain(0ms).has_value(); }));
-  EXPECT_EQ(sender_reads.load(), sender_before);
+  // No drain (it calls the reader back itself): the release is read by the reader thread.
+  EXPECT_TRUE(eventually([&] { return p->receivers().at(0).stats.frames_out == 0; }, 5s))
+      << "the import's release stayed unread";
+  EXPECT_GT(reader_reads.load(), reader_before);
 }
 
 // The issue's fan-out: a fast Block receiver, a slow Drop receiver that holds its frames, and one that

@@ -484,7 +484,7 @@ class CountingRecall final : public detail::PoolRecall {
   std::function<void()> on_recall;
 };
 
-TEST(Pool, AnAcquireAboutToWaitCallsItsRecallsOnceAndOnlyThen) {
+TEST(Pool, AnAcquireOfAnEmptyPoolCallsItsRecallsOnceThenLooksAgain) {
   auto pool = Pool::create({16}, DType::U8, options("recall", MemoryKind::Heap, 2));
   ASSERT_OK(pool);
   auto a = pool->acquire(0ms);
@@ -499,31 +499,39 @@ TEST(Pool, AnAcquireAboutToWaitCallsItsRecallsOnceAndOnlyThen) {
   ASSERT_OK(plain);
   EXPECT_FALSE(detail::add_pool_recall(detail::storage_of(*plain), recall));
 
-  // No wait (try_acquire, or a timeout of 0 ms): no recall.
+  // A producer that polls (try_acquire, a 0 ms timeout) calls it too: once per call, then Busy.
   EXPECT_FALSE(pool->try_acquire().has_value());
-  EXPECT_FALSE(pool->acquire(0ms).has_value());
-  EXPECT_EQ(recall->calls.load(), 0);
-
-  // An acquire about to wait calls it once; the buffer it frees (on another thread) ends the wait.
-  std::thread giver;
-  recall->on_recall = [&] { giver = std::thread([&] { *a = TensorDyn(); }); };
-  auto c = pool->acquire(10s);
-  ASSERT_OK(c);
-  giver.join();
   EXPECT_EQ(recall->calls.load(), 1);
-
-  // A recall that frees nothing: called once per acquire, which then times out as before.
-  recall->on_recall = nullptr;
-  auto d = pool->acquire(20ms);
-  ASSERT_FALSE(d.has_value());
-  EXPECT_EQ(d.error().code(), ErrorCode::Busy);
+  auto busy = pool->acquire(0ms);
+  EXPECT_ERROR(busy, ErrorCode::Busy, "no buffer free");
   EXPECT_EQ(recall->calls.load(), 2);
+
+  // A recall that gives a buffer back on the acquiring thread (a channel reading the releases that are
+  // there): the same call has it.
+  recall->on_recall = [&] { *a = TensorDyn(); };
+  auto c = pool->try_acquire();
+  ASSERT_OK(c);
+  EXPECT_EQ(recall->calls.load(), 3);
+
+  // An acquire that waits: the buffer the recall has another thread free ends the wait.
+  std::thread giver;
+  recall->on_recall = [&] { giver = std::thread([&] { *b = TensorDyn(); }); };
+  auto d = pool->acquire(10s);
+  ASSERT_OK(d);
+  giver.join();
+  EXPECT_EQ(recall->calls.load(), 4);
+
+  // A recall that frees nothing: called once, and the acquire times out as before.
+  recall->on_recall = nullptr;
+  auto e = pool->acquire(20ms);
+  EXPECT_ERROR(e, ErrorCode::Busy, "after waiting");
+  EXPECT_EQ(recall->calls.load(), 5);
 
   // A recall that is gone is skipped (and dropped at the next registration).
   recall.reset();
   EXPECT_FALSE(pool->acquire(5ms).has_value());
   auto other = std::make_shared<CountingRecall>();
-  ASSERT_TRUE(detail::add_pool_recall(detail::storage_of(*b), other));
+  ASSERT_TRUE(detail::add_pool_recall(detail::storage_of(*c), other));
   EXPECT_FALSE(pool->acquire(5ms).has_value());
   EXPECT_EQ(other->calls.load(), 1);
 }

@@ -235,7 +235,7 @@ Result<std::uint64_t> ChannelSender::send(std::span<const TensorDyn> buffers, st
       if (!read_here && now_standing_back_locked()) {
         read_here = true;
         lock.unlock();
-        read_pending();
+        read_pending(ChannelClock::now() + kReadInProgressWait);
         lock.lock();
         if (closed_) return fail(closed_error_locked());
         continue;
@@ -511,12 +511,12 @@ void ChannelSender::read_ready() noexcept {
   read_pending();
 }
 
-void ChannelSender::read_pending() noexcept {
+void ChannelSender::read_pending(ChannelClock::time_point turn_until) noexcept {
   {
     std::lock_guard lock(mutex_);
     if (closed_ || stopping_) return;
   }
-  ReadTurn reading(*this, ChannelClock::now());
+  ReadTurn reading(*this, std::max(turn_until, ChannelClock::now()));
   if (!reading) return;  // the reader thread is reading: it handles what is there
   // In the ReadTurn: this thread alone uses ready_buffers_.
   std::array<std::span<std::byte>, kMaxReadyBatch> buffers;

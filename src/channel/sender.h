@@ -64,6 +64,9 @@ inline constexpr std::chrono::milliseconds kPublisherStandBack{200};
 // only a call back, never the clock, ends it). Any thread.
 std::chrono::milliseconds publisher_stand_back() noexcept;
 void set_publisher_stand_back_for_testing(std::chrono::milliseconds stand_back) noexcept;
+// How long a send that finds a receiver at its limit waits for a read of that receiver's socket already in
+// progress on another thread (the reader thread handling one message) before it decides.
+inline constexpr std::chrono::milliseconds kReadInProgressWait{100};
 // The most messages read_ready reads before a frame.
 inline constexpr std::size_t kMaxReadyMessages = 64;
 
@@ -416,8 +419,9 @@ class ChannelSender {
     if (now_standing_back_locked()) want_reader_locked();
   }
   // The messages already there, read and handled on this thread without waiting (receive_ready), unless
-  // another thread is reading (it handles them). The channel may close here (its errors).
-  void read_pending() noexcept;
+  // another thread is reading: then it waits for that read until `turn_until` (a read in progress may be
+  // the release a send needs), or, by default, leaves them to it. The channel may close here (its errors).
+  void read_pending(ChannelClock::time_point turn_until = ChannelClock::time_point::min()) noexcept;
   bool now_standing_back_locked() const noexcept { return ChannelClock::now() < standby_until_; }
   // A wait on drained_ (drain, a send waiting for a table slot or for the hello) needs the messages read
   // now: the reader thread stops standing back. Under mutex_.

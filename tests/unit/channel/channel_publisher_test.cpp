@@ -257,7 +257,10 @@ TEST_F(ChannelPublisherStandBack, AnAcquireOfAnEmptyPoolReadsTheReleasesOrCallsT
 // that finds it at its limit.
 TEST_F(ChannelPublisherStandBack, ADropReceiverAtItsLimitThatReleasedGetsTheNextFrame) {
   start({.policy = channel::ReceiverPolicy::Drop, .max_frames_out = 1});
-  for (std::uint64_t f = 0; f < 30; ++f) frame(f);
+  frame(0);
+  // The first release is the reader thread's (it stands back once it has read it).
+  ASSERT_TRUE(eventually([&] { return p->receivers().at(0).stats.frames_out == 0; }));
+  for (std::uint64_t f = 1; f < 30; ++f) frame(f);
   const auto stats = p->stats();
   EXPECT_EQ(stats.deliveries, 30u);
   EXPECT_EQ(stats.drops, 0u);
